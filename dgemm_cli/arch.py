@@ -1,0 +1,59 @@
+"""The arch table: per-target limits the planner must respect and rough rates its cost model uses.
+
+Limits are the CUDA programming guide's per-compute-capability numbers; the rates and SM counts
+are those of each arch's flagship data-centre part and only rank candidate plans against each
+other (the real ranking belongs to `deepgemm bench` and, later, an autotuner).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dgemm_cli.errors import DeepGemmError
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str  # the --arch spelling
+    compute: str  # nvcc virtual arch, e.g. "compute_90a"
+    sm: str  # nvcc real arch, e.g. "sm_90a"
+    cc: tuple[int, int]
+    smem_per_block: int  # bytes of dynamic shared memory one block may opt in to
+    smem_per_sm: int
+    regs_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    sms: int  # multiprocessors of the reference part (cost model only)
+    tc_flops_per_sm_clk: int  # dense f16/bf16 mma.sync FLOP per SM per clock
+    fma_flops_per_sm_clk: int  # f32 FFMA FLOP per SM per clock
+    clock_ghz: float
+    dram_gbps: float
+    part: str  # the part the rates describe
+
+    @property
+    def gencode(self) -> list[str]:
+        """SASS for the target (runs on a CUDA 13.0 driver without JIT) plus PTX of the same arch."""
+        return [f"-gencode=arch={self.compute},code=[{self.sm},{self.compute}]"]
+
+
+ARCHES: dict[str, Arch] = {
+    a.name: a
+    for a in (
+        Arch("sm_80", "compute_80", "sm_80", (8, 0), 166912, 167936, 65536, 2048, 32, 108, 2048, 128, 1.41,
+             2039.0, "A100-SXM4-80GB"),
+        Arch("sm_86", "compute_86", "sm_86", (8, 6), 101376, 102400, 65536, 1536, 16, 84, 1024, 256, 1.70,
+             936.0, "RTX 3090 / A40"),
+        Arch("sm_89", "compute_89", "sm_89", (8, 9), 101376, 102400, 65536, 1536, 24, 142, 1024, 256, 2.52,
+             864.0, "L40S"),
+        # mma.sync on Hopper runs at about half of wgmma's peak; the planner's first path uses mma.sync.
+        Arch("sm_90a", "compute_90a", "sm_90a", (9, 0), 232448, 233472, 65536, 2048, 32, 132, 2048, 256, 1.98,
+             4800.0, "H200-SXM"),
+    )
+}
+
+
+def get_arch(name: str) -> Arch:
+    try:
+        return ARCHES[name]
+    except KeyError:
+        raise DeepGemmError(f"unsupported arch '{name}': use one of {', '.join(ARCHES)}") from None

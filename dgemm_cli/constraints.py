@@ -1,0 +1,165 @@
+"""A small constraint graph and its solver (pure, no CUDA knowledge).
+
+Nodes are the plan's choices, each with a finite domain. Constraints are named predicates over a
+few nodes, each tagged with where it comes from (arch, view, problem, instruction). The solver
+enumerates every assignment that satisfies all constraints (backtracking, checking each
+constraint as soon as its nodes are assigned), then keeps the one with the lowest cost.
+
+For `explain`, every node gets a `Decision`: for each value it did not take, either the first
+constraint that rules it out with the other choices held fixed, or how much more it would cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Assignment = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    domain: tuple[Any, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    name: str
+    source: str  # "arch" | "view" | "problem" | "instruction"
+    nodes: tuple[str, ...]
+    # Returns None when the assignment satisfies the constraint, else a short reason.
+    check: Callable[[Assignment], str | None]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    value: Any
+    why: str  # "<constraint>: <reason>" or "costs +x% (cost model)"
+
+
+@dataclass(frozen=True)
+class Decision:
+    node: str
+    value: Any
+    doc: str
+    rejected: tuple[Rejection, ...]
+
+    def summary(self) -> str:
+        """One line: the value and the constraint that decided it."""
+        ruled = [r for r in self.rejected if not r.why.startswith("costs")]
+        if not self.rejected:
+            return f"{self.node} = {self.value} (only candidate)"
+        if ruled and len(ruled) == len(self.rejected):
+            names = sorted({r.why.split(":")[0] for r in ruled})
+            return f"{self.node} = {self.value} (forced by {', '.join(names)})"
+        return f"{self.node} = {self.value} (cheapest of {len(self.rejected) + 1} by the cost model)"
+
+
+@dataclass
+class ConstraintGraph:
+    nodes: list[Node] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+
+    def node(self, name: str, domain: Sequence[Any], doc: str) -> None:
+        assert name not in {n.name for n in self.nodes}, name
+        self.nodes.append(Node(name, tuple(domain), doc))
+
+    def constrain(self, name: str, source: str, nodes: Sequence[str],
+                  check: Callable[[Assignment], str | None], doc: str = "") -> None:
+        known = {n.name for n in self.nodes}
+        assert all(n in known for n in nodes), (name, nodes)
+        self.constraints.append(Constraint(name, source, tuple(nodes), check, doc))
+
+    def violations(self, assignment: Assignment) -> list[str]:
+        out = []
+        for c in self.constraints:
+            why = c.check(assignment)
+            if why is not None:
+                out.append(f"{c.name}: {why}")
+        return out
+
+
+@dataclass(frozen=True)
+class Solution:
+    assignment: Assignment
+    cost: float
+    decisions: tuple[Decision, ...]
+    feasible: int  # how many assignments satisfied every constraint
+
+
+class Unsatisfiable(Exception):
+    """No assignment satisfies the graph; `reasons` are the constraints that pruned the most."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = reasons
+        super().__init__("; ".join(reasons))
+
+
+def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float]) -> Solution:
+    order = [n.name for n in graph.nodes]
+    position = {name: i for i, name in enumerate(order)}
+    # Check each constraint right after the last of its nodes is assigned.
+    due: dict[int, list[Constraint]] = {i: [] for i in range(len(order))}
+    for c in graph.constraints:
+        due[max(position[n] for n in c.nodes) if c.nodes else 0].append(c)
+    pruned_by: dict[str, int] = {}
+
+    best: tuple[float, Assignment] | None = None
+    feasible = 0
+    assignment: Assignment = {}
+
+    def visit(depth: int) -> None:
+        nonlocal best, feasible
+        if depth == len(order):
+            feasible += 1
+            c = cost(assignment)
+            if best is None or c < best[0]:
+                best = (c, dict(assignment))
+            return
+        node = graph.nodes[depth]
+        for value in node.domain:
+            assignment[node.name] = value
+            failed = next((c for c in due[depth] if c.check(assignment) is not None), None)
+            if failed is None:
+                visit(depth + 1)
+            else:
+                pruned_by[failed.name] = pruned_by.get(failed.name, 0) + 1
+        del assignment[node.name]
+
+    visit(0)
+    if best is None:
+        top = sorted(pruned_by.items(), key=lambda kv: -kv[1])[:3]
+        raise Unsatisfiable([f"{name} (pruned {count} candidates)" for name, count in top])
+    best_cost, chosen = best
+    return Solution(chosen, best_cost, tuple(_explain(graph, chosen, best_cost, cost)), feasible)
+
+
+def _explain(graph: ConstraintGraph, chosen: Assignment, best_cost: float,
+             cost: Callable[[Assignment], float]) -> list[Decision]:
+    decisions = []
+    for node in graph.nodes:
+        rejected = []
+        for value in node.domain:
+            if value == chosen[node.name]:
+                continue
+            trial = dict(chosen, **{node.name: value})
+            broken = next((c for c in graph.constraints if node.name in c.nodes and c.check(trial) is not None),
+                          None)
+            if broken is not None:
+                rejected.append(Rejection(value, f"{broken.name}: {broken.check(trial)}"))
+                continue
+            # Allowed by this node's own constraints; it may still break a constraint elsewhere.
+            others = graph.violations(trial)
+            if others:
+                rejected.append(Rejection(value, others[0]))
+                continue
+            c = cost(trial)
+            extra = (c / best_cost - 1.0) * 100 if best_cost > 0 and math.isfinite(c) else float("inf")
+            rejected.append(Rejection(value, f"costs +{extra:.0f}% (cost model)"))
+        decisions.append(Decision(node.name, chosen[node.name], node.doc, tuple(rejected)))
+    return decisions

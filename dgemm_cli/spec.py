@@ -1,0 +1,331 @@
+"""Stage 1: YAML spec -> typed, validated `Spec`.
+
+Every error a user can make is a `SpecError` naming the file, the key and the fix. Nothing here
+knows about tiles or CUDA: it only turns text into a checked description of the problem
+C = alpha * contract(A, B) + beta * C over three strided views.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dgemm_cli.errors import SpecError
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+ACCUM_TYPES = ("f32",)
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
+OPERANDS = ("A", "B", "C")
+
+TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta"}
+GEMM_KEYS = {"m", "n", "k", "batch"}
+OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align"}
+
+# C keywords and CUDA names an exported symbol must not take.
+_RESERVED = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+    "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+    "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+    "volatile", "while", "bool", "class", "template", "namespace", "new", "delete", "main",
+}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EINSUM = re.compile(r"^\s*([A-Za-z]+)\s*,\s*([A-Za-z]+)\s*->\s*([A-Za-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class OperandView:
+    """One operand as the user described it: letters in the operand's own order, element strides."""
+
+    name: str  # "A", "B" or "C"
+    letters: str  # e.g. "nchw"
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]  # element strides, same order as letters
+    offset: int  # elements from the base pointer to element [0, 0, ...]
+    dtype: str
+    align: int  # bytes the caller promises for the base pointer
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def stride_of(self, letter: str) -> int:
+        return self.strides[self.letters.index(letter)]
+
+    @property
+    def span(self) -> int:
+        """Elements a buffer must hold: offset + largest reachable index + 1."""
+        return self.offset + sum((s - 1) * st for s, st in zip(self.sizes, self.strides)) + 1
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    arch: str
+    accum: str
+    contraction: str  # normalised "ab,bc->ac"
+    sizes: dict[str, int]  # every letter -> size
+    A: OperandView
+    B: OperandView
+    C: OperandView
+    alpha: float
+    beta: float
+    source: str  # file the spec came from (for messages)
+    shorthand: str = "contraction"  # "gemm" when written with the `gemm:` shorthand
+
+    @property
+    def operands(self) -> tuple[OperandView, OperandView, OperandView]:
+        return (self.A, self.B, self.C)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalised spec (every default filled in), as written into plan.json."""
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "accum": self.accum,
+            "contraction": self.contraction,
+            "sizes": dict(self.sizes),
+            "operands": {
+                op.name: {
+                    "letters": op.letters,
+                    "strides": list(op.strides),
+                    "offset": op.offset,
+                    "dtype": op.dtype,
+                    "align": op.align,
+                }
+                for op in self.operands
+            },
+            "alpha": self.alpha,
+            "beta": self.beta,
+        }
+
+
+class _Ctx:
+    """Carries the file name so that every error can name it."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, key: str, problem: str, fix: str) -> SpecError:
+        return SpecError(self.path, key, problem, fix)
+
+    def mapping(self, value: Any, key: str, allowed: set[str], what: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a mapping for {what}, got {type(value).__name__}",
+                            f"write {key} as {{key: value, ...}}")
+        for k in value:
+            if k not in allowed:
+                raise self.fail(f"{key}.{k}" if key else str(k), f"unknown key '{k}'",
+                                f"use one of: {', '.join(sorted(allowed))}")
+        return value
+
+    def integer(self, value: Any, key: str, minimum: int | None = None) -> int:
+        # bool is an int in Python; `m: true` is a typo, not 1.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"expected an integer, got {value!r}", "write a whole number")
+        if minimum is not None and value < minimum:
+            what = "negative" if value < 0 else f"less than {minimum}"
+            raise self.fail(key, f"{value} is {what}", f"use an integer >= {minimum}")
+        return value
+
+    def number(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"expected a number, got {value!r}", "write a number such as 1.0")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise self.fail(key, f"{value!r} is not finite", "use a finite number")
+        return float(value)
+
+    def int_list(self, value: Any, key: str, length: int, letters: str) -> list[int]:
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of {length} integers, got {value!r}",
+                            f"write one stride per letter of '{letters}', e.g. [{', '.join(['1'] * length)}]")
+        if len(value) != length:
+            raise self.fail(key, f"has {len(value)} entries but the operand has {length} dims ('{letters}')",
+                            f"give exactly one stride per letter of '{letters}'")
+        return [self.integer(v, f"{key}[{i}]", 0) for i, v in enumerate(value)]
+
+    def choice(self, value: Any, key: str, choices: tuple[str, ...], what: str) -> str:
+        if value not in choices:
+            raise self.fail(key, f"unsupported {what} {value!r}", f"use one of: {', '.join(choices)}")
+        return value
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate one YAML spec file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError(str(path), "(file)", "no such file", "check the path") from None
+    except IsADirectoryError:
+        raise SpecError(str(path), "(file)", "is a directory", "pass a .yaml spec file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(yaml)"
+        raise SpecError(str(path), where, f"not valid YAML ({getattr(exc, 'problem', exc)})",
+                        "fix the YAML syntax") from None
+    return parse_spec(data, str(path))
+
+
+def parse_spec(data: Any, source: str = "<spec>") -> Spec:
+    """Validate an already-parsed YAML document."""
+    ctx = _Ctx(source)
+    top = ctx.mapping(data, "", TOP_KEYS, "the spec")
+    if not top:
+        raise ctx.fail("(top)", "the spec is empty", "write at least `name:`, `gemm:` or `contraction:`")
+
+    if "name" not in top:
+        raise ctx.fail("name", "missing", "add `name: my_kernel` (a C identifier)")
+    name = top["name"]
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise ctx.fail("name", f"{name!r} is not a C identifier",
+                       "use letters, digits and '_' only, not starting with a digit")
+    if name in _RESERVED or keyword.iskeyword(name):
+        raise ctx.fail("name", f"'{name}' is a reserved word", "pick another name, e.g. 'gemm_" + name + "'")
+
+    arch = ctx.choice(top.get("arch", "sm_90a"), "arch", ARCHS, "arch")
+    default_dtype = ctx.choice(top.get("dtype", "f16"), "dtype", tuple(DTYPE_BYTES), "dtype")
+    accum = ctx.choice(top.get("accum", "f32"), "accum", ACCUM_TYPES, "accumulator type")
+    alpha = ctx.number(top.get("alpha", 1.0), "alpha")
+    beta = ctx.number(top.get("beta", 0.0), "beta")
+
+    if ("gemm" in top) == ("contraction" in top):
+        raise ctx.fail("gemm/contraction", "need exactly one of `gemm:` and `contraction:`",
+                       "write either `gemm: {m: .., n: .., k: ..}` or `contraction: \"mk,kn->mn\"` with `sizes:`")
+    operands = ctx.mapping(top.get("operands"), "operands", set(OPERANDS), "operands")
+    op_maps = {op: ctx.mapping(operands.get(op), f"operands.{op}", OPERAND_KEYS, f"operand {op}")
+               for op in OPERANDS}
+
+    if "gemm" in top:
+        if "sizes" in top:
+            raise ctx.fail("sizes", "`sizes:` goes with `contraction:`, not with `gemm:`",
+                           "put m, n, k (and batch) inside `gemm:`")
+        gemm = ctx.mapping(top["gemm"], "gemm", GEMM_KEYS, "gemm")
+        for k in ("m", "n", "k"):
+            if k not in gemm:
+                raise ctx.fail(f"gemm.{k}", "missing", f"add `{k}: <size>` to `gemm:`")
+        sizes = {k: ctx.integer(gemm[k], f"gemm.{k}", 1) for k in ("m", "n", "k")}
+        if "batch" in gemm:
+            sizes = {"b": ctx.integer(gemm["batch"], "gemm.batch", 1), **sizes}
+            letters = ("bmk", "bkn", "bmn")
+        else:
+            letters = ("mk", "kn", "mn")
+        shorthand = "gemm"
+    else:
+        expr = top["contraction"]
+        match = _EINSUM.match(expr) if isinstance(expr, str) else None
+        if not match:
+            raise ctx.fail("contraction", f"{expr!r} is not of the form 'ab,bc->ac'",
+                           "write two input operands and one output, letters only, e.g. \"nchw,kc->nkhw\"")
+        letters = match.groups()
+        if "sizes" not in top:
+            raise ctx.fail("sizes", "missing", "add `sizes: {letter: size, ...}` for every letter")
+        raw = ctx.mapping(top["sizes"], "sizes", set("".join(letters)), "sizes")
+        sizes = {}
+        for letter in dict.fromkeys("".join(letters)):
+            if letter not in raw:
+                raise ctx.fail(f"sizes.{letter}", "missing", f"add `{letter}: <size>` to `sizes:`")
+            sizes[letter] = ctx.integer(raw[letter], f"sizes.{letter}", 1)
+        shorthand = "contraction"
+    _check_letters(ctx, letters)
+
+    views = []
+    for op, op_letters in zip(OPERANDS, letters):
+        views.append(_operand(ctx, op, op_letters, sizes, op_maps[op], default_dtype, shorthand))
+    a, b, c = views
+    if a.dtype != b.dtype:
+        raise ctx.fail("operands.B.dtype", f"A is {a.dtype} but B is {b.dtype}",
+                       "give A and B the same dtype (C may differ)")
+    _check_c_not_aliased(ctx, c)
+    contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
+    return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
+                A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand)
+
+
+def _check_letters(ctx: _Ctx, letters: tuple[str, str, str]) -> None:
+    for op, op_letters in zip(OPERANDS, letters):
+        for letter in op_letters:
+            if op_letters.count(letter) > 1:
+                raise ctx.fail("contraction", f"letter '{letter}' appears twice in {op} ('{op_letters}')",
+                               "diagonals are not supported: use each letter once per operand")
+    a, b, c = (set(x) for x in letters)
+    for letter in sorted(a | b | c):
+        holders = [op for op, s in zip(OPERANDS, (a, b, c)) if letter in s]
+        if len(holders) == 1:
+            raise ctx.fail("contraction", f"letter '{letter}' appears in {holders[0]} only",
+                           "every letter must be in at least two operands "
+                           "(A and B: summed; A and C: M; B and C: N; all three: batch)")
+
+
+def _operand(ctx: _Ctx, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],
+             default_dtype: str, shorthand: str) -> OperandView:
+    key = f"operands.{op}"
+    dtype = ctx.choice(raw.get("dtype", default_dtype), f"{key}.dtype", tuple(DTYPE_BYTES), "dtype")
+    elem = DTYPE_BYTES[dtype]
+    dims = tuple(sizes[x] for x in letters)
+    given = [k for k in ("layout", "strides", "byte_strides") if k in raw]
+    if len(given) > 1:
+        raise ctx.fail(f"{key}.{given[1]}", f"both `{given[0]}` and `{given[1]}` given",
+                       "describe the layout one way only")
+    if "strides" in raw:
+        strides = ctx.int_list(raw["strides"], f"{key}.strides", len(letters), letters)
+    elif "byte_strides" in raw:
+        byte_strides = ctx.int_list(raw["byte_strides"], f"{key}.byte_strides", len(letters), letters)
+        for i, bs in enumerate(byte_strides):
+            if bs % elem:
+                raise ctx.fail(f"{key}.byte_strides[{i}]",
+                               f"{bs} bytes is not a multiple of the {elem}-byte {dtype} element",
+                               f"use a multiple of {elem}, or `strides:` in elements")
+        strides = [bs // elem for bs in byte_strides]
+    elif "layout" in raw:
+        if shorthand != "gemm":
+            raise ctx.fail(f"{key}.layout", "`layout:` only works with the `gemm:` shorthand",
+                           "give `strides:` (elements) or `byte_strides:` in the operand's letter order")
+        layout = ctx.choice(raw["layout"], f"{key}.layout", ("row", "col"), "layout")
+        strides = _layout_strides(dims, layout)
+    else:
+        strides = _layout_strides(dims, "row")
+    offset = ctx.integer(raw.get("offset", 0), f"{key}.offset", 0)
+    align = ctx.integer(raw.get("align", elem), f"{key}.align", 1)
+    if align & (align - 1) or align < elem:
+        raise ctx.fail(f"{key}.align", f"{align} is not a power of two >= the {elem}-byte element",
+                       f"promise a power of two such as {max(elem, 16)}")
+    return OperandView(op, letters, dims, tuple(strides), offset, dtype, align)
+
+
+def _layout_strides(dims: tuple[int, ...], layout: str) -> list[int]:
+    """Dense strides. `row`: the last of the two matrix dims is contiguous; `col`: the first one.
+    A leading batch dim (3-D) is always outermost."""
+    order = list(range(len(dims)))
+    if layout == "col":
+        order[-2], order[-1] = order[-1], order[-2]
+    strides = [0] * len(dims)
+    step = 1
+    for i in reversed(order):
+        strides[i] = step
+        step *= dims[i]
+    return strides
+
+
+def _check_c_not_aliased(ctx: _Ctx, c: OperandView) -> None:
+    for letter, size, stride in zip(c.letters, c.sizes, c.strides):
+        if size > 1 and stride == 0:
+            raise ctx.fail("operands.C.strides", f"C has stride 0 on '{letter}' (size {size}): aliased writes",
+                           "give every C dim of size > 1 a non-zero stride")
+    # Sufficient non-overlap test: sorted by stride, each dim must step past everything the smaller ones reach.
+    reach = 0
+    dims = sorted(((st, s) for s, st in zip(c.sizes, c.strides) if s > 1))
+    for stride, size in dims:
+        if stride <= reach:
+            raise ctx.fail("operands.C.strides",
+                           f"C's strides {list(c.strides)} make different elements share an address",
+                           "use strides where each dim steps past the span of the smaller ones (e.g. dense)")
+        reach += (size - 1) * stride

@@ -1,0 +1,203 @@
+"""Stage 2: view analysis. Spec -> `ProblemViews` (pure).
+
+Every letter of the contraction gets a role: batch (in A, B and C), m (A and C), n (B and C) or
+k (A and B, summed). Within a role, adjacent letters whose strides chain in *every* operand that
+holds the role (stride[outer] == stride[inner] * size[inner]) merge into one `ViewSegment`, so a
+kernel indexes the role as a few (size, stride) pairs instead of one pair per letter: the 1x1
+convolution's h and w become one segment of 3136, a dense batched GEMM has one segment a role.
+Letters of size 1 never move an address and are dropped.
+
+Per operand we record the facts the planner needs: which role is contiguous (stride 1 on its
+innermost segment), how wide a vector load may be along it, and how far the view reaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dgemm_cli.spec import DTYPE_BYTES, Spec
+
+ROLES = ("batch", "m", "n", "k")
+ROLE_HOLDERS = {"batch": ("A", "B", "C"), "m": ("A", "C"), "n": ("B", "C"), "k": ("A", "B")}
+INT32_MAX = 2**31 - 1
+VECTOR_BYTES = 16  # widest single load/store (cp.async.cg, ld.global.v4)
+
+
+@dataclass(frozen=True)
+class ViewSegment:
+    """A run of adjacent letters of one role that address memory as one (size, stride) pair."""
+
+    letters: tuple[str, ...]  # outer -> inner
+    size: int
+    strides: tuple[tuple[str, int], ...]  # (operand, element stride of one step) for each holder of the role
+
+    def stride(self, operand: str) -> int:
+        return dict(self.strides)[operand]
+
+
+@dataclass(frozen=True)
+class RoleView:
+    role: str
+    letters: tuple[str, ...]  # letters of size > 1, outer -> inner
+    size: int  # product of the letter sizes (1 when the role is absent)
+    segments: tuple[ViewSegment, ...]  # outer -> inner; empty when size == 1
+
+    def inner(self) -> ViewSegment | None:
+        return self.segments[-1] if self.segments else None
+
+
+@dataclass(frozen=True)
+class OperandFacts:
+    name: str
+    dtype: str
+    elem_bytes: int
+    roles: tuple[str, ...]  # roles this operand holds, of size > 1
+    unit_role: str | None  # role whose innermost segment has stride 1
+    vector_elems: int  # widest vector (elements, power of two, <= 16 bytes) along unit_role, as promised
+    vector_limit: str  # the fact that capped vector_elems
+    # The same if the base pointer turns out 16-byte aligned (cudaMalloc gives 256): the launcher
+    # can check the pointer at run time and take the wider path when it is.
+    vector_elems_aligned: int
+    vector_limit_aligned: str
+    span: int  # elements the buffer must hold
+    offset: int
+    align: int
+    broadcast: tuple[str, ...]  # letters of size > 1 with stride 0 (inputs only)
+
+    @property
+    def vector_bytes(self) -> int:
+        return self.vector_elems * self.elem_bytes
+
+
+@dataclass(frozen=True)
+class ProblemViews:
+    spec: Spec
+    roles: dict[str, RoleView]
+    operands: dict[str, OperandFacts]
+    needs_int64: bool  # some offset or role index can pass 2^31 - 1
+
+    @property
+    def batch(self) -> int:
+        return self.roles["batch"].size
+
+    @property
+    def m(self) -> int:
+        return self.roles["m"].size
+
+    @property
+    def n(self) -> int:
+        return self.roles["n"].size
+
+    @property
+    def k(self) -> int:
+        return self.roles["k"].size
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+
+def role_of(letter: str, spec: Spec) -> str:
+    in_a, in_b, in_c = (letter in op.letters for op in spec.operands)
+    if in_a and in_b and in_c:
+        return "batch"
+    if in_a and in_c:
+        return "m"
+    if in_b and in_c:
+        return "n"
+    assert in_a and in_b, f"letter {letter} in one operand only passed spec validation"
+    return "k"
+
+
+def merge_segments(letters: list[str], sizes: dict[str, int],
+                   strides: dict[str, dict[str, int]]) -> tuple[ViewSegment, ...]:
+    """Merge adjacent letters (outer -> inner) whose strides chain in every operand of `strides`."""
+    segments: list[tuple[list[str], int]] = []
+    for letter in letters:
+        if segments:
+            prev_letters, prev_size = segments[-1]
+            outer = prev_letters[-1]
+            # The run [..., outer] merges with `letter` when one step of `outer` equals `size` steps of `letter`.
+            if all(st[outer] == st[letter] * sizes[letter] for st in strides.values()):
+                segments[-1] = (prev_letters + [letter], prev_size * sizes[letter])
+                continue
+        segments.append(([letter], sizes[letter]))
+    return tuple(
+        ViewSegment(tuple(ls), size, tuple((op, st[ls[-1]]) for op, st in strides.items()))
+        for ls, size in segments
+    )
+
+
+def _role_view(role: str, spec: Spec) -> RoleView:
+    holders = ROLE_HOLDERS[role]
+    ops = {op.name: op for op in spec.operands}
+    letters = [x for x in spec.sizes if spec.sizes[x] > 1 and role_of(x, spec) == role]
+    if not letters:
+        return RoleView(role, (), 1, ())
+    strides = {h: {x: ops[h].stride_of(x) for x in letters} for h in holders}
+    # Try the letter order of each holder (largest stride outermost) and keep the one that merges
+    # most: a permuted view of one operand must not stop the others from merging.
+    best: tuple[ViewSegment, ...] | None = None
+    for h in holders:
+        order = sorted(letters, key=lambda x, h=h: -strides[h][x])
+        segs = merge_segments(order, spec.sizes, strides)
+        if best is None or len(segs) < len(best):
+            best = segs
+    assert best is not None
+    size = 1
+    for x in letters:
+        size *= spec.sizes[x]
+    return RoleView(role, tuple(x for s in best for x in s.letters), size, best)
+
+
+def _operand_facts(name: str, spec: Spec, roles: dict[str, RoleView]) -> OperandFacts:
+    op = {o.name: o for o in spec.operands}[name]
+    held = tuple(r for r in ROLES if name in ROLE_HOLDERS[r] and roles[r].size > 1)
+    unit = [r for r in held if roles[r].inner().stride(name) == 1]
+    # Prefer k for the inputs (the reduction dim is what a tile streams along), n for C.
+    preference = ("k", "m", "n", "batch") if name != "C" else ("n", "m", "batch")
+    unit_role = next((r for r in preference if r in unit), None)
+    elem = DTYPE_BYTES[op.dtype]
+    vec, limit = _vector_width(name, op.offset, op.align, elem, unit_role, held, roles)
+    vec16, limit16 = _vector_width(name, op.offset, max(op.align, VECTOR_BYTES), elem, unit_role, held, roles)
+    broadcast = tuple(x for x, s, st in zip(op.letters, op.sizes, op.strides) if s > 1 and st == 0)
+    return OperandFacts(name, op.dtype, elem, held, unit_role, vec, limit, vec16, limit16, op.span, op.offset,
+                        op.align, broadcast)
+
+
+def _vector_width(name: str, offset: int, align: int, elem: int, unit_role: str | None,
+                  held: tuple[str, ...], roles: dict[str, RoleView]) -> tuple[int, str]:
+    """Widest power-of-two vector of elements along `unit_role` such that every vector a tile can ask
+    for is aligned and lies inside one segment. Returns (elements, the fact that capped it)."""
+    widest = VECTOR_BYTES // elem
+    if unit_role is None:
+        return 1, "no dim of this operand has stride 1"
+    vec = widest
+    limit = f"{VECTOR_BYTES}-byte vector limit"
+    while vec > 1:
+        problem = None
+        inner = roles[unit_role].segments[-1]
+        if len(roles[unit_role].segments) > 1 and inner.size % vec:
+            problem = (f"innermost {unit_role} segment ({''.join(inner.letters)}) has {inner.size} elements, "
+                       f"not a multiple of {vec}")
+        for r in held:
+            for seg in roles[r].segments:
+                st = seg.stride(name)
+                if not (r == unit_role and seg is inner) and st % vec:
+                    problem = problem or f"stride {st} of {''.join(seg.letters)} is not a multiple of {vec}"
+        if offset % vec:
+            problem = problem or f"offset {offset} is not a multiple of {vec}"
+        if align % (vec * elem):
+            problem = problem or f"base pointer promised {align}-byte aligned only (align:)"
+        if problem is None:
+            return vec, limit
+        limit = problem
+        vec //= 2
+    return 1, limit
+
+
+def analyse(spec: Spec) -> ProblemViews:
+    roles = {r: _role_view(r, spec) for r in ROLES}
+    operands = {name: _operand_facts(name, spec, roles) for name in ("A", "B", "C")}
+    biggest = max([o.span for o in operands.values()] + [r.size for r in roles.values()])
+    return ProblemViews(spec, roles, operands, needs_int64=biggest > INT32_MAX)
