@@ -24,6 +24,7 @@ FFMA = "ffma"
 SMEM_PAD_BYTES = 16  # one 16-byte vector of padding per shared-memory row: conflict-free ldmatrix/cp.async
 MAX_ACCUM_PER_THREAD = 64  # f32 accumulators a thread keeps in registers without spilling
 MAX_GATHER_PER_THREAD = 16  # elements a thread stages in registers per gathered operand and k-tile
+MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across the math
 OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
 
 
@@ -32,7 +33,9 @@ class LoaderPlan:
     """How one input operand's tiles reach shared memory."""
 
     operand: str  # "A" or "B"
-    kind: str  # "cp_async" (vector copies, asynchronous) or "gather" (element loads, register-staged)
+    # "cp_async" (vector copies, asynchronous), "gather" (element loads staged in registers across
+    # the math) or "gather_direct" (element loads stored at once; only as a run-time fallback)
+    kind: str
     vector_elems: int  # elements per copy (1 for gather)
     smem_inner: str  # role contiguous in shared memory: "k", or "m" for A / "n" for B
     # The pointer alignment (bytes) this loader needs beyond what the spec promises; 0 if none.
@@ -216,6 +219,16 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> Con
         g.constrain(f"gather staging {facts.name}", "arch", [loader, "block_m", "block_n", "block_k", *split],
                     gather_regs, "a gather stages the next k-tile in registers while the current one computes")
 
+    def live_regs(a: Assignment) -> str | None:
+        threads = _threads(a, instruction)
+        live = a["block_m"] * a["block_n"] // threads
+        for x, extent in (("a", "block_m"), ("b", "block_n")):
+            if a[f"loader_{x}"] == "gather":
+                live += math.ceil(a[extent] * a["block_k"] / threads)
+        return None if live <= MAX_LIVE_PER_THREAD else f"{live} values live across the math (> {MAX_LIVE_PER_THREAD})"
+    g.constrain("live registers", "arch", ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split],
+                live_regs, "accumulators plus register-staged gathers must leave room for fragments and addresses")
+
     g.constrain("pipeline depth", "problem", ["loader_a", "loader_b", "stages"],
                 lambda a: "register-staged gathers overlap exactly one k-tile: 2 stages"
                 if a["loader_a"] == a["loader_b"] == "gather" and a["stages"] != 2 else None)
@@ -273,8 +286,8 @@ def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPl
     why = f"pointer not {vec * facts.elem_bytes}-byte aligned at run time"
     if promised * facts.elem_bytes >= 4:
         fallback = LoaderPlan(facts.name, "cp_async", promised, inner, 0, None, why)
-    else:
-        fallback = LoaderPlan(facts.name, "gather", 1, inner, 0, None, why)
+    else:  # fallback only: loads and stores at once, so the cp.async plan's register budget holds
+        fallback = LoaderPlan(facts.name, "gather_direct", 1, inner, 0, None, why)
     return LoaderPlan(facts.name, "cp_async", vec, inner, vec * facts.elem_bytes, fallback, reason)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .arch import ARCHES
 from .errors import ToolchainError
 
 # What `pip install deepgemm` brings (keep in step with pyproject.toml); quoted in error messages.
@@ -39,13 +40,8 @@ WHEEL_REQUIREMENTS = (
 )
 _PIP_WHEELS = "pip install " + " ".join(f"'{r}'" for r in WHEEL_REQUIREMENTS)
 
-# Compute capability -> the --arch deepgemm builds for it (sm_90a: Hopper with wgmma/TMA).
-ARCH_FOR_COMPUTE_CAPABILITY: dict[str, str] = {
-    "8.0": "sm_80",
-    "8.6": "sm_86",
-    "8.9": "sm_89",
-    "9.0": "sm_90a",
-}
+# Compute capability ("9.0") -> the --arch deepgemm builds for it ("sm_90a"), from the arch table.
+ARCH_FOR_COMPUTE_CAPABILITY: dict[str, str] = {f"{a.cc[0]}.{a.cc[1]}": a.name for a in ARCHES.values()}
 
 # Headers every generated kernel includes; nv/target comes from nvidia-cuda-cccl and cuda_fp16.h needs it.
 _REQUIRED_HEADERS = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "nv/target")
@@ -59,7 +55,8 @@ class Nvcc:
     """A usable nvcc and what a build must add to its command line / environment to use it."""
 
     path: Path  # the nvcc executable
-    source: str  # which rule found it: "--nvcc", "$DEEPGEMM_NVCC", "$CUDA_HOME", "$CUDA_PATH", "wheel", "PATH"
+    # Which rule found it: "--nvcc", "$DEEPGEMM_NVCC", "$CUDA_HOME", "$CUDA_PATH", "wheel" or "PATH".
+    source: str
     version: str  # e.g. "13.0.88"
     cuda_root: Path  # toolkit root (include/cuda_runtime.h); for the wheels, site-packages/nvidia/cu13
     include_dirs: tuple[Path, ...] = ()  # extra -I the compile needs
@@ -118,7 +115,7 @@ def parse_gpu_csv(text: str) -> list[GpuInfo]:
         fields = [f.strip() for f in line.split(",")]
         if len(fields) < 4:
             continue
-        # The name is the only field that could hold a comma: take index from the front, the rest from the back.
+        # Only the name could hold a comma: take the index from the front, the rest from the back.
         index, name, cc, driver = fields[0], ", ".join(fields[1:-2]), fields[-2], fields[-1]
         if not index.isdigit() or not re.fullmatch(r"\d+\.\d+", cc):
             continue
@@ -363,9 +360,7 @@ def _nvidia_smi(args: list[str], env: Mapping[str, str]) -> str | None:
 
 def find_gpus(env: Mapping[str, str] = os.environ) -> list[GpuInfo]:
     """The visible NVIDIA GPUs, from nvidia-smi; [] when nvidia-smi is missing or fails."""
-    out = _nvidia_smi(
-        ["--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"], env
-    )
+    out = _nvidia_smi(["--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"], env)
     return parse_gpu_csv(out) if out is not None else []
 
 
@@ -437,11 +432,13 @@ def doctor_report(explicit_nvcc: str | None = None, env: Mapping[str, str] = os.
         checks.append(_check(True, f"nvcc {nvcc.version} at {nvcc.path} (found via {nvcc.source})"))
         missing = [h for h in _REQUIRED_HEADERS if _find_header(nvcc.cuda_root, h) is None]
         if missing:
-            checks.append(_check(
-                False,
-                f"headers missing under {nvcc.cuda_root}: {', '.join(missing)} (nv/target comes from "
-                f"nvidia-cuda-cccl). Fix: {_PIP_WHEELS}, or use a complete CUDA toolkit",
-            ))
+            checks.append(
+                _check(
+                    False,
+                    f"headers missing under {nvcc.cuda_root}: {', '.join(missing)} (nv/target comes from "
+                    f"nvidia-cuda-cccl). Fix: {_PIP_WHEELS}, or use a complete CUDA toolkit",
+                )
+            )
         else:
             checks.append(_check(True, f"CUDA headers found under {nvcc.cuda_root}"))
 
@@ -451,22 +448,26 @@ def doctor_report(explicit_nvcc: str | None = None, env: Mapping[str, str] = os.
         checks.append(_check(True, f"host compiler: {compiler}"))
     else:
         missing = _missing_host_compilers(host_env) or _host_compilers(host_env)[:1]
-        checks.append(_check(
-            False,
-            f"host compiler {' / '.join(missing)} not found on PATH or not working: nvcc needs one. "
-            "Fix: install g++ (e.g. apt install g++), or set NVCC_CCBIN to a supported C++ compiler",
-        ))
+        checks.append(
+            _check(
+                False,
+                f"host compiler {' / '.join(missing)} not found on PATH or not working: nvcc needs one. "
+                "Fix: install g++ (e.g. apt install g++), or set NVCC_CCBIN to a supported C++ compiler",
+            )
+        )
 
     gpus = find_gpus(env)
     driver = driver_cuda_version(env)
     if nvcc is not None and driver is not None:
         checks.append(_driver_check(nvcc, driver))
     if not gpus:
-        checks.append(_check(
-            False,
-            "no NVIDIA GPU visible (nvidia-smi missing or failing): `deepgemm build` works, "
-            "verify and bench need a GPU",
-        ))
+        checks.append(
+            _check(
+                False,
+                "no NVIDIA GPU visible (nvidia-smi missing or failing): `deepgemm build` works, "
+                "verify and bench need a GPU",
+            )
+        )
     checks.extend(_gpu_check(g) for g in gpus)
 
     return {
@@ -487,7 +488,8 @@ def format_doctor(report: dict) -> str:
     else:
         lines.append(f"nvcc:           {nv['path']} (CUDA {nv['version']}, via {nv['source']})")
         lines.append(f"CUDA root:      {nv['cuda_root']}")
-        extra = [f"-I{d}" for d in nv.get("include_dirs", [])] + [f"-L{d}" for d in nv.get("library_dirs", [])]
+        extra = [f"-I{d}" for d in nv.get("include_dirs", [])]
+        extra += [f"-L{d}" for d in nv.get("library_dirs", [])]
         if extra:
             lines.append(f"extra flags:    {' '.join(extra)}")
     lines.append(f"host compiler:  {report['host_compiler'] or 'not found'}")
