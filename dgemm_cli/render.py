@@ -94,6 +94,7 @@ class Generated:
     """What `gen` produced for one spec."""
 
     name: str
+    arch: str
     directory: Path
     spec: Spec
     views: ProblemViews
@@ -302,6 +303,6 @@ def generate(spec: Spec, arch: Arch, out_root: Path) -> Generated:
         path = directory / name
         path.write_text(text)
         written.append(path)
-    return Generated(spec.name, directory, spec, views, plan, baseline, written,
+    return Generated(spec.name, arch.name, directory, spec, views, plan, baseline, written,
                      json.loads(files["plan.json"])["content_hash"])
 

@@ -1,0 +1,346 @@
+"""The `deepgemm` command line: the edges (files, subprocesses, printing) around the pure stages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import click
+
+from dgemm_cli import __version__
+from dgemm_cli.arch import ARCHES, get_arch
+from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, harness_path, read_plan
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NotBuiltError
+from dgemm_cli.explain import explain_text
+from dgemm_cli.render import generate
+from dgemm_cli.run import run_harness
+from dgemm_cli.spec import load_spec
+from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
+
+DEFAULT_OUT = Path("generated")
+ARCH_CHOICE = click.Choice(list(ARCHES))
+
+EPILOG = """\b
+Exit codes: 0 ok, 1 a kernel failed (build or verify), 2 bad spec or command line,
+3 no GPU (verify/bench), 4 no usable nvcc or nothing built.
+\b
+Typical session:
+  deepgemm gen specs/*.yaml            # -> generated/<name>/ (sources, plan.json, build files)
+  deepgemm build --arch sm_90a         # nvcc; prints registers / spills per kernel
+  deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
+  deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS
+"""
+
+
+def _fail(err: DeepGemmError) -> None:
+    click.echo(f"error: {err}", err=True)
+    sys.exit(err.exit_code)
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="deepgemm")
+def main() -> None:
+    """Generate standalone CUDA kernels for GEMMs and tensor contractions over strided views,
+    build them with nvcc, verify them on a GPU and benchmark them against cuBLAS."""
+
+
+def _dirs(dirs: tuple[Path, ...]) -> list[Path]:
+    """The directories named, or every generated one under ./generated."""
+    if dirs:
+        found = []
+        for d in dirs:
+            if (d / "plan.json").is_file():
+                found.append(d)
+            elif d.is_dir() and any(d.glob("*/plan.json")):
+                found.extend(sorted(p.parent for p in d.glob("*/plan.json")))
+            else:
+                raise NotBuiltError(f"{d}: not a generated directory (no plan.json); run `deepgemm gen` first")
+        return found
+    found = sorted(p.parent for p in DEFAULT_OUT.glob("*/plan.json"))
+    if not found:
+        raise NotBuiltError(f"nothing generated under {DEFAULT_OUT}/; run `deepgemm gen SPEC.yaml` first")
+    return found
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True,
+              help="Each spec goes to OUT/<name>/.")
+@click.option("--arch", type=ARCH_CHOICE, help="Target arch; overrides the spec's `arch:`.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of the summary.")
+def gen(specs: tuple[Path, ...], out: Path, arch: str | None, as_json: bool) -> None:
+    """Parse SPEC files, plan the tiling and render CUDA sources into OUT/<name>/."""
+    results, failed = [], 0
+    for path in specs:
+        try:
+            spec = load_spec(path)
+            target = get_arch(arch or spec.arch)
+            g = generate(spec, target, out)
+        except DeepGemmError as err:
+            click.echo(f"error: {err}", err=True)
+            failed += 1
+            continue
+        results.append(g)
+        if not as_json:
+            click.echo(_gen_summary(g))
+    if as_json:
+        click.echo(json.dumps([{"name": g.name, "directory": str(g.directory), "arch": g.arch,
+                                "content_hash": g.content_hash, "plan": g.plan.to_dict()} for g in results],
+                              indent=2))
+    if failed:
+        sys.exit(2)
+
+
+def _gen_summary(g) -> str:
+    v, p = g.views, g.plan
+    lines = [f"{g.name}: {g.spec.contraction}  batch={v.batch} M={v.m} N={v.n} K={v.k}  -> {g.directory}/"]
+    for r in ("batch", "m", "n", "k"):
+        rv = v.roles[r]
+        if rv.segments:
+            segs = " ".join(f"{''.join(s.letters)}[{s.size}]" for s in rv.segments)
+            lines.append(f"  {r:<5} {''.join(rv.letters):<6} {len(rv.segments)} segment(s): {segs}")
+    lines.append(f"  tile {p.block_m}x{p.block_n}x{p.block_k}, {p.threads} threads, {p.stages} stages, "
+                 f"{p.instruction}, A {p.a.kind}{p.a.vector_elems if p.a.kind == 'cp_async' else ''}, "
+                 f"B {p.b.kind}{p.b.vector_elems if p.b.kind == 'cp_async' else ''}, {p.smem_bytes} B smem, "
+                 f"{p.tiles} blocks")
+    for d in p.decisions:
+        lines.append(f"    {d.summary()}")
+    return "\n".join(lines)
+
+
+@main.command(name="build")
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Target arch (default: the one each directory was generated for).")
+@click.option("--nvcc", "nvcc_path", help="nvcc to use (else $DEEPGEMM_NVCC, $CUDA_HOME, the CUDA wheels, PATH).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Parallel builds.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of build results.")
+def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, jobs: int, as_json: bool) -> None:
+    """Compile generated directories (default: all under ./generated) with nvcc.
+
+    Writes <dir>/build/<arch>/lib<name>.a, lib<name>.so and <name>_harness, and prints ptxas's
+    registers / stack / spill bytes for every kernel. Spills are reported loudly."""
+    try:
+        directories = _dirs(dirs)
+        nvcc = find_nvcc(nvcc_path)
+        work = []
+        for d in directories:
+            plan = read_plan(d)
+            target = arch or plan["arch"]
+            need = plan["plan"]["smem_bytes"]
+            if need > get_arch(target).smem_per_block:
+                raise DeepGemmError(f"{d}: planned for {plan['arch']} with {need} B of shared memory, more than "
+                                    f"{target} allows; regenerate with `deepgemm gen ... --arch {target}`")
+            work.append((d, target))
+    except DeepGemmError as err:
+        _fail(err)
+    if not as_json:
+        click.echo(f"nvcc {nvcc.version} ({nvcc.source}: {nvcc.path}); building {len(work)} kernel(s), -j {jobs}")
+    results: list[BuildResult] = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(build, d, target, nvcc): (d, target) for d, target in work}
+        for i, fut in enumerate(as_completed(futures), 1):
+            res = fut.result()
+            results.append(res)
+            if not as_json:
+                click.echo(_build_line(i, len(work), res))
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    sys.exit(EXIT_OK if all(r.ok for r in results) else EXIT_FAILED)
+
+
+def _build_line(i: int, total: int, res: BuildResult) -> str:
+    head = f"[{i}/{total}] {res.name} ({res.arch}) "
+    if not res.ok:
+        return head + "FAILED\n" + res.error
+    lines = [head + f"ok in {res.seconds:.1f} s -> {build_dir_for(res.directory, res.arch)}/"]
+    for k in res.kernels:
+        spill = (f"  !! SPILL: {k.spill_store_bytes} B stored, {k.spill_load_bytes} B loaded !!" if k.spills else "")
+        lines.append(f"    {k.registers:3d} regs, {k.stack_bytes} B stack, spill {k.spill_store_bytes}/"
+                     f"{k.spill_load_bytes} B  {k.kernel}{spill}")
+    return "\n".join(lines)
+
+
+def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str]]:
+    out = []
+    for d in _dirs(dirs):
+        plan = read_plan(d)
+        if arch:
+            target = arch
+        else:
+            built = built_arches(d)
+            target = plan["arch"] if plan["arch"] in built or not built else built[0]
+        harness_path(d, target)  # raises NotBuiltError with the fix
+        out.append((d, target))
+    return out
+
+
+def _require_gpu() -> None:
+    from dgemm_cli.errors import NoGpuError
+
+    if not find_gpus() and shutil.which("nvidia-smi") is None:
+        raise NoGpuError("no CUDA GPU visible (no nvidia-smi): verify and bench need one; gen and build do not")
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
+@click.option("--seeds", default="1,2,3", show_default=True, help="Comma-separated seeds; fresh data for each.")
+@click.option("--samples", type=click.IntRange(1), default=256, show_default=True,
+              help="Outputs also recomputed on the CPU in float64 to check the GPU reference.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
+def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, as_json: bool) -> None:
+    """Check built kernels on the GPU against an independent float64 reference.
+
+    For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
+    a sentinel, a naive reference kernel that walks the spec's strides, plus a CPU check of sampled
+    outputs. Prints max abs error, relative Frobenius error and the first failing index."""
+    try:
+        _require_gpu()
+        targets = _targets(dirs, arch)
+    except DeepGemmError as err:
+        _fail(err)
+    rows, all_ok = [], True
+    for i, (d, target) in enumerate(targets, 1):
+        try:
+            run = run_harness(harness_path(d, target), target, ["verify", "--seeds", seeds, "--samples", str(samples)])
+        except DeepGemmError as err:
+            _fail(err)
+        r = run.report
+        ok = run.exit_code == 0 and bool(r.get("passed"))
+        all_ok &= ok
+        row = {"name": r.get("name", d.name), "arch": target, "passed": ok, "max_abs_err": r.get("max_abs_err"),
+               "rel_err": r.get("rel_err"), "tol": r.get("tol"), "first_fail": r.get("first_fail"),
+               "error": r.get("error"), "directory": str(d), "report": r}
+        rows.append(row)
+        if not as_json:
+            click.echo(_verify_line(i, len(targets), row))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    elif len(rows) > 1:
+        click.echo(f"{sum(r['passed'] for r in rows)}/{len(rows)} passed")
+    sys.exit(EXIT_OK if all_ok else EXIT_FAILED)
+
+
+def _fmt(x) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
+
+
+def _verify_line(i: int, total: int, row: dict) -> str:
+    head = f"[{i}/{total}] {row['name']} ({row['arch']}) "
+    if row["error"]:
+        return head + f"ERROR: {row['error']}"
+    status = "PASS" if row["passed"] else "FAIL"
+    line = head + f"{status}  max_abs_err {_fmt(row['max_abs_err'])}  rel_err {_fmt(row['rel_err'])} (tol {_fmt(row['tol'])})"
+    if row["first_fail"]:
+        line += f"\n    first failure: {row['first_fail']}"
+    rep = row["report"]
+    for key in ("api_null_rejected", "api_misaligned_rejected"):
+        if rep.get(key) is False:
+            line += f"\n    {key}: false"
+    return line
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
+@click.option("--reps", type=click.IntRange(5), default=50, show_default=True, help="Timed samples (median).")
+@click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed launches first.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
+def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_json: bool) -> None:
+    """Time built kernels and cuBLAS on the same problem in the same run.
+
+    CUDA events, warm-up, median of REPS samples, inputs rotated over enough buffer sets to exceed
+    L2, random data. Views cuBLAS cannot take are timed as the user would run them: copy to
+    contiguous, then cuBLAS. ratio = cuBLAS time / kernel time (> 1: faster than cuBLAS)."""
+    try:
+        _require_gpu()
+        targets = _targets(dirs, arch)
+    except DeepGemmError as err:
+        _fail(err)
+    rows, any_error = [], False
+    for d, target in targets:
+        try:
+            run = run_harness(harness_path(d, target), target, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
+        except DeepGemmError as err:
+            _fail(err)
+        r = run.report
+        any_error |= run.exit_code != 0 or "error" in r
+        rows.append({"name": r.get("name", d.name), "arch": target, **{k: r.get(k) for k in (
+            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error")}})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
+                   f"{'µs':>10} {'ratio':>7}")
+        for r in rows:
+            if r["error"]:
+                click.echo(f"{r['name']:<24} {r['arch']:<7} ERROR: {r['error']}")
+                continue
+            click.echo(f"{r['name']:<24} {r['arch']:<7} {_fmt(r['us']):>10} {_fmt(r['tflops']):>9} "
+                       f"{_fmt(r['gbps']):>8}   {str(r['baseline'])[:14]:<14} {_fmt(r['baseline_us']):>10} "
+                       f"{_fmt(r['ratio']):>7}")
+    sys.exit(EXIT_FAILED if any_error else EXIT_OK)
+
+
+@main.command()
+@click.option("--nvcc", "nvcc_path", help="Check this nvcc instead of searching.")
+@click.option("--json", "as_json", is_flag=True)
+def doctor(nvcc_path: str | None, as_json: bool) -> None:
+    """Which nvcc was found and from where, its version, the host compiler, the GPU and driver,
+    and whether they fit together. Exits 0 when nvcc and the host compiler are usable."""
+    report = doctor_report(nvcc_path)
+    click.echo(json.dumps(report, indent=2) if as_json else format_doctor(report))
+    sys.exit(EXIT_OK if "error" not in report.get("nvcc", {}) and report.get("host_compiler") else 4)
+
+
+@main.command()
+@click.argument("spec_path", type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Plan for this arch instead of the spec's.")
+@click.option("--dump-ptx", is_flag=True, help="Also print the PTX of the build in OUT/<name>/build/<arch>.")
+@click.option("--dump-sass", is_flag=True, help="Also print the SASS of that build (cuobjdump).")
+@click.option("-o", "--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True,
+              help="Where `gen` wrote the spec's directory (for --dump-*).")
+def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, out: Path) -> None:
+    """Show the view analysis, the tiling constraint graph and the solved plan with the reason for
+    every choice."""
+    try:
+        spec = load_spec(spec_path)
+        target = get_arch(arch or spec.arch)
+        click.echo(explain_text(spec, target))
+        if dump_ptx or dump_sass:
+            obj = build_dir_for(out / spec.name, target.name) / f"{spec.name}.o"
+            if not obj.is_file():
+                raise NotBuiltError(f"{obj} missing; run `deepgemm gen {spec_path} -o {out}` and "
+                                    f"`deepgemm build {out / spec.name} --arch {target.name}` first")
+            nvcc = find_nvcc(None)
+            cuobjdump = nvcc.path.parent / "cuobjdump"
+            tool = str(cuobjdump) if cuobjdump.is_file() else shutil.which("cuobjdump")
+            if tool is None:
+                raise DeepGemmError("cuobjdump not found next to nvcc or on PATH (it ships with the CUDA toolkit)")
+            for flag, wanted in (("-ptx", dump_ptx), ("-sass", dump_sass)):
+                if wanted:
+                    proc = subprocess.run([tool, flag, str(obj)], capture_output=True, text=True, check=False)
+                    click.echo(proc.stdout or proc.stderr)
+    except DeepGemmError as err:
+        _fail(err)
+
+
+@main.command(name="random-specs")
+@click.argument("count", type=click.IntRange(1, 100000))
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Folder for the YAML files.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def random_specs_cmd(count: int, out: Path, seed: int) -> None:
+    """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
+    all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
+    import yaml
+
+    from dgemm_cli.randspec import random_specs
+
+    out.mkdir(parents=True, exist_ok=True)
+    for spec in random_specs(count, seed):
+        (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
+    click.echo(f"wrote {count} specs to {out}/")

@@ -1,0 +1,109 @@
+"""Random valid specs for the verification suite (`deepgemm random-specs`) and property tests.
+
+Each spec is a plain dict in the YAML schema: random dtypes, GEMM shorthand or a 3-6 letter
+contraction, sizes 1..300 a dim, random memory orders (permuted), padded strides, offsets,
+stride-0 broadcast on inputs, byte strides, alpha/beta. Sizes are redrawn until the problem
+stays small enough to verify in well under a second.
+"""
+
+from __future__ import annotations
+
+import random
+
+MAX_FLOPS = 2e9
+MAX_ELEMENTS = 1 << 25
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _strides(letters: str, sizes: dict[str, int], rng: random.Random, broadcast: bool) -> list[int]:
+    """Strides for `letters` in a random memory order, with occasional padding and broadcast."""
+    order = list(letters)
+    rng.shuffle(order)  # order[0] is innermost
+    strides = {}
+    step = 1 if rng.random() < 0.9 else rng.choice([2, 3])
+    for x in order:
+        if broadcast and sizes[x] > 1 and rng.random() < 0.25:
+            strides[x] = 0
+            continue
+        strides[x] = step
+        pad = rng.choice([0, 0, 0, rng.randint(1, 9)])
+        step = step * sizes[x] + pad
+    return [strides[x] for x in letters]
+
+
+def _draw_sizes(letters: list[str], rng: random.Random) -> dict[str, int]:
+    # Mostly small, sometimes up to 300; more letters -> smaller each.
+    cap = {3: 300, 4: 120, 5: 40, 6: 20}.get(len(letters), 300)
+    return {x: rng.choice([rng.randint(1, cap), rng.randint(1, min(cap, 32)), rng.randint(max(1, cap // 2), cap)])
+            for x in letters}
+
+
+def _fits(spec_letters: tuple[str, str, str], sizes: dict[str, int]) -> bool:
+    total = 1
+    for s in sizes.values():
+        total *= s
+    per_op = [1, 1, 1]
+    for i, ls in enumerate(spec_letters):
+        for x in ls:
+            per_op[i] *= sizes[x]
+    return 2 * total <= MAX_FLOPS and max(per_op) * 16 <= MAX_ELEMENTS
+
+
+def random_spec(rng: random.Random, name: str) -> dict:
+    dtype = rng.choice(["f16", "bf16", "f32"])
+    spec: dict = {"name": name, "arch": "sm_90a", "dtype": dtype}
+    if rng.random() < 0.4:
+        batch = rng.random() < 0.3
+        while True:
+            sizes = {x: rng.choice([rng.randint(1, 300), rng.randint(1, 40)]) for x in "mnk"}
+            if batch:
+                sizes["b"] = rng.randint(1, 6)
+            letters = ("bmk", "bkn", "bmn") if batch else ("mk", "kn", "mn")
+            if _fits(letters, sizes):
+                break
+        spec["gemm"] = {"m": sizes["m"], "n": sizes["n"], "k": sizes["k"], **({"batch": sizes["b"]} if batch else {})}
+        operands = {}
+        for op, ls in zip("ABC", letters):
+            if rng.random() < 0.5 and not batch:
+                operands[op] = {"layout": rng.choice(["row", "col"])}
+            else:
+                operands[op] = {"strides": _strides(ls, sizes, rng, broadcast=op != "C")}
+    else:
+        while True:
+            n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(0, 2), rng.randint(0, 2), rng.randint(1, 2)
+            if n_m + n_n == 0:
+                n_m = 1
+            pool = iter(rng.sample(LETTERS, 8))
+            batch, ms, ns, ks = ([next(pool) for _ in range(c)] for c in (n_batch, n_m, n_n, n_k))
+            a = batch + ms + ks
+            b = batch + ks + ns
+            c = batch + ms + ns
+            for lst in (a, b, c):
+                rng.shuffle(lst)
+            letters = ("".join(a), "".join(b), "".join(c))
+            sizes = _draw_sizes(batch + ms + ns + ks, rng)
+            if _fits(letters, sizes):
+                break
+        spec["contraction"] = f"{letters[0]},{letters[1]}->{letters[2]}"
+        spec["sizes"] = sizes
+        operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C")} for op, ls in zip("ABC", letters)}
+    if dtype != "f32" and rng.random() < 0.3:
+        operands["C"]["dtype"] = "f32"
+    for op, o in operands.items():
+        elem = 4 if o.get("dtype", dtype) == "f32" else 2
+        if rng.random() < 0.3:
+            o["offset"] = rng.randint(1, 37)
+        if rng.random() < 0.4:
+            o["align"] = 16
+            o.pop("offset", None) if rng.random() < 0.5 else None
+        if "strides" in o and rng.random() < 0.2:
+            o["byte_strides"] = [s * elem for s in o.pop("strides")]
+    spec["operands"] = operands
+    spec["alpha"] = rng.choice([1.0, 1.0, 0.5, -1.25])
+    spec["beta"] = rng.choice([0.0, 0.0, 0.0, 1.0, 0.5, -2.0])
+    return spec
+
+
+def random_specs(count: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    return [random_spec(rng, f"rand_{seed}_{i:03d}") for i in range(count)]

@@ -1,0 +1,70 @@
+"""Stage 6: drive a built harness on the GPU (verify / bench) and parse what it reports.
+
+The harness prints one JSON object on stdout; its exit code says pass (0), fail (1), bad usage
+(2), no GPU (3) or a CUDA error (4).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dgemm_cli.errors import DeepGemmError, NoGpuError
+
+HARNESS_TIMEOUT_S = 900
+HARNESS_NO_GPU = 3
+
+
+@dataclass(frozen=True)
+class HarnessRun:
+    directory: Path
+    arch: str
+    exit_code: int
+    report: dict  # the harness's JSON (with "error" when it could not run)
+    stderr: str
+
+
+def find_cublas(env: dict[str, str] | None = None) -> str | None:
+    """Where libcublas lives, for the bench baseline: $DEEPGEMM_CUBLAS, the CUDA toolkit, or the
+    nvidia-cublas wheel in this Python (PyTorch brings one). None: the harness tries the loader's path."""
+    env = dict(os.environ if env is None else env)
+    if env.get("DEEPGEMM_CUBLAS"):
+        return env["DEEPGEMM_CUBLAS"]
+    roots = [env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"]
+    patterns = [f"{r}/lib64/libcublas.so*" for r in roots if r] + [f"{r}/lib/libcublas.so*" for r in roots if r]
+    patterns += [f"{p}/nvidia/*/lib/libcublas.so*" for p in sys.path if p]
+    for pattern in patterns:
+        hits = sorted(h for h in glob.glob(pattern) if "Lt" not in Path(h).name)
+        if hits:
+            return hits[-1]
+    return None
+
+
+def run_harness(harness: Path, arch: str, args: list[str]) -> HarnessRun:
+    env = dict(os.environ)
+    cublas = find_cublas(env)
+    if cublas:
+        env["DEEPGEMM_CUBLAS"] = cublas
+    try:
+        proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
+                              timeout=HARNESS_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return HarnessRun(harness.parent.parent.parent, arch, 124,
+                          {"error": f"harness timed out after {HARNESS_TIMEOUT_S} s"}, "")
+    directory = harness.parent.parent.parent
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
+    if not lines:
+        why = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}, no output"]
+        return HarnessRun(directory, arch, proc.returncode or 4, {"error": why[0]}, proc.stderr)
+    try:
+        report = json.loads(lines[-1])
+    except json.JSONDecodeError as exc:
+        raise DeepGemmError(f"{harness}: printed invalid JSON ({exc}); rebuild with `deepgemm build`") from None
+    if proc.returncode == HARNESS_NO_GPU:
+        raise NoGpuError(f"no CUDA GPU: {report.get('error', 'none visible')} (build works without one)")
+    return HarnessRun(directory, arch, proc.returncode, report, proc.stderr)
