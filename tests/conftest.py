@@ -1,0 +1,29 @@
+"""Shared fixtures and the GPU marker: tests marked `gpu` skip cleanly where no GPU is visible."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SPECS = sorted((REPO / "specs").glob("*.yaml"))
+
+
+def gpu_present() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    proc = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False)
+    return proc.returncode == 0 and "GPU" in proc.stdout
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_present():
+        return
+    skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L); run on the device machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

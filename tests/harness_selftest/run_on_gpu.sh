@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the self-test harness variants and runs them on a GPU, printing each JSON object and exit code.
+# Run from the repository root: bash tests/harness_selftest/run_on_gpu.sh
+# Point DEEPGEMM_CUBLAS at libcublas.so.* for the baseline; otherwise the script looks for one.
+set -u
+out=${OUT:-/tmp/dg_selftest}
+mkdir -p "$out"
+flags="-std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -Xcompiler -Wall -I templates -ldl"
+src=tests/harness_selftest/selftest_harness.cu
+for v in "case1:1:" "case2:2:" "case3:3:" "broken1:1:-DSELFTEST_BROKEN=1" "broken1_batched:3:-DSELFTEST_BROKEN=1" \
+         "broken2:1:-DSELFTEST_BROKEN=2" "broken3:1:-DSELFTEST_BROKEN=3" "bad_baseline:1:-DSELFTEST_BAD_BASELINE"; do
+  IFS=: read -r name c d <<<"$v"
+  nvcc $flags -DSELFTEST_CASE=$c $d $src -o "$out/$name" 2>"$out/$name.build.log" &
+done
+wait
+cat "$out"/*.build.log
+if [ -z "${DEEPGEMM_CUBLAS:-}" ]; then
+  DEEPGEMM_CUBLAS=$(find / -name 'libcublas.so.1[23]*' -not -path '/proc/*' 2>/dev/null | head -1)
+fi
+echo "cuBLAS: ${DEEPGEMM_CUBLAS:-none found}"
+export DEEPGEMM_CUBLAS
+check() {  # check <expected rc> <binary> <args...>: runs it, prints stdout and whether it is one JSON object
+  local want=$1; shift
+  local stdout rc
+  stdout=$("$@" 2>"$out/stderr.txt"); rc=$?
+  echo "== $* -> rc=$rc (want $want)"
+  echo "$stdout"
+  python3 -c 'import json,sys; json.loads(sys.stdin.read()); print("   json ok")' <<<"$stdout" || echo "   JSON INVALID"
+  [ "$rc" = "$want" ] || { echo "   UNEXPECTED RC"; cat "$out/stderr.txt"; }
+}
+check 0 "$out/case1" verify
+check 0 "$out/case1" bench
+check 0 "$out/case2" verify --seeds 7 --samples 4
+check 0 "$out/case2" bench --reps 20
+check 0 "$out/case3" verify --seeds 1
+check 0 "$out/case3" bench
+check 1 "$out/broken1" verify
+check 1 "$out/broken1_batched" verify --seeds 1
+check 1 "$out/broken2" verify --seeds 1
+check 4 "$out/broken3" verify --seeds 1
+check 0 "$out/bad_baseline" bench --reps 5
+check 2 "$out/case1" verify --reps 3
+CUDA_VISIBLE_DEVICES= check 3 "$out/case1" verify
+if command -v compute-sanitizer >/dev/null; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case1" verify >/dev/null 2>"$out/memcheck1.txt"; echo "memcheck case1 verify rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case2" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck2.txt"; echo "memcheck case2 bench rc=$?"
+  tail -n 3 "$out"/memcheck*.txt
+fi

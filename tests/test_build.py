@@ -1,0 +1,139 @@
+"""nvcc builds: every example spec compiles for sm_80 and sm_90a with no spills; the generated
+directory builds on its own with Make and with CMake (no Python); ptxas parsing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.build import build, parse_ptxas
+from dgemm_cli.errors import ToolchainError
+from dgemm_cli.render import generate
+from dgemm_cli.spec import load_spec
+from dgemm_cli.toolchain import find_nvcc
+
+from .conftest import SPECS
+
+
+def nvcc_or_skip():
+    try:
+        return find_nvcc()
+    except ToolchainError as err:  # CI installs the wheels, so this only skips on a bare machine
+        pytest.skip(str(err))
+
+
+PTXAS = """\
+ptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_90a'
+ptxas info    : Function properties for _Z6kernelPf
+    16 bytes stack frame, 12 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 16 bytes cumulative stack size, 384 bytes smem
+ptxas info    : Compiling entry function '_Z5otherv' for 'sm_90a'
+ptxas info    : Function properties for _Z5otherv
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers
+"""
+
+
+def test_parse_ptxas():
+    first, second = parse_ptxas(PTXAS)
+    assert (first.kernel, first.registers, first.stack_bytes, first.spill_store_bytes, first.spill_load_bytes,
+            first.smem_bytes) == ("_Z6kernelPf", 255, 16, 12, 8, 384)
+    assert first.spills and not second.spills and second.registers == 40
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_every_spec_compiles_without_spills(path, arch, tmp_path):
+    nvcc = nvcc_or_skip()
+    g = generate(load_spec(path), get_arch(arch), tmp_path)
+    res = build(g.directory, arch, nvcc)
+    assert res.ok, res.error
+    assert res.kernels, "ptxas reported no kernel"
+    for k in res.kernels:
+        assert k.arch == arch
+        assert not k.spills, f"{k.kernel} spills {k.spill_store_bytes}/{k.spill_load_bytes} B"
+        assert k.stack_bytes == 0, f"{k.kernel} uses {k.stack_bytes} B of stack (local memory)"
+    for out in res.outputs:
+        assert out.is_file()
+
+
+@pytest.mark.slow
+def test_compile_error_names_generated_file(tmp_path):
+    nvcc = nvcc_or_skip()
+    g = generate(load_spec(SPECS[0]), get_arch("sm_90a"), tmp_path)
+    cu = g.directory / f"{g.name}.cu"
+    cu.write_text(cu.read_text().replace("constexpr int STAGES", "constexpr int STAGES = 1; this is not C++; //"))
+    res = build(g.directory, "sm_90a", nvcc)
+    assert not res.ok
+    assert f"{cu}:" in res.error and "error" in res.error
+
+
+def _vendored_project(tmp_path: Path, gen_dir: Path, name: str) -> Path:
+    """A user's C++ project with the generated folder copied in, no Python anywhere."""
+    project = tmp_path / "user_project"
+    shutil.copytree(gen_dir, project / name, ignore=shutil.ignore_patterns("build"))
+    (project / "main.cu").write_text(f"""
+#include "{name}.h"
+#include <cstdio>
+int main() {{
+  // Without a GPU this reports an error code rather than crashing; linking is what we test.
+  cudaError_t err = {name}(nullptr, nullptr, nullptr, 1.0f, 0.0f, 0);
+  std::printf("%d\\n", int(err));
+  return err == cudaErrorInvalidValue ? 0 : 1;
+}}
+""")
+    (project / "CMakeLists.txt").write_text(f"""
+cmake_minimum_required(VERSION 3.24)
+project(user_project LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES 90a)
+add_subdirectory({name})
+add_executable(app main.cu)
+target_link_libraries(app PRIVATE {name})
+""")
+    return project
+
+
+@pytest.mark.slow
+def test_vendored_directory_builds_with_cmake(tmp_path):
+    nvcc = nvcc_or_skip()
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed")
+    spec = load_spec(next(p for p in SPECS if p.stem == "odd_tails"))
+    g = generate(spec, get_arch("sm_90a"), tmp_path / "gen")
+    project = _vendored_project(tmp_path, g.directory, g.name)
+    env = nvcc.run_env(os.environ)
+    env["CUDACXX"] = str(nvcc.path)
+    flags = " ".join(f"-L{d}" for d in nvcc.library_dirs)
+    cfg = subprocess.run(["cmake", "-S", str(project), "-B", str(project / "build"),
+                          f"-DCMAKE_CUDA_FLAGS={flags}"] + ([f"-DCUDAToolkit_ROOT={nvcc.cuda_root}"]),
+                         capture_output=True, text=True, env=env, check=False)
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    bld = subprocess.run(["cmake", "--build", str(project / "build"), "-j", "2"],
+                         capture_output=True, text=True, env=env, check=False)
+    assert bld.returncode == 0, bld.stdout + bld.stderr
+    built = {p.name for p in (project / "build").rglob("*") if p.is_file()}
+    assert {"app", f"lib{g.name}.a", f"lib{g.name}.so", f"{g.name}_harness"} <= built
+    # The null-pointer contract holds without a GPU: the launcher returns before touching the device.
+    run = subprocess.run([str(project / "build" / "app")], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_vendored_directory_builds_with_make(tmp_path):
+    nvcc = nvcc_or_skip()
+    spec = load_spec(next(p for p in SPECS if p.stem == "decode_qk"))
+    g = generate(spec, get_arch("sm_90a"), tmp_path / "gen")
+    project = _vendored_project(tmp_path, g.directory, g.name)
+    extra = " ".join(f"-L{d}" for d in nvcc.library_dirs)
+    env = nvcc.run_env(os.environ)
+    run = subprocess.run(["make", "-C", str(project / g.name), f"NVCC={nvcc.path}",
+                          f"NVCCFLAGS=-std=c++17 -O3 {extra}"], capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = project / g.name / "build" / "sm_90a"
+    assert {f"lib{g.name}.a", f"lib{g.name}.so", f"{g.name}_harness"} <= {p.name for p in out.iterdir()}
