@@ -1,0 +1,56 @@
+"""On a GPU: every example spec verifies, and a deliberately broken kernel does not.
+
+Marked `gpu`: skipped where nvidia-smi sees no GPU (CI). Run on the device machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.build import build
+from dgemm_cli.render import generate
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.toolchain import find_nvcc
+
+from .conftest import REPO, SPECS
+
+pytestmark = pytest.mark.gpu
+
+
+def _verify(directory):
+    proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(directory), "--json", "--seeds", "11,12"],
+                          capture_output=True, text=True, cwd=REPO, check=False)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_odd_tails_verifies(tmp_path):
+    g = generate(load_spec(next(p for p in SPECS if p.stem == "odd_tails")), get_arch("sm_90a"), tmp_path)
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 0 and rows[0]["passed"] and rows[0]["rel_err"] < 1e-2
+
+
+def test_broken_kernel_fails_verification(tmp_path):
+    # Drop the last k-tile: verify must notice (the reference does not share this code).
+    spec = parse_spec({"name": "broken", "gemm": {"m": 40, "n": 24, "k": 100}})
+    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    cu = g.directory / "broken.cu"
+    cu.write_text(cu.read_text().replace("for (int kt = 0; kt < K_TILES; ++kt)", "for (int kt = 0; kt < K_TILES - 1; ++kt)"))
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 1 and not rows[0]["passed"] and rows[0]["first_fail"] is not None
+
+
+def test_unwritten_output_is_caught(tmp_path):
+    # Skip the store of the last column: the NaN poison must survive and fail the run.
+    spec = parse_spec({"name": "holes", "gemm": {"m": 16, "n": 17, "k": 16}})
+    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    cu = g.directory / "holes.cu"
+    cu.write_text(cu.read_text().replace("if (gm >= M || gn >= N) return;", "if (gm >= M || gn >= N - 1) return;"))
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 1 and not rows[0]["passed"]
