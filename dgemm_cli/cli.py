@@ -14,7 +14,7 @@ import click
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, harness_path, read_plan
-from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NotBuiltError
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.render import generate
 from dgemm_cli.run import run_harness
@@ -179,10 +179,9 @@ def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str]]
 
 
 def _require_gpu() -> None:
-    from dgemm_cli.errors import NoGpuError
-
-    if not find_gpus() and shutil.which("nvidia-smi") is None:
-        raise NoGpuError("no CUDA GPU visible (no nvidia-smi): verify and bench need one; gen and build do not")
+    if not find_gpus():
+        raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
+                         "gen and build work without")
 
 
 @main.command()
@@ -234,7 +233,8 @@ def _verify_line(i: int, total: int, row: dict) -> str:
     if row["error"]:
         return head + f"ERROR: {row['error']}"
     status = "PASS" if row["passed"] else "FAIL"
-    line = head + f"{status}  max_abs_err {_fmt(row['max_abs_err'])}  rel_err {_fmt(row['rel_err'])} (tol {_fmt(row['tol'])})"
+    line = head + (f"{status}  max_abs_err {_fmt(row['max_abs_err'])}  rel_err {_fmt(row['rel_err'])} "
+                   f"(tol {_fmt(row['tol'])})")
     if row["first_fail"]:
         line += f"\n    first failure: {row['first_fail']}"
     rep = row["report"]

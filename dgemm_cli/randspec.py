@@ -89,7 +89,7 @@ def random_spec(rng: random.Random, name: str) -> dict:
         operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C")} for op, ls in zip("ABC", letters)}
     if dtype != "f32" and rng.random() < 0.3:
         operands["C"]["dtype"] = "f32"
-    for op, o in operands.items():
+    for o in operands.values():
         elem = 4 if o.get("dtype", dtype) == "f32" else 2
         if rng.random() < 0.3:
             o["offset"] = rng.randint(1, 37)

@@ -126,7 +126,8 @@ def _loader_view(plan: TilePlan, ld: LoaderPlan, op: OperandCtx) -> LoaderView:
     tile = _smem_tile(plan, ld)
     per_row = tile["inner"] // ld.vector_elems
     items = tile["rows"] * per_row
-    kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(ld.kind, f"CpAsync{ld.vector_elems * _elem(op)}")
+    kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(
+        ld.kind, f"CpAsync{ld.vector_elems * _elem(op)}")
     struct = f"{ld.operand}Load{kind_name}"
     return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * _elem(op), ld.operand,
                       "m" if ld.operand == "A" else "n", ld.smem_inner, per_row, items % plan.threads != 0, ld.reason,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,15 @@ _RESERVED = {
     "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
     "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
     "volatile", "while", "bool", "class", "template", "namespace", "new", "delete", "main",
+    # C++ keywords: the name is emitted into a .cu (C++) file.
+    "alignas", "alignof", "and", "asm", "catch", "char16_t", "char32_t", "char8_t", "concept", "consteval",
+    "constexpr", "constinit", "const_cast", "co_await", "co_return", "co_yield", "decltype", "dynamic_cast",
+    "explicit", "export", "false", "friend", "mutable", "noexcept", "not", "nullptr", "operator", "or",
+    "private", "protected", "public", "reinterpret_cast", "requires", "static_assert", "static_cast", "this",
+    "thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor",
 }
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _EINSUM = re.compile(r"^\s*([A-Za-z]+)\s*,\s*([A-Za-z]+)\s*->\s*([A-Za-z]+)\s*$")
 
 
@@ -74,15 +81,17 @@ class Spec:
     C: OperandView
     alpha: float
     beta: float
-    source: str  # file the spec came from (for messages)
-    shorthand: str = "contraction"  # "gemm" when written with the `gemm:` shorthand
+    # Provenance, not part of the problem: two specs that describe the same product are equal.
+    source: str = field(compare=False)  # file the spec came from (for messages)
+    shorthand: str = field(default="contraction", compare=False)  # "gemm" when written with `gemm:`
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
         return (self.A, self.B, self.C)
 
     def to_dict(self) -> dict[str, Any]:
-        """The normalised spec (every default filled in), as written into plan.json."""
+        """The normalised spec in the contraction form, every default filled in; `parse_spec`
+        reads it back to an equal Spec. Written into plan.json and the kernel's header comment."""
         return {
             "name": self.name,
             "arch": self.arch,
@@ -91,7 +100,6 @@ class Spec:
             "sizes": dict(self.sizes),
             "operands": {
                 op.name: {
-                    "letters": op.letters,
                     "strides": list(op.strides),
                     "offset": op.offset,
                     "dtype": op.dtype,
@@ -117,8 +125,8 @@ class _Ctx:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise self.fail(key, f"expected a mapping for {what}, got {type(value).__name__}",
-                            f"write {key} as {{key: value, ...}}")
+            raise self.fail(key or "(top)", f"expected a mapping for {what}, got {type(value).__name__}",
+                            f"write {key or 'the spec'} as `key: value` lines")
         for k in value:
             if k not in allowed:
                 raise self.fail(f"{key}.{k}" if key else str(k), f"unknown key '{k}'",
@@ -135,6 +143,9 @@ class _Ctx:
         return value
 
     def number(self, value: Any, key: str) -> float:
+        # YAML 1.1 reads 1e-3 (no dot) as a string; accept what is plainly a number.
+        if isinstance(value, str) and _FLOAT.fullmatch(value.strip()):
+            value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"expected a number, got {value!r}", "write a number such as 1.0")
         if value != value or value in (float("inf"), float("-inf")):
@@ -165,6 +176,8 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(str(path), "(file)", "no such file", "check the path") from None
     except IsADirectoryError:
         raise SpecError(str(path), "(file)", "is a directory", "pass a .yaml spec file") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), f"byte {exc.start}", "not UTF-8 text", "save the spec as UTF-8") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -185,7 +198,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if "name" not in top:
         raise ctx.fail("name", "missing", "add `name: my_kernel` (a C identifier)")
     name = top["name"]
-    if not isinstance(name, str) or not _IDENT.match(name):
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
         raise ctx.fail("name", f"{name!r} is not a C identifier",
                        "use letters, digits and '_' only, not starting with a digit")
     if name in _RESERVED or keyword.iskeyword(name):
@@ -244,7 +257,8 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if a.dtype != b.dtype:
         raise ctx.fail("operands.B.dtype", f"A is {a.dtype} but B is {b.dtype}",
                        "give A and B the same dtype (C may differ)")
-    _check_c_not_aliased(ctx, c)
+    c_key = "operands.C.byte_strides" if "byte_strides" in op_maps["C"] else "operands.C.strides"
+    _check_c_not_aliased(ctx, c, c_key)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand)
@@ -315,17 +329,17 @@ def _layout_strides(dims: tuple[int, ...], layout: str) -> list[int]:
     return strides
 
 
-def _check_c_not_aliased(ctx: _Ctx, c: OperandView) -> None:
+def _check_c_not_aliased(ctx: _Ctx, c: OperandView, key: str) -> None:
     for letter, size, stride in zip(c.letters, c.sizes, c.strides):
         if size > 1 and stride == 0:
-            raise ctx.fail("operands.C.strides", f"C has stride 0 on '{letter}' (size {size}): aliased writes",
+            raise ctx.fail(key, f"C has stride 0 on '{letter}' (size {size}): aliased writes",
                            "give every C dim of size > 1 a non-zero stride")
     # Sufficient non-overlap test: sorted by stride, each dim must step past everything the smaller ones reach.
     reach = 0
     dims = sorted(((st, s) for s, st in zip(c.sizes, c.strides) if s > 1))
     for stride, size in dims:
         if stride <= reach:
-            raise ctx.fail("operands.C.strides",
-                           f"C's strides {list(c.strides)} make different elements share an address",
-                           "use strides where each dim steps past the span of the smaller ones (e.g. dense)")
+            raise ctx.fail(key, f"C's element strides {list(c.strides)} may make different elements share an "
+                                "address (each dim must step past everything the smaller-stride dims reach)",
+                           "use non-interleaved strides, e.g. dense")
         reach += (size - 1) * stride

@@ -39,7 +39,8 @@ def test_broken_kernel_fails_verification(tmp_path):
     spec = parse_spec({"name": "broken", "gemm": {"m": 40, "n": 24, "k": 100}})
     g = generate(spec, get_arch("sm_90a"), tmp_path)
     cu = g.directory / "broken.cu"
-    cu.write_text(cu.read_text().replace("for (int kt = 0; kt < K_TILES; ++kt)", "for (int kt = 0; kt < K_TILES - 1; ++kt)"))
+    loop = "for (int kt = 0; kt < K_TILES; ++kt)"
+    cu.write_text(cu.read_text().replace(loop, loop.replace("K_TILES", "K_TILES - 1")))
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     rc, rows = _verify(g.directory)
     assert rc == 1 and not rows[0]["passed"] and rows[0]["first_fail"] is not None
