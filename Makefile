@@ -1,0 +1,29 @@
+# Developer shortcuts; the README's commands do the same.
+PYTHON ?= python3
+ARCH ?= sm_90a
+
+.PHONY: install test test-fast examples lint gpu-suite clean
+
+install:
+	$(PYTHON) -m pip install ".[dev]"
+
+test:
+	$(PYTHON) -m pytest -q
+
+test-fast:  # no nvcc compiles
+	$(PYTHON) -m pytest -q -m "not slow"
+
+examples:
+	deepgemm gen specs/*.yaml
+	deepgemm build --arch $(ARCH)
+	@if nvidia-smi -L >/dev/null 2>&1; then deepgemm verify && deepgemm bench; \
+	else echo "no GPU here: skipping verify and bench"; fi
+
+lint:
+	ruff check .
+
+gpu-suite:  # on a GPU machine, from a checkout: specs/ + 250 random specs, bench, gpu tests
+	bash tools/gpu_suite.sh 250 7
+
+clean:
+	rm -rf generated
