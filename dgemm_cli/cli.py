@@ -300,31 +300,24 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("spec_path", type=click.Path(path_type=Path))
 @click.option("--arch", type=ARCH_CHOICE, help="Plan for this arch instead of the spec's.")
-@click.option("--dump-ptx", is_flag=True, help="Also print the PTX of the build in OUT/<name>/build/<arch>.")
-@click.option("--dump-sass", is_flag=True, help="Also print the SASS of that build (cuobjdump).")
+@click.option("--dump-ptx", is_flag=True, help="Also print the PTX of OUT/<name>/<name>.cu (nvcc -ptx).")
+@click.option("--dump-sass", is_flag=True,
+              help="Also print the SASS of its build in OUT/<name>/build/<arch> (cuobjdump).")
+@click.option("--nvcc", "nvcc_path", help="nvcc to use for --dump-ptx / --dump-sass.")
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="Where `gen` wrote the spec's directory (for --dump-*).")
-def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, out: Path) -> None:
+def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, nvcc_path: str | None,
+            out: Path) -> None:
     """Show the view analysis, the tiling constraint graph and the solved plan with the reason for
     every choice."""
     try:
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
         click.echo(explain_text(spec, target))
-        if dump_ptx or dump_sass:
-            obj = build_dir_for(out / spec.name, target.name) / f"{spec.name}.o"
-            if not obj.is_file():
-                raise NotBuiltError(f"{obj} missing; run `deepgemm gen {spec_path} -o {out}` and "
-                                    f"`deepgemm build {out / spec.name} --arch {target.name}` first")
-            nvcc = find_nvcc(None)
-            cuobjdump = nvcc.path.parent / "cuobjdump"
-            tool = str(cuobjdump) if cuobjdump.is_file() else shutil.which("cuobjdump")
-            if tool is None:
-                raise DeepGemmError("cuobjdump not found next to nvcc or on PATH (it ships with the CUDA toolkit)")
-            for flag, wanted in (("-ptx", dump_ptx), ("-sass", dump_sass)):
-                if wanted:
-                    proc = subprocess.run([tool, flag, str(obj)], capture_output=True, text=True, check=False)
-                    click.echo(proc.stdout or proc.stderr)
+        if dump_ptx:
+            click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
+        if dump_sass:
+            click.echo(_sass(out / spec.name, spec.name, target.name, nvcc_path))
     except DeepGemmError as err:
         _fail(err)
 
@@ -344,3 +337,45 @@ def random_specs_cmd(count: int, out: Path, seed: int) -> None:
     for spec in random_specs(count, seed):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
+
+
+def _generated_source(directory: Path, name: str) -> Path:
+    source = directory / f"{name}.cu"
+    if not source.is_file():
+        raise NotBuiltError(f"{source} missing; run `deepgemm gen SPEC -o {directory.parent}` first")
+    return source
+
+
+def _ptx(directory: Path, name: str, arch: str, nvcc_path: str | None) -> str:
+    """PTX straight from nvcc (no build needed; the wheels have no cuobjdump)."""
+    import os
+
+    _generated_source(directory, name)
+    nvcc = find_nvcc(nvcc_path)
+    plan = read_plan(directory)
+    target = build_dir_for(directory, arch)
+    target.mkdir(parents=True, exist_ok=True)
+    ptx = target / f"{name}.ptx"
+    cmd = [*nvcc.compile_prefix(), *plan["build"]["nvcc_flags"], f"-arch={get_arch(arch).compute}", "-ptx",
+           f"{name}.cu", "-o", str(ptx.relative_to(directory))]
+    proc = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, env=nvcc.run_env(os.environ),
+                          check=False)
+    if proc.returncode != 0:
+        raise DeepGemmError(f"nvcc -ptx failed for {directory / name}.cu:\n{proc.stderr.strip()}")
+    return ptx.read_text()
+
+
+def _sass(directory: Path, name: str, arch: str, nvcc_path: str | None) -> str:
+    obj = build_dir_for(directory, arch) / f"{name}.o"
+    if not obj.is_file():
+        raise NotBuiltError(f"{obj} missing; run `deepgemm build {directory} --arch {arch}` first")
+    nvcc = find_nvcc(nvcc_path)
+    beside = nvcc.path.parent / "cuobjdump"
+    tool = str(beside) if beside.is_file() else shutil.which("cuobjdump")
+    if tool is None:
+        raise NotBuiltError("cuobjdump not found next to nvcc or on PATH: it ships with a CUDA toolkit "
+                            "(the pip nvcc wheels do not include it); point --nvcc or CUDA_HOME at a toolkit")
+    proc = subprocess.run([tool, "-sass", str(obj)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise DeepGemmError(f"cuobjdump failed on {obj}: {proc.stderr.strip()}")
+    return proc.stdout

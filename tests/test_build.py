@@ -139,3 +139,29 @@ def test_vendored_directory_builds_with_make(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     out = project / g.name / "build" / "sm_90a"
     assert {f"lib{g.name}.a", f"lib{g.name}.so", f"{g.name}_harness"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.slow
+def test_deepgemm_builds_with_the_wheels_when_system_cuda_is_hidden(tmp_path):
+    """The fresh-machine path: no CUDA_HOME, no nvcc on PATH; `deepgemm build` uses the pip wheels."""
+    import json
+    import sys
+
+    from dgemm_cli.toolchain import _wheel_nvcc
+
+    if _wheel_nvcc() is None:
+        pytest.skip("the CUDA wheels are not installed in this Python (pip install . brings them)")
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", str(tmp_path)), "TMPDIR": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    spec = next(p for p in SPECS if p.stem == "batched_broadcast")
+    gen = subprocess.run([sys.executable, "-m", "dgemm_cli", "gen", str(spec), "-o", str(tmp_path)], env=env,
+                         capture_output=True, text=True, check=False)
+    assert gen.returncode == 0, gen.stderr
+    out = subprocess.run([sys.executable, "-m", "dgemm_cli", "build", str(tmp_path / spec.stem), "--json"],
+                         env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (row,) = json.loads(out.stdout)
+    assert row["ok"] and all(k["spill_store_bytes"] == 0 for k in row["kernels"])
+    text = subprocess.run([sys.executable, "-m", "dgemm_cli", "doctor"], env=env, capture_output=True,
+                          text=True, check=False).stdout
+    assert "wheel" in text

@@ -55,3 +55,15 @@ def test_unwritten_output_is_caught(tmp_path):
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     rc, rows = _verify(g.directory)
     assert rc == 1 and not rows[0]["passed"]
+
+
+def test_view_past_2_31_elements(tmp_path):
+    # A's rows are 2^30 + 8 elements apart: the last row starts past 2^31 - 1, so every offset
+    # is 64-bit. The buffer is ~4.3 GB; only the touched rows matter to the kernel.
+    spec = parse_spec({"name": "huge", "gemm": {"m": 3, "n": 40, "k": 72},
+                       "operands": {"A": {"strides": [2**30 + 8, 1]}}})
+    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    assert "using index_t = long long;" in (g.directory / "huge.cu").read_text()
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 0 and rows[0]["passed"], rows[0]

@@ -61,3 +61,6 @@ for r in load("bench_specs.json"):
     f = lambda x: f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
     print(f"{r['name']:<20} {f(r['us']):>9} {f(r['tflops']):>8} {f(r['gbps']):>8} {str(r['baseline'])[:12]:<12} {f(r['baseline_us']):>9} {f(r['ratio']):>6}")
 PYEOF
+# The device tool brings back at most 8 files: keep the summary JSONs, pack the rest.
+tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -v -e '^build.json$' -e '^verify_rand.json$' -e '^verify_specs.json$' -e '^bench_specs.json$' -e '^logs.tgz$')
+(cd "$OUT" && ls | grep -v -e '^build.json$' -e '^verify_rand.json$' -e '^verify_specs.json$' -e '^bench_specs.json$' -e '^logs.tgz$' | xargs rm -f)
