@@ -196,7 +196,11 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, a
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
     a sentinel, a naive reference kernel that walks the spec's strides, plus a CPU check of sampled
-    outputs. Prints max abs error, relative Frobenius error and the first failing index."""
+    outputs. Prints max abs error, relative Frobenius error and the first failing index.
+
+    Pass: no NaN, no element off by more than max(8 tol (|ref| + rms), float32 accumulation bound),
+    relative Frobenius error <= tol (1e-5 f32, 1e-2 f16/bf16) or within the accumulation bound,
+    padding untouched, null / misaligned pointers rejected. docs/DESIGN.md has the details."""
     try:
         _require_gpu()
         targets = _targets(dirs, arch)

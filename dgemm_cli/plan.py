@@ -25,6 +25,10 @@ SMEM_PAD_BYTES = 16  # one 16-byte vector of padding per shared-memory row: conf
 MAX_ACCUM_PER_THREAD = 64  # f32 accumulators a thread keeps in registers without spilling
 MAX_GATHER_PER_THREAD = 16  # elements a thread stages in registers per gathered operand and k-tile
 MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across the math
+# Registers per thread the kernel is compiled for (__launch_bounds__(threads, 65536 / (threads * cap))).
+# Measured on the H200 (docs/RESULTS.md): square_bf16 ran 450 µs with 128 (two 256-thread blocks an
+# SM) against 638 µs uncapped (ptxas took 144, one block an SM).
+REGISTER_CAP = 128
 OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
 
 
@@ -56,6 +60,7 @@ class TilePlan:
     thread_m: int  # FFMA: outputs per thread along M and N (1 for MMA)
     thread_n: int
     threads: int
+    min_blocks_per_sm: int  # __launch_bounds__'s second argument: caps registers at REGISTER_CAP
     stages: int
     smem_bytes: int
     a: LoaderPlan
@@ -313,7 +318,8 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
         instruction=instruction, block_m=bm, block_n=bn, block_k=a["block_k"],
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
-        threads=_threads(a, instruction), stages=a["stages"],
+        threads=_threads(a, instruction), min_blocks_per_sm=max(1, 65536 // (_threads(a, instruction) * REGISTER_CAP)),
+        stages=a["stages"],
         smem_bytes=tile_smem_bytes(a, views.operands["A"].elem_bytes),
         a=loaders["A"], b=loaders["B"],
         index_type="long long" if views.needs_int64 else "int",

@@ -17,7 +17,7 @@ import yaml
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
-from dgemm_cli.plan import MMA, LoaderPlan, TilePlan, make_plan
+from dgemm_cli.plan import MMA, REGISTER_CAP, LoaderPlan, TilePlan, make_plan
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse
 
@@ -73,6 +73,7 @@ class LoaderView:
     inner_role: str
     per_row: int  # vectors (or elements) per shared row
     guard: bool  # work items do not divide evenly among threads
+    per_thread: int  # work items (vectors or elements) per thread and k-tile
     reason: str
     rows_desc: str
 
@@ -130,7 +131,8 @@ def _loader_view(plan: TilePlan, ld: LoaderPlan, op: OperandCtx) -> LoaderView:
         ld.kind, f"CpAsync{ld.vector_elems * _elem(op)}")
     struct = f"{ld.operand}Load{kind_name}"
     return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * _elem(op), ld.operand,
-                      "m" if ld.operand == "A" else "n", ld.smem_inner, per_row, items % plan.threads != 0, ld.reason,
+                      "m" if ld.operand == "A" else "n", ld.smem_inner, per_row, items % plan.threads != 0,
+                      -(-items // plan.threads), ld.reason,
                       f"{tile['rows']} x {tile['inner']}")
 
 
@@ -196,7 +198,8 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
         "a_inner": plan.a.smem_inner, "b_inner": plan.b.smem_inner,
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k,
         "warps_m": plan.warps_m, "warps_n": plan.warps_n, "thread_m": plan.thread_m, "thread_n": plan.thread_n,
-        "threads": plan.threads, "stages": plan.stages, "smem_bytes": plan.smem_bytes,
+        "threads": plan.threads, "min_blocks": plan.min_blocks_per_sm, "reg_cap": REGISTER_CAP,
+        "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
         "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
         "smem_tiles": [_smem_tile(plan, plan.a), _smem_tile(plan, plan.b)],

@@ -165,3 +165,26 @@ def test_deepgemm_builds_with_the_wheels_when_system_cuda_is_hidden(tmp_path):
     text = subprocess.run([sys.executable, "-m", "dgemm_cli", "doctor"], env=env, capture_output=True,
                           text=True, check=False).stdout
     assert "wheel" in text
+
+
+@pytest.mark.slow
+def test_harness_selftest_compiles_warning_free(tmp_path):
+    """dg_harness.cuh on its own (hand-written kernel, no generator): -Wall clean, and without a GPU the
+    binary says so in JSON and exits 3. tests/harness_selftest/run_on_gpu.sh runs its cases on a GPU."""
+    import json
+
+    nvcc = nvcc_or_skip()
+    repo = Path(__file__).resolve().parent.parent
+    exe = tmp_path / "selftest"
+    cmd = [*nvcc.compile_prefix(), "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-Wall",
+           "-I", str(repo / "templates"), str(repo / "tests" / "harness_selftest" / "selftest_harness.cu"),
+           "-o", str(exe), "-ldl"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=nvcc.run_env(os.environ), check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
+    from .conftest import gpu_present
+
+    if not gpu_present():
+        run = subprocess.run([str(exe), "verify"], capture_output=True, text=True, check=False)
+        assert run.returncode == 3
+        assert "no CUDA GPU" in json.loads(run.stdout)["error"]
