@@ -25,9 +25,11 @@ SMEM_PAD_BYTES = 16  # one 16-byte vector of padding per shared-memory row: conf
 MAX_ACCUM_PER_THREAD = 64  # f32 accumulators a thread keeps in registers without spilling
 MAX_GATHER_PER_THREAD = 16  # elements a thread stages in registers per gathered operand and k-tile
 MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across the math
-# Registers per thread the kernel is compiled for (__launch_bounds__(threads, 65536 / (threads * cap))).
-# Measured on the H200 (docs/RESULTS.md): square_bf16 ran 450 µs with 128 (two 256-thread blocks an
-# SM) against 638 µs uncapped (ptxas took 144, one block an SM).
+# Registers per thread a plan without register-staged gathers is compiled for
+# (__launch_bounds__(threads, 65536 / (threads * cap))). Measured on the H200 (docs/RESULTS.md):
+# square_bf16 ran 450 µs with 128 (two 256-thread blocks an SM) against 638 µs uncapped (ptxas took
+# 144, one block an SM). Gathers stage their next k-tile in registers and spilled under that cap in
+# 10 of 150 random specs, so their plans keep the full register file (min blocks 1).
 REGISTER_CAP = 128
 OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
 
@@ -296,6 +298,12 @@ def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPl
     return LoaderPlan(facts.name, "cp_async", vec, inner, vec * facts.elem_bytes, fallback, reason)
 
 
+def _min_blocks(a: Assignment, instruction: str) -> int:
+    if "gather" in (a["loader_a"], a["loader_b"]):
+        return 1
+    return max(1, 65536 // (_threads(a, instruction) * REGISTER_CAP))
+
+
 def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
     instruction, instr_decision = choose_instruction(views, arch)
     graph = build_tiling_graph(views, arch, instruction)
@@ -318,8 +326,7 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
         instruction=instruction, block_m=bm, block_n=bn, block_k=a["block_k"],
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
-        threads=_threads(a, instruction), min_blocks_per_sm=max(1, 65536 // (_threads(a, instruction) * REGISTER_CAP)),
-        stages=a["stages"],
+        threads=_threads(a, instruction), min_blocks_per_sm=_min_blocks(a, instruction), stages=a["stages"],
         smem_bytes=tile_smem_bytes(a, views.operands["A"].elem_bytes),
         a=loaders["A"], b=loaders["B"],
         index_type="long long" if views.needs_int64 else "int",

@@ -14,7 +14,7 @@ PY=${PYTHON:-python3}
 JOBS=$(nproc)
 dg() { "$PY" -m dgemm_cli "$@"; }
 
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; git rev-parse HEAD 2>/dev/null; } > "$OUT/env.txt"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
 dg doctor > "$OUT/doctor.txt" 2>&1
 dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed"
 if [ "$COUNT" -gt 0 ]; then
