@@ -207,6 +207,8 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
         "has_batch": bool(views.roles["batch"].segments),
         "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
         "dispatch": bool(conds), "dispatch_cond": " && ".join(conds), "dispatch_desc": dispatch_desc,
+        # The register cap depends on the instantiation only when a fallback gathers.
+        "async_trait": plan.min_blocks_per_sm > 1 and any(v.kind != "cp_async" for v in variants),
         "fallback": fallback, "signature": sig, "includes": includes,
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
