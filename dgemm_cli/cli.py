@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, har
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.render import generate
-from dgemm_cli.run import run_harness
+from dgemm_cli.run import HarnessRun, run_harness
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 
@@ -178,6 +180,25 @@ def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str]]
     return out
 
 
+def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str]) -> tuple[int, Iterator[HarnessRun]]:
+    """How many harnesses, and their runs with `args`, one at a time (they share the GPU), produced
+    as each finishes so that progress can be printed."""
+    try:
+        _require_gpu()
+        targets = _targets(dirs, arch)
+    except DeepGemmError as err:
+        _fail(err)
+
+    def runs() -> Iterator[HarnessRun]:
+        for d, target in targets:
+            try:
+                yield run_harness(d, harness_path(d, target), target, args)
+            except DeepGemmError as err:
+                _fail(err)
+
+    return len(targets), runs()
+
+
 def _require_gpu() -> None:
     if not find_gpus():
         raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
@@ -201,17 +222,10 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, a
     Pass: no NaN, no element off by more than max(8 tol (|ref| + rms), float32 accumulation bound),
     relative Frobenius error <= tol (1e-5 f32, 1e-2 f16/bf16) or within the accumulation bound,
     padding untouched, null / misaligned pointers rejected. docs/DESIGN.md has the details."""
-    try:
-        _require_gpu()
-        targets = _targets(dirs, arch)
-    except DeepGemmError as err:
-        _fail(err)
     rows, all_ok = [], True
-    for i, (d, target) in enumerate(targets, 1):
-        try:
-            run = run_harness(harness_path(d, target), target, ["verify", "--seeds", seeds, "--samples", str(samples)])
-        except DeepGemmError as err:
-            _fail(err)
+    total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)])
+    for i, run in enumerate(runs, 1):
+        d, target = run.directory, run.arch
         r = run.report
         ok = run.exit_code == 0 and bool(r.get("passed"))
         all_ok &= ok
@@ -220,7 +234,7 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, a
                "error": r.get("error"), "directory": str(d), "report": r}
         rows.append(row)
         if not as_json:
-            click.echo(_verify_line(i, len(targets), row))
+            click.echo(_verify_line(i, total, row))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     elif len(rows) > 1:
@@ -260,33 +274,27 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
     CUDA events, warm-up, median of REPS samples, inputs rotated over enough buffer sets to exceed
     L2, random data. Views cuBLAS cannot take are timed as the user would run them: copy to
     contiguous, then cuBLAS. ratio = cuBLAS time / kernel time (> 1: faster than cuBLAS)."""
-    try:
-        _require_gpu()
-        targets = _targets(dirs, arch)
-    except DeepGemmError as err:
-        _fail(err)
     rows, any_error = [], False
-    for d, target in targets:
-        try:
-            run = run_harness(harness_path(d, target), target, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
-        except DeepGemmError as err:
-            _fail(err)
-        r = run.report
-        any_error |= run.exit_code != 0 or "error" in r
-        rows.append({"name": r.get("name", d.name), "arch": target, **{k: r.get(k) for k in (
-            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error")}})
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-    else:
+    _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
+    if not as_json:
         click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
                    f"{'µs':>10} {'ratio':>7}")
-        for r in rows:
-            if r["error"]:
-                click.echo(f"{r['name']:<24} {r['arch']:<7} ERROR: {r['error']}")
-                continue
-            click.echo(f"{r['name']:<24} {r['arch']:<7} {_fmt(r['us']):>10} {_fmt(r['tflops']):>9} "
-                       f"{_fmt(r['gbps']):>8}   {str(r['baseline'])[:14]:<14} {_fmt(r['baseline_us']):>10} "
-                       f"{_fmt(r['ratio']):>7}")
+    for run in runs:
+        r = run.report
+        any_error |= run.exit_code != 0 or "error" in r
+        row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
+            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error")}}
+        rows.append(row)
+        if as_json:
+            continue
+        if row["error"]:
+            click.echo(f"{row['name']:<24} {row['arch']:<7} ERROR: {row['error']}")
+        else:
+            click.echo(f"{row['name']:<24} {row['arch']:<7} {_fmt(row['us']):>10} {_fmt(row['tflops']):>9} "
+                       f"{_fmt(row['gbps']):>8}   {str(row['baseline'])[:14]:<14} {_fmt(row['baseline_us']):>10} "
+                       f"{_fmt(row['ratio']):>7}")
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)
 
 
@@ -352,8 +360,6 @@ def _generated_source(directory: Path, name: str) -> Path:
 
 def _ptx(directory: Path, name: str, arch: str, nvcc_path: str | None) -> str:
     """PTX straight from nvcc (no build needed; the wheels have no cuobjdump)."""
-    import os
-
     _generated_source(directory, name)
     nvcc = find_nvcc(nvcc_path)
     plan = read_plan(directory)

@@ -19,7 +19,7 @@ from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
 from dgemm_cli.plan import MMA, REGISTER_CAP, LoaderPlan, TilePlan, make_plan
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse
+from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse, role_of
 
 
 def template_dir() -> Path:
@@ -212,13 +212,11 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
         "fallback": fallback, "signature": sig, "includes": includes,
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
-        "h": _harness_ctx(spec, views), "bl": _baseline_ctx(baseline),
+        "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
     }
 
 
-def _harness_ctx(spec: Spec, views: ProblemViews) -> dict:
-    from dgemm_cli.views import role_of
-
+def _harness_ctx(spec: Spec) -> dict:
     letters = list(spec.C.letters) + [x for x in spec.A.letters if x not in spec.C.letters]
     dims = []
     for x in letters:

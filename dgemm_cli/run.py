@@ -45,7 +45,7 @@ def find_cublas(env: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def run_harness(harness: Path, arch: str, args: list[str]) -> HarnessRun:
+def run_harness(directory: Path, harness: Path, arch: str, args: list[str]) -> HarnessRun:
     env = dict(os.environ)
     cublas = find_cublas(env)
     if cublas:
@@ -54,9 +54,7 @@ def run_harness(harness: Path, arch: str, args: list[str]) -> HarnessRun:
         proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
                               timeout=HARNESS_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        return HarnessRun(harness.parent.parent.parent, arch, 124,
-                          {"error": f"harness timed out after {HARNESS_TIMEOUT_S} s"}, "")
-    directory = harness.parent.parent.parent
+        return HarnessRun(directory, arch, 124, {"error": f"harness timed out after {HARNESS_TIMEOUT_S} s"}, "")
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}, no output"]
