@@ -67,6 +67,7 @@ class TilePlan:
     smem_bytes: int
     a: LoaderPlan
     b: LoaderPlan
+    elem_bytes: int  # of A and B
     index_type: str  # "int" or "long long"
     tiles_m: int
     tiles_n: int
@@ -74,6 +75,10 @@ class TilePlan:
     decisions: tuple[Decision, ...]
     feasible: int
     cost_us: float  # the cost model's estimate, for ranking only
+
+    def smem_tile(self, ld: LoaderPlan) -> SmemTile:
+        extent = self.block_m if ld.operand == "A" else self.block_n
+        return smem_tile(ld.operand, ld.smem_inner, extent, self.block_k, self.elem_bytes)
 
     @property
     def runtime_dispatch(self) -> bool:
@@ -87,16 +92,33 @@ class TilePlan:
         return d
 
 
-def smem_tile_elems(rows: int, inner: int, elem_bytes: int) -> int:
-    """Elements of one padded shared-memory tile: `rows` rows of `inner` elements plus padding."""
-    return rows * (inner + SMEM_PAD_BYTES // elem_bytes)
+@dataclass(frozen=True)
+class SmemTile:
+    """One stage of one input in shared memory: `rows` rows of `inner` elements, padded to `pitch`."""
+
+    operand: str
+    rows: int
+    inner: int
+    pitch: int
+    rows_role: str
+    inner_role: str
+
+    @property
+    def elems(self) -> int:
+        return self.rows * self.pitch
+
+
+def smem_tile(operand: str, smem_inner: str, block_mn: int, block_k: int, elem_bytes: int) -> SmemTile:
+    other = OTHER[operand]
+    rows, inner = (block_mn, block_k) if smem_inner == "k" else (block_k, block_mn)
+    return SmemTile(operand, rows, inner, inner + SMEM_PAD_BYTES // elem_bytes,
+                    other if smem_inner == "k" else "k", smem_inner)
 
 
 def tile_smem_bytes(a: Assignment, elem_bytes: int) -> int:
-    bm, bn, bk = a["block_m"], a["block_n"], a["block_k"]
-    a_tile = smem_tile_elems(bk, bm, elem_bytes) if a["smem_inner_a"] == "m" else smem_tile_elems(bm, bk, elem_bytes)
-    b_tile = smem_tile_elems(bk, bn, elem_bytes) if a["smem_inner_b"] == "n" else smem_tile_elems(bn, bk, elem_bytes)
-    return a["stages"] * (a_tile + b_tile) * elem_bytes
+    a_tile = smem_tile("A", a["smem_inner_a"], a["block_m"], a["block_k"], elem_bytes)
+    b_tile = smem_tile("B", a["smem_inner_b"], a["block_n"], a["block_k"], elem_bytes)
+    return a["stages"] * (a_tile.elems + b_tile.elems) * elem_bytes
 
 
 def copy_elems(facts: OperandFacts, smem_inner: str, aligned: bool) -> int:
@@ -328,7 +350,7 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
         threads=_threads(a, instruction), min_blocks_per_sm=_min_blocks(a, instruction), stages=a["stages"],
         smem_bytes=tile_smem_bytes(a, views.operands["A"].elem_bytes),
-        a=loaders["A"], b=loaders["B"],
+        a=loaders["A"], b=loaders["B"], elem_bytes=views.operands["A"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",
         tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles,
         decisions=(instr_decision, *sol.decisions), feasible=sol.feasible, cost_us=sol.cost,

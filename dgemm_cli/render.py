@@ -111,29 +111,17 @@ def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
     return OperandCtx(name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, roles)
 
 
-def _smem_tile(plan: TilePlan, ld: LoaderPlan) -> dict:
-    other = "m" if ld.operand == "A" else "n"
-    extent = plan.block_m if other == "m" else plan.block_n
-    elem_pad = 16 // (4 if plan.instruction != MMA else 2)
-    if ld.smem_inner == "k":
-        rows, inner, rows_role = extent, plan.block_k, other
-    else:
-        rows, inner, rows_role = plan.block_k, extent, "k"
-    return {"prefix": ld.operand, "rows": rows, "inner": inner, "pitch": inner + elem_pad,
-            "rows_role": rows_role, "inner_role": ld.smem_inner}
-
-
 def _loader_view(plan: TilePlan, ld: LoaderPlan, op: OperandCtx) -> LoaderView:
-    tile = _smem_tile(plan, ld)
-    per_row = tile["inner"] // ld.vector_elems
-    items = tile["rows"] * per_row
+    tile = plan.smem_tile(ld)
+    per_row = tile.inner // ld.vector_elems
+    items = tile.rows * per_row
     kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(
         ld.kind, f"CpAsync{ld.vector_elems * _elem(op)}")
     struct = f"{ld.operand}Load{kind_name}"
     return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * _elem(op), ld.operand,
                       "m" if ld.operand == "A" else "n", ld.smem_inner, per_row, items % plan.threads != 0,
                       -(-items // plan.threads), ld.reason,
-                      f"{tile['rows']} x {tile['inner']}")
+                      f"{tile.rows} x {tile.inner}")
 
 
 def _elem(op: OperandCtx) -> int:
@@ -202,7 +190,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
         "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
-        "smem_tiles": [_smem_tile(plan, plan.a), _smem_tile(plan, plan.b)],
+        "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
         "offset_fns": offset_fns, "loaders": variants, "cp_async_widths": cp_widths,
         "has_batch": bool(views.roles["batch"].segments),
         "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
