@@ -718,6 +718,16 @@ static void dg_json_fail(DgJson& j, const DgProblem& p, const DgCaseResult& r) {
   j.end();
 }
 
+// Opens a result object with the fields verify and bench share.
+static void dg_json_header(DgJson& j, const char* command, const DgProblem& p, const cudaDeviceProp& prop) {
+  j.begin();
+  j.str("command", command);
+  j.str("name", p.name);
+  j.str("arch", p.arch);
+  j.str("device", prop.name);
+  j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
+}
+
 static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt, const cudaDeviceProp& prop) {
   DgVerifyState st;
   st.p = &p;
@@ -769,12 +779,7 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   }
 
   DgJson j;
-  j.begin();
-  j.str("command", "verify");
-  j.str("name", p.name);
-  j.str("arch", p.arch);
-  j.str("device", prop.name);
-  j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
+  dg_json_header(j, "verify", p, prop);
   j.boolean("passed", passed);
   j.num("tol", p.tol);
   j.num("max_abs_err", max_abs_err);
@@ -1044,12 +1049,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
   bytes += static_cast<double>(dg_c_count(p)) * dg_elem_size(p.dtype[DG_C]) * (p.beta != 0.0f ? 2 : 1);
 
   DgJson j;
-  j.begin();
-  j.str("command", "bench");
-  j.str("name", p.name);
-  j.str("arch", p.arch);
-  j.str("device", prop.name);
-  j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
+  dg_json_header(j, "bench", p, prop);
   j.num("us", us);
   j.num("tflops", flops / (us * 1e-6) / 1e12);
   j.num("gbps", bytes / (us * 1e-6) / 1e9);
