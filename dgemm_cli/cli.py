@@ -243,7 +243,9 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, a
 
 
 def _fmt(x) -> str:
-    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
+    if not isinstance(x, (int, float)):
+        return str(x)
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.3g}"  # 3580, not 3.58e+03
 
 
 def _verify_line(i: int, total: int, row: dict) -> str:
