@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
-from dgemm_cli.plan import build_tiling_graph, make_plan
+from dgemm_cli.plan import plan_with_graph
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import analyse
 
 
 def explain_text(spec: Spec, arch: Arch) -> str:
     views = analyse(spec)
-    plan = make_plan(views, arch)
+    plan, graph = plan_with_graph(views, arch)
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
     out.append("## Views")
     for op in spec.operands:
@@ -31,7 +31,6 @@ def explain_text(spec: Spec, arch: Arch) -> str:
     out.append(f"  index math: {'64-bit (a span or role passes 2^31-1)' if views.needs_int64 else '32-bit'}")
     out.append("")
     out.append("## Tiling constraint graph")
-    graph = build_tiling_graph(views, arch, plan.instruction)
     out.append("  nodes:")
     for n in graph.nodes:
         out.append(f"    {n.name:<13} in {{{', '.join(map(str, n.domain))}}}  -- {n.doc}")

@@ -327,6 +327,11 @@ def _min_blocks(a: Assignment, instruction: str) -> int:
 
 
 def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
+    return plan_with_graph(views, arch)[0]
+
+
+def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, ConstraintGraph]:
+    """The plan and the tiling graph it was solved from (for `explain`)."""
     instruction, instr_decision = choose_instruction(views, arch)
     graph = build_tiling_graph(views, arch, instruction)
     try:
@@ -344,7 +349,7 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
     loaders = {x: _loader(views.operands[x], a[f"loader_{x.lower()}"], a[f"smem_inner_{x.lower()}"],
                           dec[f"loader_{x.lower()}"].summary()) for x in ("A", "B")}
     mma = instruction == MMA
-    return TilePlan(
+    plan = TilePlan(
         instruction=instruction, block_m=bm, block_n=bn, block_k=a["block_k"],
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
@@ -355,3 +360,4 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
         tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles,
         decisions=(instr_decision, *sol.decisions), feasible=sol.feasible, cost_us=sol.cost,
     )
+    return plan, graph
