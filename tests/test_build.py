@@ -1,4 +1,4 @@
-"""nvcc builds: every example spec compiles for sm_80 and sm_90a with no spills; the generated
+"""nvcc builds: every example spec compiles for sm_80, sm_86, sm_89 and sm_90a with no spills; the generated
 directory builds on its own with Make and with CMake (no Python); ptxas parsing."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_parse_ptxas():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90a"])
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_every_spec_compiles_without_spills(path, arch, tmp_path):
     nvcc = nvcc_or_skip()
