@@ -19,7 +19,7 @@ from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, har
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.render import generate
-from dgemm_cli.run import HarnessRun, run_harness
+from dgemm_cli.run import HarnessRun, harness_env, run_harness
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 
@@ -103,7 +103,7 @@ def _gen_summary(g) -> str:
     for r in ("batch", "m", "n", "k"):
         rv = v.roles[r]
         if rv.segments:
-            segs = " ".join(f"{''.join(s.letters)}[{s.size}]" for s in rv.segments)
+            segs = " ".join(s.label for s in rv.segments)
             lines.append(f"  {r:<5} {''.join(rv.letters):<6} {len(rv.segments)} segment(s): {segs}")
     lines.append(f"  tile {p.block_m}x{p.block_n}x{p.block_k}, {p.threads} threads, {p.stages} stages, "
                  f"{p.instruction}, A {p.a.kind}{p.a.vector_elems if p.a.kind == 'cp_async' else ''}, "
@@ -190,9 +190,10 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str]) ->
         _fail(err)
 
     def runs() -> Iterator[HarnessRun]:
+        env = harness_env()
         for d, target in targets:
             try:
-                yield run_harness(d, harness_path(d, target), target, args)
+                yield run_harness(d, harness_path(d, target), target, args, env)
             except DeepGemmError as err:
                 _fail(err)
 

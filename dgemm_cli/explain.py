@@ -20,7 +20,7 @@ def explain_text(spec: Spec, arch: Arch) -> str:
     out.append("")
     out.append("  role   size      letters  segments (size, stride per operand), outer -> inner")
     for r, rv in views.roles.items():
-        segs = "; ".join(f"{''.join(s.letters)}[{s.size}] " + ", ".join(f"{o}:{st}" for o, st in s.strides)
+        segs = "; ".join(f"{s.label} " + ", ".join(f"{o}:{st}" for o, st in s.strides)
                          for s in rv.segments) or "-"
         out.append(f"  {r:<6} {rv.size:<9} {''.join(rv.letters) or '-':<8} {segs}")
     out.append("")

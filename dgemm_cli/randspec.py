@@ -95,7 +95,8 @@ def random_spec(rng: random.Random, name: str) -> dict:
             o["offset"] = rng.randint(1, 37)
         if rng.random() < 0.4:
             o["align"] = 16
-            o.pop("offset", None) if rng.random() < 0.5 else None
+            if rng.random() < 0.5:
+                o.pop("offset", None)
         if "strides" in o and rng.random() < 0.2:
             o["byte_strides"] = [s * elem for s in o.pop("strides")]
     spec["operands"] = operands

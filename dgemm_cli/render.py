@@ -17,8 +17,8 @@ import yaml
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
-from dgemm_cli.plan import MMA, REGISTER_CAP, LoaderPlan, TilePlan, make_plan
-from dgemm_cli.spec import Spec
+from dgemm_cli.plan import MMA, OTHER, REGISTER_CAP, LoaderPlan, TilePlan, make_plan
+from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse, role_of
 
 
@@ -106,7 +106,7 @@ class Generated:
 
 
 def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
-    op = {o.name: o for o in spec.operands}[name]
+    op = spec.operand(name)
     roles = tuple(r for r in ("batch", "m", "n", "k") if name in ROLE_HOLDERS[r] and views.roles[r].segments)
     return OperandCtx(name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, roles)
 
@@ -116,21 +116,17 @@ def _loader_view(plan: TilePlan, ld: LoaderPlan, op: OperandCtx) -> LoaderView:
     per_row = tile.inner // ld.vector_elems
     items = tile.rows * per_row
     kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(
-        ld.kind, f"CpAsync{ld.vector_elems * _elem(op)}")
+        ld.kind, f"CpAsync{ld.vector_elems * DTYPE_BYTES[op.dtype]}")
     struct = f"{ld.operand}Load{kind_name}"
-    return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * _elem(op), ld.operand,
-                      "m" if ld.operand == "A" else "n", ld.smem_inner, per_row, items % plan.threads != 0,
+    return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * DTYPE_BYTES[op.dtype], ld.operand,
+                      OTHER[ld.operand], ld.smem_inner, per_row, items % plan.threads != 0,
                       -(-items // plan.threads), ld.reason,
                       f"{tile.rows} x {tile.inner}")
 
 
-def _elem(op: OperandCtx) -> int:
-    return 4 if op.dtype == "f32" else 2
-
-
 def _segments_desc(seg, op: str) -> dict:
     return {"size": seg.size, "stride": seg.stride(op),
-            "desc": f"{''.join(seg.letters)}[{seg.size}]*{seg.stride(op)}"}
+            "desc": f"{seg.label}*{seg.stride(op)}"}
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: CublasPlan, arch: Arch) -> dict:
@@ -162,7 +158,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
     roles = []
     for r in ("batch", "m", "n", "k"):
         rv = views.roles[r]
-        segs = ", ".join(f"{''.join(s.letters)}[{s.size}] strides "
+        segs = ", ".join(f"{s.label} strides "
                          + " ".join(f"{o}:{st}" for o, st in s.strides) for s in rv.segments)
         roles.append({"role": r, "desc": f"{rv.size:<8} letters '{''.join(rv.letters)}' -> "
                                          f"{len(rv.segments)} segment(s) {segs}".rstrip()})

@@ -45,11 +45,17 @@ def find_cublas(env: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def run_harness(directory: Path, harness: Path, arch: str, args: list[str]) -> HarnessRun:
+def harness_env() -> dict[str, str]:
+    """The environment harnesses run in: ours plus where cuBLAS is. Built once per command (the
+    search globs sys.path)."""
     env = dict(os.environ)
     cublas = find_cublas(env)
     if cublas:
         env["DEEPGEMM_CUBLAS"] = cublas
+    return env
+
+
+def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str]) -> HarnessRun:
     try:
         proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
                               timeout=HARNESS_TIMEOUT_S, check=False)

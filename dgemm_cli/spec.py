@@ -89,6 +89,9 @@ class Spec:
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
         return (self.A, self.B, self.C)
 
+    def operand(self, name: str) -> OperandView:
+        return {"A": self.A, "B": self.B, "C": self.C}[name]
+
     def to_dict(self) -> dict[str, Any]:
         """The normalised spec in the contraction form, every default filled in; `parse_spec`
         reads it back to an equal Spec. Written into plan.json and the kernel's header comment."""

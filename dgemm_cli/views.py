@@ -34,6 +34,11 @@ class ViewSegment:
     def stride(self, operand: str) -> int:
         return dict(self.strides)[operand]
 
+    @property
+    def label(self) -> str:
+        """e.g. "hw[3136]": the merged letters and the segment size."""
+        return f"{''.join(self.letters)}[{self.size}]"
+
 
 @dataclass(frozen=True)
 class RoleView:
@@ -130,11 +135,10 @@ def merge_segments(letters: list[str], sizes: dict[str, int],
 
 def _role_view(role: str, spec: Spec) -> RoleView:
     holders = ROLE_HOLDERS[role]
-    ops = {op.name: op for op in spec.operands}
     letters = [x for x in spec.sizes if spec.sizes[x] > 1 and role_of(x, spec) == role]
     if not letters:
         return RoleView(role, (), 1, ())
-    strides = {h: {x: ops[h].stride_of(x) for x in letters} for h in holders}
+    strides = {h: {x: spec.operand(h).stride_of(x) for x in letters} for h in holders}
     # Try the letter order of each holder (largest stride outermost) and keep the one that merges
     # most: a permuted view of one operand must not stop the others from merging.
     best: tuple[ViewSegment, ...] | None = None
@@ -151,7 +155,7 @@ def _role_view(role: str, spec: Spec) -> RoleView:
 
 
 def _operand_facts(name: str, spec: Spec, roles: dict[str, RoleView]) -> OperandFacts:
-    op = {o.name: o for o in spec.operands}[name]
+    op = spec.operand(name)
     held = tuple(r for r in ROLES if name in ROLE_HOLDERS[r] and roles[r].size > 1)
     unit = [r for r in held if roles[r].inner().stride(name) == 1]
     # Prefer k for the inputs (the reduction dim is what a tile streams along), n for C.
