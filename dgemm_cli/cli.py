@@ -166,7 +166,8 @@ def _build_line(i: int, total: int, res: BuildResult) -> str:
     return "\n".join(lines)
 
 
-def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str]]:
+def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path]]:
+    """(directory, arch, harness) for each built directory; NotBuiltError with the fix otherwise."""
     out = []
     for d in _dirs(dirs):
         plan = read_plan(d)
@@ -175,8 +176,7 @@ def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str]]
         else:
             built = built_arches(d)
             target = plan["arch"] if plan["arch"] in built or not built else built[0]
-        harness_path(d, target)  # raises NotBuiltError with the fix
-        out.append((d, target))
+        out.append((d, target, harness_path(d, target)))
     return out
 
 
@@ -191,9 +191,9 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str]) ->
 
     def runs() -> Iterator[HarnessRun]:
         env = harness_env()
-        for d, target in targets:
+        for d, target, harness in targets:
             try:
-                yield run_harness(d, harness_path(d, target), target, args, env)
+                yield run_harness(d, harness, target, args, env)
             except DeepGemmError as err:
                 _fail(err)
 
