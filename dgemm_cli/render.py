@@ -172,7 +172,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
            "cudaStream_t stream")
     cp_widths = sorted({lv.bytes for lv in variants if lv.kind == "cp_async"})
     return {
-        "name": spec.name, "version": __version__, "source": spec.source, "arch": arch.name,
+        "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
         "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
