@@ -1,27 +1,60 @@
 """How cuBLAS computes the same product, for `bench` (pure).
 
-cuBLAS takes column-major matrices with a leading dimension and one batch stride. A view that
-fits (one segment a role, a unit stride in one matrix dim, ld >= rows, no broadcast in a matrix
-dim) is passed as it is; any operand that does not fit goes through a dense temp, the
-`.contiguous()` a user would do: A and B are gathered before the GEMM, C is computed into a temp
-and scattered back (gathered first when beta != 0). The copies are timed with the GEMM.
+cuBLAS takes one column-major GEMM a call: C(m x n, ldc) = op(X)(m x k) op(Y)(k x n), repeated over
+one batch dim with a batch stride per operand (0 allowed for the inputs). Our views have roles made
+of merged segments. A *formulation* assigns every segment to one of cuBLAS's four dims without
+copying anything:
+
+  - batch segments go to cuBLAS's batch; so may m segments (B has stride 0 on them) and n segments
+    (A has stride 0 on them): `out[n] = W . X[n]` for a 1x1 convolution over NCHW, say;
+  - what is left must be at most one segment each of m, n and k;
+  - the batch segments must chain into one (size, stride) in A, B and C;
+  - C (or C^T, the operand swap C^T = B^T A^T) must be column-major with ldc >= rows, and X, Y
+    column-major as they are (N) or transposed (T).
+
+`plan_baseline` lists every formulation that exists; the harness times each in the same run and
+uses the fastest. Only when none exists do operands go through a dense temp (the `.contiguous()` a
+user would do): A and B gathered before the GEMM, C computed into a temp and scattered back
+(gathered first when beta != 0), the copies timed with the GEMM.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 
-from dgemm_cli.views import INT32_MAX, ProblemViews
+from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment
 
 MATRIX_ROLES = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
 # cublasGemmEx type combinations with CUBLAS_COMPUTE_32F that deepgemm's dtypes can hit.
 SUPPORTED = {("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32"), ("f32", "f32")}
+MAX_FORMULATIONS = 8  # the harness's DG_MAX_CALLS
 
 
 @dataclass(frozen=True)
 class StridedView:
     size: tuple[int, ...]
     stride: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CublasCall:
+    """One cublasGemmStridedBatchedEx call. X is A and Y is B, or with `swap` X is B and Y is A."""
+
+    desc: str
+    swap: bool
+    trans_x: bool
+    trans_y: bool
+    m: int
+    n: int
+    k: int
+    ldx: int
+    ldy: int
+    ldc: int
+    stride_x: int
+    stride_y: int
+    stride_c: int
+    batch: int
 
 
 @dataclass(frozen=True)
@@ -32,28 +65,16 @@ class CublasPlan:
     copy: tuple[bool, bool, bool] = (False, False, False)
     views: tuple[StridedView, StridedView, StridedView] = field(
         default=(StridedView((), ()), StridedView((), ()), StridedView((), ())))
-    swap: bool = False
-    trans_x: bool = False
-    trans_y: bool = False
-    m: int = 0
-    n: int = 0
-    k: int = 0
-    ldx: int = 0
-    ldy: int = 0
-    ldc: int = 0
-    stride_x: int = 0
-    stride_y: int = 0
-    stride_c: int = 0
-    batch: int = 0
+    calls: tuple[CublasCall, ...] = ()  # the formulations the harness times; the fastest is the baseline
 
 
 @dataclass(frozen=True)
-class _Mat:
-    """One operand as (batch, rows, cols) with single strides, after an optional dense copy."""
+class _Dim:
+    """One cuBLAS dim: its size and element stride per operand (0 where an operand lacks it)."""
 
-    batch_stride: int
-    sizes: dict[str, int]
-    strides: dict[str, int]
+    label: str
+    size: int
+    stride: dict[str, int]
 
 
 def _col_major(rows: int, cols: int, s_rows: int, s_cols: int) -> int | None:
@@ -70,24 +91,95 @@ def _operand_view(views: ProblemViews, name: str) -> StridedView:
     return StridedView(tuple(s.size for s in segs), tuple(s.stride(name) for s in segs))
 
 
-def _direct(views: ProblemViews, name: str) -> _Mat | None:
-    """The operand as one (batch, rows, cols) matrix, or None if it needs a copy."""
-    strides = {}
-    for role in ("batch", *MATRIX_ROLES[name]):
-        segs = views.roles[role].segments
-        if len(segs) > 1:
+def _seg_stride(seg: ViewSegment, op: str) -> int:
+    return dict(seg.strides).get(op, 0)
+
+
+def _chain(segs: list[ViewSegment]) -> _Dim | None:
+    """Segments as one batch dim, if they chain in A, B and C (outermost by C's stride first)."""
+    if not segs:
+        return _Dim("-", 1, {"A": 0, "B": 0, "C": 0})
+    order = sorted(segs, key=lambda s: -_seg_stride(s, "C"))
+    for outer, inner in zip(order, order[1:]):
+        if any(_seg_stride(outer, op) != _seg_stride(inner, op) * inner.size for op in "ABC"):
             return None
-        strides[role] = segs[0].stride(name) if segs else 0
-        if role != "batch" and segs and strides[role] == 0:
+    inner = order[-1]
+    size = 1
+    for s in order:
+        size *= s.size
+    return _Dim("".join(s.label for s in order), size, {op: _seg_stride(inner, op) for op in "ABC"})
+
+
+def _single(views: ProblemViews, role: str, segs: tuple[ViewSegment, ...]) -> _Dim | None:
+    if len(segs) > 1:
+        return None
+    if not segs:
+        return _Dim("-", 1, {"A": 0, "B": 0, "C": 0})
+    s = segs[0]
+    return _Dim(s.label, s.size, {op: _seg_stride(s, op) for op in "ABC"})
+
+
+def _fit(batch: _Dim, m: _Dim, n: _Dim, k: _Dim, swap: bool) -> CublasCall | None:
+    """The call for this assignment of dims and this orientation of C, or None if it does not fit."""
+    if swap:
+        ldc = _col_major(n.size, m.size, n.stride["C"], m.stride["C"])
+        xs, ys = ("B", n, k), ("A", k, m)
+    else:
+        ldc = _col_major(m.size, n.size, m.stride["C"], n.stride["C"])
+        xs, ys = ("A", m, k), ("B", k, n)
+    if ldc is None or ldc > INT32_MAX:
+        return None
+    fitted = []
+    for op, rows, cols in (xs, ys):
+        if (rows.size > 1 and rows.stride[op] == 0) or (cols.size > 1 and cols.stride[op] == 0):
             return None  # broadcast inside the matrix: cuBLAS has no stride-0 ld
-    sizes = {r: views.roles[r].size for r in MATRIX_ROLES[name]}
-    return _Mat(strides["batch"], sizes, strides)
+        ld, trans = _col_major(rows.size, cols.size, rows.stride[op], cols.stride[op]), False
+        if ld is None:
+            ld, trans = _col_major(cols.size, rows.size, cols.stride[op], rows.stride[op]), True
+        if ld is None or ld > INT32_MAX:
+            return None
+        fitted.append((op, ld, trans))
+    (xo, ldx, tx), (yo, ldy, ty) = fitted
+    rows, cols = (n, m) if swap else (m, n)
+    desc = (f"{'C^T=' if swap else 'C='}{xo}{'^T' if tx else ''}{yo}{'^T' if ty else ''} "
+            f"m={rows.label} n={cols.label} k={k.label}" + (f" batch={batch.label}" if batch.size > 1 else ""))
+    return CublasCall(desc, swap, tx, ty, rows.size, cols.size, k.size, ldx, ldy, ldc,
+                      batch.stride[xo], batch.stride[yo], batch.stride["C"], batch.size)
 
 
-def _dense(views: ProblemViews, name: str) -> _Mat:
-    r1, r2 = MATRIX_ROLES[name]
-    s1, s2 = views.roles[r1].size, views.roles[r2].size
-    return _Mat(s1 * s2 if views.batch > 1 else 0, {r1: s1, r2: s2}, {r1: s2, r2: 1})
+def formulations(views: ProblemViews) -> list[CublasCall]:
+    """The no-copy cuBLAS formulations of the problem that move the fewest segments into the batch,
+    without duplicates."""
+    roles = views.roles
+    k = _single(views, "k", roles["k"].segments)
+    if k is None:
+        return []
+    movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
+    calls: list[CublasCall] = []
+    min_moves = 0
+    # Fewest segments moved into the batch first: moving one that need not move turns a GEMM into a
+    # batch of GEMVs (valid, and far slower), so only the smallest number of moves that fits is kept.
+    for moved in sorted(product((False, True), repeat=len(movable)), key=sum):
+        if calls and sum(moved) > min_moves:
+            break
+        to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
+        left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
+        batch = _chain(list(roles["batch"].segments) + to_batch)
+        m, n = _single(views, "m", left["m"]), _single(views, "n", left["n"])
+        if batch is None or m is None or n is None or batch.size > INT32_MAX:
+            continue
+        if batch.size > 1 and batch.stride["C"] == 0:
+            continue
+        for swap in (False, True):
+            call = _fit(batch, m, n, k, swap)
+            if call is not None and all(_key(call) != _key(c) for c in calls):
+                calls.append(call)
+                min_moves = sum(moved)
+    return calls
+
+
+def _key(c: CublasCall) -> tuple:
+    return tuple(v for name, v in vars(c).items() if name != "desc")
 
 
 def plan_baseline(views: ProblemViews) -> CublasPlan:
@@ -96,57 +188,50 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
         return CublasPlan(False, f"unavailable: cuBLAS has no {ab} x {ab} -> {c_dtype} GEMM", "no such cuBLAS type mix")
     if max(views.m, views.n, views.k, views.batch) > INT32_MAX:
         return CublasPlan(False, "unavailable: a size exceeds cuBLAS's 32-bit int", "sizes beyond int")
-    copy = {x: _direct(views, x) is None for x in "ABC"}
-    while True:
-        mats = {x: _dense(views, x) if copy[x] else _direct(views, x) for x in "ABC"}
-        result = _map(views, mats)
-        if isinstance(result, str):  # the operand that does not fit as it is
-            assert not copy[result], "a dense temp always fits"
-            copy[result] = True
-            continue
-        break
-    kind = "copy+cublas" if any(copy.values()) else "cublas"
-    why = ("views passed to cuBLAS as they are" if kind == "cublas"
-           else "dense temps for " + ", ".join(x for x in "ABC" if copy[x]) + " (what .contiguous() would do)")
-    return CublasPlan(
-        True, kind, why,
-        copy=(copy["A"], copy["B"], copy["C"]),
-        views=tuple(_operand_view(views, x) for x in "ABC"),
-        **result,
-    )
+    views_abc = tuple(_operand_view(views, x) for x in "ABC")
+    calls = formulations(views)
+    if calls:
+        # Cheapest-looking first (fewest batches, then as listed): the harness measures them all anyway.
+        calls = sorted(calls, key=lambda c: c.batch)[:MAX_FORMULATIONS]
+        return CublasPlan(True, "cublas", f"{len(calls)} no-copy formulation(s), the fastest in the same run wins",
+                          views=views_abc, calls=tuple(calls))
+    return _copy_plan(views, views_abc)
 
 
-def _map(views: ProblemViews, mats: dict[str, _Mat]) -> dict | str:
-    """Fit C (or C^T) column-major, then A and B to it. Returns the call or the misfit operand."""
-    m, n, k = views.m, views.n, views.k
-    c = mats["C"]
-    ldc = _col_major(m, n, c.strides["m"], c.strides["n"])
-    swap = False
-    if ldc is None:
-        ldc, swap = _col_major(n, m, c.strides["n"], c.strides["m"]), True
-        if ldc is None:
-            return "C"
-    # Column-major X (rows x inner) and Y (inner x cols) with C' = X Y. No swap: X = A, Y = B.
-    # Swap (C^T = B^T A^T): X = B^T, Y = A^T.
-    if not swap:
-        xs = (mats["A"], "m", "k", m, k)
-        ys = (mats["B"], "k", "n", k, n)
-    else:
-        xs = (mats["B"], "n", "k", n, k)
-        ys = (mats["A"], "k", "m", k, m)
-    fitted = []
-    for (mat, r_rows, r_cols, rows, cols), name in ((xs, "B" if swap else "A"), (ys, "A" if swap else "B")):
-        ld = _col_major(rows, cols, mat.strides[r_rows], mat.strides[r_cols])
-        trans = False
-        if ld is None:
-            ld, trans = _col_major(cols, rows, mat.strides[r_cols], mat.strides[r_rows]), True
-            if ld is None:
-                return name
-        if ld > INT32_MAX:
-            return name
-        fitted.append((ld, trans, mat.batch_stride))
-    (ldx, tx, sx), (ldy, ty, sy) = fitted
-    if ldc > INT32_MAX:
-        return "C"
-    return dict(swap=swap, trans_x=tx, trans_y=ty, m=n if swap else m, n=m if swap else n, k=k,
-                ldx=ldx, ldy=ldy, ldc=ldc, stride_x=sx, stride_y=sy, stride_c=c.batch_stride, batch=views.batch)
+def _copy_plan(views: ProblemViews, views_abc: tuple[StridedView, ...]) -> CublasPlan:
+    """No formulation exists: dense temps for the fewest operands that make one call fit."""
+    forced = [x for x in "ABC" if _direct(views, x) is None]
+    optional = [x for x in "ABC" if x not in forced]
+    choices = sorted(product((False, True), repeat=len(optional)), key=sum)
+    for extra in choices:  # all copied always fits: dense C^T = B^T A^T
+        copy = {x: x in forced or (x in optional and extra[optional.index(x)]) for x in "ABC"}
+        dims = {x: _dense(views, x) if copy[x] else _direct(views, x) for x in "ABC"}
+        batch = _Dim("batch", views.batch, {x: dims[x][0] for x in "ABC"})
+        role = {r: _Dim(r, views.roles[r].size, {x: dims[x][1].get(r, 0) for x in "ABC"}) for r in ("m", "n", "k")}
+        call = _fit(batch, role["m"], role["n"], role["k"], False) or _fit(batch, role["m"], role["n"], role["k"], True)
+        if call is not None:
+            break
+    assert call is not None, "dense temps always fit"
+    why = "no no-copy formulation: dense temps for " + ", ".join(x for x in "ABC" if copy[x]) + \
+        " (what .contiguous() would do)"
+    return CublasPlan(True, "copy+cublas", why, copy=(copy["A"], copy["B"], copy["C"]), views=views_abc,
+                      calls=(call,))
+
+
+def _direct(views: ProblemViews, name: str) -> tuple[int, dict[str, int]] | None:
+    """(batch stride, role -> stride) of the operand as it is, or None if it needs a copy."""
+    strides = {}
+    for role in ("batch", *MATRIX_ROLES[name]):
+        segs = views.roles[role].segments
+        if len(segs) > 1:
+            return None
+        strides[role] = segs[0].stride(name) if segs else 0
+        if role != "batch" and segs and strides[role] == 0:
+            return None
+    return strides.pop("batch"), strides
+
+
+def _dense(views: ProblemViews, name: str) -> tuple[int, dict[str, int]]:
+    r1, r2 = MATRIX_ROLES[name]
+    s1, s2 = views.roles[r1].size, views.roles[r2].size
+    return (s1 * s2 if views.batch > 1 else 0), {r1: s2, r2: 1}

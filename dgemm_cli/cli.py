@@ -274,9 +274,15 @@ def _verify_line(i: int, total: int, row: dict) -> str:
 def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_json: bool) -> None:
     """Time built kernels and cuBLAS on the same problem in the same run.
 
-    CUDA events, warm-up, median of REPS samples, inputs rotated over enough buffer sets to exceed
-    L2, random data. Views cuBLAS cannot take are timed as the user would run them: copy to
-    contiguous, then cuBLAS. ratio = cuBLAS time / kernel time (> 1: faster than cuBLAS)."""
+    Both sides are timed the same way, as a serving engine runs them: many launches captured into
+    one CUDA graph, the graph replayed REPS times between CUDA events, the median replay divided by
+    the launches (`method: graph`). Inputs rotate over enough buffer sets to exceed L2; data is random.
+    Back-to-back stream launches are timed too (`us_stream`; host launch cost shows there).
+
+    The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
+    swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
+    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS.
+    ratio = baseline time / kernel time (> 1: faster than cuBLAS)."""
     rows, any_error = [], False
     _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
     if not as_json:
@@ -286,7 +292,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
         r = run.report
         any_error |= run.exit_code != 0 or "error" in r
         row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
-            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error")}}
+            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
+            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates")}}
         rows.append(row)
         if as_json:
             continue
@@ -296,6 +303,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
             click.echo(f"{row['name']:<24} {row['arch']:<7} {_fmt(row['us']):>10} {_fmt(row['tflops']):>9} "
                        f"{_fmt(row['gbps']):>8}   {str(row['baseline'])[:14]:<14} {_fmt(row['baseline_us']):>10} "
                        f"{_fmt(row['ratio']):>7}")
+            if row["baseline_formulation"]:
+                click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)

@@ -59,4 +59,7 @@ def explain_text(spec: Spec, arch: Arch) -> str:
     bl = plan_baseline(views)
     out.append("")
     out.append(f"## Baseline for bench: {bl.kind} ({bl.why})")
+    for call in bl.calls:
+        out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}"
+                   + (f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""))
     return "\n".join(out)

@@ -221,9 +221,8 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
         "available": int(bl.available), "kind": bl.kind, "why": bl.why,
         "copy": [int(c) for c in bl.copy],
         "views": [{"size": list(v.size), "stride": list(v.stride)} for v in bl.views],
-        "swap": int(bl.swap), "trans_x": int(bl.trans_x), "trans_y": int(bl.trans_y),
-        "m": bl.m, "n": bl.n, "k": bl.k, "ldx": bl.ldx, "ldy": bl.ldy, "ldc": bl.ldc,
-        "stride_x": bl.stride_x, "stride_y": bl.stride_y, "stride_c": bl.stride_c, "batch": bl.batch,
+        "calls": [{**vars(c), "swap": int(c.swap), "trans_x": int(c.trans_x), "trans_y": int(c.trans_y)}
+                  for c in bl.calls],
     }
 
 
