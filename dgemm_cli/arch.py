@@ -29,6 +29,7 @@ class Arch:
     clock_ghz: float
     dram_gbps: float
     part: str  # the part the rates describe
+    wgmma_flops_per_sm_clk: int = 0  # dense f16/bf16 wgmma FLOP per SM per clock (0: the arch has no wgmma)
 
     @property
     def gencode(self) -> list[str]:
@@ -45,9 +46,9 @@ ARCHES: dict[str, Arch] = {
              936.0, "RTX 3090 / A40"),
         Arch("sm_89", "compute_89", "sm_89", (8, 9), 101376, 102400, 65536, 1536, 24, 142, 1024, 256, 2.52,
              864.0, "L40S"),
-        # mma.sync on Hopper runs at about half of wgmma's peak; the planner's first path uses mma.sync.
+        # mma.sync on Hopper runs at about half of wgmma's peak (4096 FLOP/clk/SM dense 16-bit).
         Arch("sm_90a", "compute_90a", "sm_90a", (9, 0), 232448, 233472, 65536, 2048, 32, 132, 2048, 256, 1.98,
-             4800.0, "H200-SXM"),
+             4800.0, "H200-SXM", wgmma_flops_per_sm_clk=4096),
     )
 }
 

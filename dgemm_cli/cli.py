@@ -18,6 +18,8 @@ from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, harness_path, read_plan
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.randspec import TMA_SHARE
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, run_harness
 from dgemm_cli.spec import load_spec
@@ -73,15 +75,21 @@ def _dirs(dirs: tuple[Path, ...]) -> list[Path]:
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="Each spec goes to OUT/<name>/.")
 @click.option("--arch", type=ARCH_CHOICE, help="Target arch; overrides the spec's `arch:`.")
+@click.option("--family", type=click.Choice(list(FAMILIES)),
+              help="Take this kernel family wherever its gates allow, instead of the cheapest by the cost model.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of the summary.")
-def gen(specs: tuple[Path, ...], out: Path, arch: str | None, as_json: bool) -> None:
-    """Parse SPEC files, plan the tiling and render CUDA sources into OUT/<name>/."""
+def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None, as_json: bool) -> None:
+    """Parse SPEC files, plan the tiling and render CUDA sources into OUT/<name>/.
+
+    The plan picks a kernel family (`deepgemm explain SPEC` shows why the others lost), then that
+    family's tiling; where the chosen family needs pointer alignment the spec does not promise, the
+    cta family's kernel is generated beside it and taken at run time when the check fails."""
     results, failed = [], 0
     for path in specs:
         try:
             spec = load_spec(path)
             target = get_arch(arch or spec.arch)
-            g = generate(spec, target, out)
+            g = generate(spec, target, out, family)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)
             failed += 1
@@ -105,12 +113,13 @@ def _gen_summary(g) -> str:
         if rv.segments:
             segs = " ".join(s.label for s in rv.segments)
             lines.append(f"  {r:<5} {''.join(rv.letters):<6} {len(rv.segments)} segment(s): {segs}")
-    lines.append(f"  tile {p.block_m}x{p.block_n}x{p.block_k}, {p.threads} threads, {p.stages} stages, "
-                 f"{p.instruction}, A {p.a.kind}{p.a.vector_elems if p.a.kind == 'cp_async' else ''}, "
-                 f"B {p.b.kind}{p.b.vector_elems if p.b.kind == 'cp_async' else ''}, {p.smem_bytes} B smem, "
-                 f"{p.tiles} blocks")
-    for d in p.decisions:
+    lines.append(f"  {p.family_decision.summary()}")
+    lines.append(f"  {p.primary.family}: {p.primary.summary}")
+    for d in p.primary.decisions:
         lines.append(f"    {d.summary()}")
+    if p.fallback is not None:
+        checks = ", ".join(f"{x} {n}-byte aligned" for x, n in p.primary.runtime_align.items())
+        lines.append(f"  run-time fallback when a pointer is not ({checks}): {p.fallback.family}: {p.fallback.summary}")
     return "\n".join(lines)
 
 
@@ -133,6 +142,11 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
             plan = read_plan(d)
             target = arch or plan["arch"]
             need = plan["plan"]["smem_bytes"]
+            requires = plan["build"].get("requires_arch", [])
+            if requires and target not in requires:
+                raise DeepGemmError(f"{d}: planned for {plan['arch']} with the {plan['plan']['family']} family, "
+                                    f"which needs {', '.join(requires)}; regenerate with "
+                                    f"`deepgemm gen ... --arch {target}`")
             if need > get_arch(target).smem_per_block:
                 raise DeepGemmError(f"{d}: planned for {plan['arch']} with {need} B of shared memory, more than "
                                     f"{target} allows; regenerate with `deepgemm gen ... --arch {target}`")
@@ -350,7 +364,9 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
 @click.argument("count", type=click.IntRange(1, 100000))
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Folder for the YAML files.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def random_specs_cmd(count: int, out: Path, seed: int) -> None:
+@click.option("--tma-share", type=click.FloatRange(0.0, 1.0), default=TMA_SHARE, show_default=True,
+              help="Share of 16-bit specs with TMA-friendly views (16-byte strides, sizes in the hundreds).")
+def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -358,7 +374,7 @@ def random_specs_cmd(count: int, out: Path, seed: int) -> None:
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
-    for spec in random_specs(count, seed):
+    for spec in random_specs(count, seed, tma_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

@@ -1,17 +1,67 @@
-"""`deepgemm explain`: the view analysis, the constraint graph and the solved plan as text (pure)."""
+"""`deepgemm explain`: the view analysis, the family choice, each family's constraint graph and the
+solved plan, as text (pure)."""
 
 from __future__ import annotations
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
-from dgemm_cli.plan import plan_with_graph
+from dgemm_cli.constraints import ConstraintGraph
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.plan import plan_detail
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import analyse
 
 
+def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
+    out = ["  nodes:"]
+    for n in graph.nodes:
+        out.append(f"    {n.name:<13} in {{{', '.join(map(str, n.domain))}}}  -- {n.doc}")
+    out.append("  constraints (source: name -> nodes):")
+    for c in graph.constraints:
+        doc = f"  -- {c.doc}" if c.doc else ""
+        out.append(f"    {c.source:<11} {c.name} -> {', '.join(c.nodes)}{doc}")
+    out.append(f"  {plan.feasible} assignments satisfy every constraint; the cost model picks one "
+               f"(estimate {plan.cost_us:.1f} µs, for ranking only)")
+    out.append("  decisions:")
+    for d in plan.decisions:
+        out.append(f"    {d.summary()}")
+        for r in d.rejected:
+            out.append(f"        {str(r.value):<10} rejected: {r.why}")
+    return out
+
+
+def _cta_lines(plan, views) -> list[str]:
+    out = [f"  => {plan.threads} threads, {plan.smem_bytes} B shared memory, grid {plan.tiles} blocks "
+           f"({views.batch} x {plan.tiles_m} x {plan.tiles_n}), index type {plan.index_type}"]
+    for ld in (plan.a, plan.b):
+        line = f"  {ld.operand}: {ld.kind}" + (f" x{ld.vector_elems}" if ld.kind == "cp_async" else "")
+        line += f", shared rows along {ld.smem_inner}"
+        if ld.runtime_align and ld.fallback:
+            line += (f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {ld.fallback.kind}"
+                     + (f" x{ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else ""))
+        out.append(line)
+    return out
+
+
+def _hopper_lines(plan, views) -> list[str]:
+    out = [f"  => {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.tiles} tiles "
+           f"({plan.tile_groups} x {plan.tiles_m} x {plan.tiles_n}) on a persistent grid, {plan.k_iters} k-iterations"]
+    for t in (plan.a, plan.b):
+        dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
+                         + f", box {d.box})" for d in t.dims)
+        out.append(f"  {t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
+    out.append(f"  C: {plan.c_vec}-element vector stores along {plan.c_unit or 'nothing'}")
+    out.extend(f"  note: {n}" for n in plan.notes)
+    return out
+
+
+DETAIL = {"cta": _cta_lines, "hopper": _hopper_lines}
+
+
 def explain_text(spec: Spec, arch: Arch) -> str:
     views = analyse(spec)
-    plan, graph = plan_with_graph(views, arch)
+    detail = plan_detail(views, arch)
+    plan = detail.plan
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
     out.append("## Views")
     for op in spec.operands:
@@ -30,32 +80,26 @@ def explain_text(spec: Spec, arch: Arch) -> str:
                    f"({f.vector_limit_aligned})" + (f"; broadcast over {','.join(f.broadcast)}" if f.broadcast else ""))
     out.append(f"  index math: {'64-bit (a span or role passes 2^31-1)' if views.needs_int64 else '32-bit'}")
     out.append("")
-    out.append("## Tiling constraint graph")
-    out.append("  nodes:")
-    for n in graph.nodes:
-        out.append(f"    {n.name:<13} in {{{', '.join(map(str, n.domain))}}}  -- {n.doc}")
-    out.append("  constraints (source: name -> nodes):")
-    for c in graph.constraints:
-        doc = f"  -- {c.doc}" if c.doc else ""
-        out.append(f"    {c.source:<11} {c.name} -> {', '.join(c.nodes)}{doc}")
-    out.append(f"  {plan.feasible} assignments satisfy every constraint; the cost model picks one "
-               f"(estimate {plan.cost_us:.1f} µs, for ranking only)")
-    out.append("")
-    out.append("## Plan")
-    for d in plan.decisions:
-        out.append(f"  {d.summary()}")
-        for r in d.rejected:
-            out.append(f"      {str(r.value):<10} rejected: {r.why}")
-    out.append("")
-    out.append(f"  => {plan.threads} threads, {plan.smem_bytes} B shared memory, grid {plan.tiles} blocks "
-               f"({views.batch} x {plan.tiles_m} x {plan.tiles_n}), index type {plan.index_type}")
-    for ld in (plan.a, plan.b):
-        line = f"  {ld.operand}: {ld.kind}" + (f" x{ld.vector_elems}" if ld.kind == "cp_async" else "")
-        line += f", shared rows along {ld.smem_inner}"
-        if ld.runtime_align and ld.fallback:
-            line += (f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {ld.fallback.kind}"
-                     + (f" x{ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else ""))
-        out.append(line)
+    out.append("## Kernel family")
+    for name, module in FAMILIES.items():
+        out.append(f"  {name:<7} {module.SUMMARY}")
+    d = plan.family_decision
+    out.append(f"  {d.summary()}")
+    for r in d.rejected:
+        out.append(f"      {str(r.value):<10} rejected: {r.why}")
+    if plan.fallback is not None:
+        checks = ", ".join(f"{x} {n}-byte aligned" for x, n in plan.primary.runtime_align.items())
+        out.append(f"  run-time fallback: {plan.fallback.family} when a pointer fails the check ({checks}; "
+                   "the spec promises less)")
+    for name, solved in detail.family_plans.items():
+        if solved is None:
+            continue
+        fplan, graph = solved
+        tag = "chosen" if fplan is plan.primary else ("run-time fallback" if fplan is plan.fallback else "not chosen")
+        out.append("")
+        out.append(f"## Family {name} ({tag}): {fplan.summary}")
+        out.extend(_graph_lines(graph, fplan))
+        out.extend(DETAIL[name](fplan, views))
     bl = plan_baseline(views)
     out.append("")
     out.append(f"## Baseline for bench: {bl.kind} ({bl.why})")

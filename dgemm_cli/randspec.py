@@ -11,23 +11,32 @@ from __future__ import annotations
 import random
 
 MAX_FLOPS = 2e9
+TMA_SHARE = 0.35  # specs whose views a TMA tensor map can take (16-byte strides), sized for the Hopper family
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-def _strides(letters: str, sizes: dict[str, int], rng: random.Random, broadcast: bool) -> list[int]:
-    """Strides for `letters` in a random memory order, with occasional padding and broadcast."""
+def _strides(letters: str, sizes: dict[str, int], rng: random.Random, broadcast: bool,
+             round_to: int = 1, innermost: str = "") -> list[int]:
+    """Strides for `letters` in a random memory order, with occasional padding and broadcast.
+    `round_to` > 1 (TMA-friendly views): stride 1 innermost and every other stride a multiple of it;
+    `innermost`: letters one of which must be innermost."""
     order = list(letters)
     rng.shuffle(order)  # order[0] is innermost
+    first = [x for x in order if x in innermost]
+    if first:
+        order.remove(first[0])
+        order.insert(0, first[0])
     strides = {}
-    step = 1 if rng.random() < 0.9 else rng.choice([2, 3])
+    step = 1 if round_to > 1 or rng.random() < 0.9 else rng.choice([2, 3])
     for x in order:
-        if broadcast and sizes[x] > 1 and rng.random() < 0.25:
+        if broadcast and sizes[x] > 1 and rng.random() < (0.04 if round_to > 1 else 0.25):
             strides[x] = 0
             continue
         strides[x] = step
         pad = rng.choice([0, 0, 0, rng.randint(1, 9)])
         step = step * sizes[x] + pad
+        step = -(-step // round_to) * round_to
     return [strides[x] for x in letters]
 
 
@@ -49,7 +58,9 @@ def _fits(spec_letters: tuple[str, str, str], sizes: dict[str, int]) -> bool:
     return 2 * total <= MAX_FLOPS and max(per_op) * 16 <= MAX_ELEMENTS
 
 
-def random_spec(rng: random.Random, name: str) -> dict:
+def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE) -> dict:
+    if rng.random() < tma_share:
+        return _tma_spec(rng, name)
     dtype = rng.choice(["f16", "bf16", "f32"])
     spec: dict = {"name": name, "arch": "sm_90a", "dtype": dtype}
     if rng.random() < 0.4:
@@ -105,6 +116,42 @@ def random_spec(rng: random.Random, name: str) -> dict:
     return spec
 
 
-def random_specs(count: int, seed: int) -> list[dict]:
+def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE) -> list[dict]:
     rng = random.Random(seed)
-    return [random_spec(rng, f"rand_{seed}_{i:03d}") for i in range(count)]
+    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share) for i in range(count)]
+
+
+def _tma_spec(rng: random.Random, name: str) -> dict:
+    """A 16-bit contraction with 16-byte-multiple strides and sizes in the hundreds, so that the sm_90a plan
+    takes the TMA + wgmma family; a share keeps an offset, a broadcast or a missing alignment promise,
+    which exercise its gates and its run-time fallback."""
+    dtype = rng.choice(["f16", "bf16"])
+    while True:
+        n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
+        pool = iter(rng.sample(LETTERS, 8))
+        batch, ms, ns, ks = ([next(pool) for _ in range(c)] for c in (n_batch, n_m, n_n, n_k))
+        sizes = {x: rng.choice([rng.randint(1, 40), rng.randint(64, 700)]) for x in batch + ms + ns + ks}
+        for x in batch:
+            sizes[x] = rng.randint(1, 4)
+        a, b, c = batch + ms + ks, batch + ks + ns, batch + ms + ns
+        for lst in (a, b, c):
+            rng.shuffle(lst)
+        letters = ("".join(a), "".join(b), "".join(c))
+        if _fits(letters, sizes):
+            break
+    tiled = {"A": ms + ks, "B": ns + ks, "C": ms + ns}  # TMA needs one of these innermost (stride 1)
+    operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C", round_to=8,
+                                         innermost="".join(tiled[op]) if rng.random() < 0.9 else "")}
+                for op, ls in zip("ABC", letters)}
+    for o in operands.values():
+        if rng.random() < 0.6:
+            o["align"] = 16
+        if rng.random() < 0.15:
+            o["offset"] = rng.choice([8, 16, rng.randint(1, 37)])
+    if rng.random() < 0.3:
+        operands["C"]["dtype"] = "f32"
+        operands["C"]["strides"] = _strides(letters[2], sizes, rng, broadcast=False, round_to=4,
+                                            innermost="".join(tiled["C"]))
+    return {"name": name, "arch": "sm_90a", "dtype": dtype, "contraction": f"{letters[0]},{letters[1]}->{letters[2]}",
+            "sizes": sizes, "operands": operands, "alpha": rng.choice([1.0, 0.5, -1.25]),
+            "beta": rng.choice([0.0, 0.0, 1.0, -2.0])}

@@ -1,13 +1,15 @@
-"""Stage 4: Spec + ProblemViews + TilePlan -> files, through the jinja2 templates in templates/.
+"""Stage 4: Spec + ProblemViews + Plan -> files, through the jinja2 templates in templates/.
 
-This module only builds the templates' context (names, constants, which macros to use) and
-writes files; every decision was made by the planner.
+This module builds the shared part of the templates' context (names, types, the C API, the
+harness and baseline tables), dispatches each kernel of the plan to its family's renderer
+(renderers/, one table) and writes files; every decision was made by the planner.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +19,11 @@ import yaml
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
-from dgemm_cli.plan import MMA, OTHER, REGISTER_CAP, LoaderPlan, TilePlan, make_plan
-from dgemm_cli.spec import DTYPE_BYTES, Spec
+from dgemm_cli.plan import Plan, make_plan
+from dgemm_cli.renderers import Body
+from dgemm_cli.renderers import cta as cta_renderer
+from dgemm_cli.renderers import hopper as hopper_renderer
+from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse, role_of
 
 
@@ -38,6 +43,7 @@ HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
 TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
+REQUIRES_ARCH = {"hopper": "sm_90a"}  # families whose instructions exist on one arch only
 
 
 @dataclass(frozen=True)
@@ -61,35 +67,6 @@ class OperandCtx:
         return {"f32": expr, "f16": f"__float2half_rn({expr})", "bf16": f"__float2bfloat16_rn({expr})"}[self.dtype]
 
 
-@dataclass(frozen=True)
-class LoaderView:
-    op: OperandCtx
-    struct: str
-    kind: str
-    vec: int
-    bytes: int
-    prefix: str  # "A" or "B": the shared-memory tile constants
-    other: str  # "m" or "n"
-    inner_role: str
-    per_row: int  # vectors (or elements) per shared row
-    guard: bool  # work items do not divide evenly among threads
-    per_thread: int  # work items (vectors or elements) per thread and k-tile
-    reason: str
-    rows_desc: str
-
-    @property
-    def summary(self) -> str:
-        if self.kind == "gather":
-            return "element loads staged in registers across the math (strided gather)"
-        if self.kind == "gather_direct":
-            return "element loads stored straight to shared memory (strided gather)"
-        return f"{self.bytes}-byte cp.async ({self.vec} element{'s' if self.vec > 1 else ''} a copy)"
-
-    @property
-    def inner_left(self) -> str:
-        return "(K - gk)" if self.inner_role == "k" else f"({self.other.upper()} - g{self.other})"
-
-
 @dataclass
 class Generated:
     """What `gen` produced for one spec."""
@@ -99,7 +76,7 @@ class Generated:
     directory: Path
     spec: Spec
     views: ProblemViews
-    plan: TilePlan
+    plan: Plan
     baseline: CublasPlan
     files: list[Path] = field(default_factory=list)
     content_hash: str = ""
@@ -111,49 +88,19 @@ def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
     return OperandCtx(name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, roles)
 
 
-def _loader_view(plan: TilePlan, ld: LoaderPlan, op: OperandCtx) -> LoaderView:
-    tile = plan.smem_tile(ld)
-    per_row = tile.inner // ld.vector_elems
-    items = tile.rows * per_row
-    kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(
-        ld.kind, f"CpAsync{ld.vector_elems * DTYPE_BYTES[op.dtype]}")
-    struct = f"{ld.operand}Load{kind_name}"
-    return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * DTYPE_BYTES[op.dtype], ld.operand,
-                      OTHER[ld.operand], ld.smem_inner, per_row, items % plan.threads != 0,
-                      -(-items // plan.threads), ld.reason,
-                      f"{tile.rows} x {tile.inner}")
-
-
 def _segments_desc(seg, op: str) -> dict:
     return {"size": seg.size, "stride": seg.stride(op),
             "desc": f"{seg.label}*{seg.stride(op)}"}
 
 
-def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: CublasPlan, arch: Arch) -> dict:
+def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Arch) -> dict:
+    """What every family's template and the shared files (header, harness, build files) use."""
     ops = {x: _operand_ctx(spec, views, x) for x in "ABC"}
     offset_fns = []
     for x in "ABC":
         for role in ops[x].roles:
             offset_fns.append({"op": x, "role": role,
                                "segments": [_segments_desc(s, x) for s in views.roles[role].segments]})
-    loaders = [_loader_view(plan, plan.a, ops["A"]), _loader_view(plan, plan.b, ops["B"])]
-    variants = list(loaders)
-    fallback = [lv.struct for lv in loaders]
-    conds = []
-    for i, ld in enumerate((plan.a, plan.b)):
-        if ld.runtime_align:
-            assert ld.fallback is not None
-            fb = _loader_view(plan, ld.fallback, ops[ld.operand])
-            fallback[i] = fb.struct
-            if fb.struct != loaders[i].struct:
-                variants.append(fb)
-            conds.append(f"aligned({ld.operand} + {ops[ld.operand].offset}, {ld.runtime_align})"
-                         if ops[ld.operand].offset else f"aligned({ld.operand}, {ld.runtime_align})")
-    dispatch_desc = "; ".join(
-        f"{ld.operand} takes {ld.runtime_align}-byte cp.async when its pointer is {ld.runtime_align}-byte aligned "
-        f"(the spec promises {ops[ld.operand].align}), else {ld.fallback.kind}"
-        + (f" of {ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else "")
-        for ld in (plan.a, plan.b) if ld.runtime_align and ld.fallback is not None)
     k_letters = "".join(x for x in spec.sizes if x not in spec.C.letters)
     roles = []
     for r in ("batch", "m", "n", "k"):
@@ -170,33 +117,45 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
     includes = sorted({INCLUDES[o.dtype] for o in ops.values() if o.dtype in INCLUDES})
     sig = (f"const {ops['A'].ctype}* A, const {ops['B'].ctype}* B, {ops['C'].ctype}* C, float alpha, float beta, "
            "cudaStream_t stream")
-    cp_widths = sorted({lv.bytes for lv in variants if lv.kind == "cp_async"})
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
         "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
-        "roles": roles, "decisions": [d.summary() for d in plan.decisions],
-        "mma": plan.instruction == MMA, "ab_dtype": spec.A.dtype,
-        "needs_trans": plan.a.smem_inner == "m" or plan.b.smem_inner == "n",
-        "a_inner": plan.a.smem_inner, "b_inner": plan.b.smem_inner,
-        "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k,
-        "warps_m": plan.warps_m, "warps_n": plan.warps_n, "thread_m": plan.thread_m, "thread_n": plan.thread_n,
-        "threads": plan.threads, "min_blocks": plan.min_blocks_per_sm, "reg_cap": REGISTER_CAP,
-        "stages": plan.stages, "smem_bytes": plan.smem_bytes,
-        "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
-        "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
-        "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
-        "offset_fns": offset_fns, "loaders": variants, "cp_async_widths": cp_widths,
-        "has_batch": bool(views.roles["batch"].segments),
-        "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
-        "dispatch": bool(conds), "dispatch_cond": " && ".join(conds), "dispatch_desc": dispatch_desc,
-        # The register cap depends on the instantiation only when a fallback gathers.
-        "async_trait": plan.min_blocks_per_sm > 1 and any(v.kind != "cp_async" for v in variants),
-        "fallback": fallback, "signature": sig, "includes": includes,
+        "roles": roles, "offset_fns": offset_fns, "signature": sig, "includes": includes,
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
+    }
+
+
+# One renderer per kernel family: the plan's `family` picks it.
+RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body}
+
+
+def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,
+                   env: jinja2.Environment) -> dict:
+    base = base_context(spec, views, baseline, arch)
+    bodies = [RENDERERS[p.family](env, spec, views, p, base) for p in plan.kernels]
+    d = plan.family_decision
+    dispatch = None
+    if plan.fallback is not None:
+        checks = plan.primary.runtime_align
+        promised = {x: spec.operand(x).align for x in checks}
+        dispatch = {
+            "cond": " && ".join(f"aligned({x}, {n})" for x, n in checks.items()),
+            "desc": (f"{plan.primary.family} when " + ", ".join(f"{x}" for x in checks)
+                     + " point at " + "/".join(str(n) for n in checks.values())
+                     + "-byte aligned views (the spec promises " + ", ".join(f"{x}: {promised[x]}" for x in checks)
+                     + f"), else {plan.fallback.family}"),
+        }
+    return {
+        **base,
+        "family": plan.family, "family_why": d.summary(),
+        "family_rejected": [f"{r.value}: {r.why}" for r in d.rejected],
+        "bodies": bodies, "primary": bodies[0].namespace, "fallback": bodies[1].namespace if dispatch else None,
+        "dispatch": dispatch,
+        "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),
     }
 
 
@@ -234,11 +193,11 @@ def environment() -> jinja2.Environment:
     )
 
 
-def render_sources(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: CublasPlan,
+def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan,
                    arch: Arch) -> dict[str, str]:
     """File name -> text, without touching the disk."""
     env = environment()
-    k = kernel_context(spec, views, plan, baseline, arch)
+    k = kernel_context(spec, views, plan, baseline, arch, env)
     out = {
         f"{spec.name}.cu": env.get_template("kernel.cu.j2").render(k=k),
         f"{spec.name}.h": env.get_template("header.h.j2").render(k=k),
@@ -257,7 +216,9 @@ def render_sources(spec: Spec, views: ProblemViews, plan: TilePlan, baseline: Cu
         "views": _views_dict(views),
         "plan": plan.to_dict(),
         "baseline": _baseline_ctx(baseline),
-        "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()}},
+        "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()},
+                  "requires_arch": sorted({REQUIRES_ARCH[p.family] for p in plan.kernels
+                                           if p.family in REQUIRES_ARCH})},
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"
     return out
@@ -277,10 +238,11 @@ def _views_dict(views: ProblemViews) -> dict:
     }
 
 
-def generate(spec: Spec, arch: Arch, out_root: Path) -> Generated:
-    """Analyse, plan and write one spec's directory `out_root/<name>/`."""
+def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None) -> Generated:
+    """Analyse, plan and write one spec's directory `out_root/<name>/`. `family`: prefer this kernel
+    family wherever its gates allow."""
     views = analyse(spec)
-    plan = make_plan(views, arch)
+    plan = make_plan(views, arch, family)
     baseline = plan_baseline(views)
     files = render_sources(spec, views, plan, baseline, arch)
     directory = out_root / spec.name

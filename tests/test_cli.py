@@ -38,7 +38,7 @@ def test_gen_json_lists_every_spec(tmp_path):
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert sorted(r["name"] for r in rows) == sorted(p.stem for p in SPECS)
-    assert all(len(r["content_hash"]) == 64 and r["plan"]["threads"] > 0 for r in rows)
+    assert all(len(r["content_hash"]) == 64 and r["plan"]["primary"]["threads"] > 0 for r in rows)
 
 
 def test_gen_arch_override(tmp_path):
@@ -74,10 +74,19 @@ def test_build_of_nothing_generated_says_how(tmp_path):
 def test_explain_shows_views_graph_and_plan():
     out = dg("explain", next(p for p in SPECS if p.stem == "nhwc_padded_f32"))
     assert out.returncode == 0, out.stderr
-    for section in ("## Views", "## Tiling constraint graph", "## Plan", "## Baseline"):
+    for section in ("## Views", "## Kernel family", "## Family cta (chosen)", "## Baseline"):
         assert section in out.stdout
     assert "nhw[392]" in out.stdout and "instruction = ffma" in out.stdout
     assert "rejected: tensor-core dtypes" in out.stdout
+    # Why the Hopper family lost: its gates, by name.
+    assert "rejected: hopper: wgmma dtypes" in out.stdout
+
+
+def test_explain_shows_the_hopper_family_and_its_tensor_maps():
+    out = dg("explain", next(p for p in SPECS if p.stem == "conv1x1_nchw"))
+    assert out.returncode == 0, out.stderr
+    assert "## Family hopper (chosen)" in out.stdout and "## Family cta (run-time fallback)" in out.stdout
+    assert "A: mn-major TMA, 3-d tensor map" in out.stdout
 
 
 def test_explain_dump_sass_without_build_says_how(tmp_path):

@@ -32,7 +32,7 @@ def test_every_spec_renders(path, arch):
     assert set(files) == {f.format(n=spec.name) for f in FILES}
     cu = files[f"{spec.name}.cu"]
     # The header comment carries the spec, the plan and the reasons.
-    assert f"name: {spec.name}" in cu and f"Plan for {arch}" in cu
+    assert f"name: {spec.name}" in cu and f"Kernel family for {arch}" in cu
     assert "forced by" in cu or "cost model" in cu
     assert f'extern "C" cudaError_t {spec.name}(' in cu
     assert "{{" not in cu and "{%" not in cu

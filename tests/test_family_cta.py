@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.constraints import ConstraintGraph, Unsatisfiable, solve
-from dgemm_cli.plan import FFMA, MAX_ACCUM_PER_THREAD, MMA, build_tiling_graph, copy_elems, make_plan
+from dgemm_cli.families.cta import FFMA, MAX_ACCUM_PER_THREAD, MMA, build_tiling_graph, copy_elems, make_plan
 from dgemm_cli.randspec import random_spec
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse

@@ -1,0 +1,19 @@
+"""Kernel families. Each is a planner module with its own template folder `templates/<NAME>/`:
+
+    NAME, SUMMARY
+    gates(views, arch) -> [(constraint, reason)]    what rules the family out of a problem ([]: nothing)
+    plan_with_graph(views, arch) -> (plan, graph)   its best plan and the tiling graph it was solved from
+
+A family's plan has `family`, `summary`, `cost_us` (the cost model's estimate, comparable across
+families), `decisions`, `feasible`, `smem_bytes`, `threads`, `runtime_align` (operand -> bytes the
+plan needs at run time beyond what the spec promises) and `to_dict()`. `dgemm_cli.plan` chooses among
+the families through a constraint graph; render dispatches on `family` through one table.
+"""
+
+from __future__ import annotations
+
+from dgemm_cli.families import cta, hopper
+
+# In order of preference on equal cost; `cta` runs everything and is every other family's fallback.
+FAMILIES = {f.NAME: f for f in (hopper, cta)}
+FALLBACK = cta.NAME

@@ -1,0 +1,403 @@
+"""Kernel family `hopper`: TMA loads + wgmma, warp-specialized and persistent (sm_90a, 16-bit inputs) (pure).
+
+The kernel: one producer warpgroup whose single thread issues `cp.async.bulk.tensor` loads of A and
+B tiles into a ring of 128B-swizzled shared-memory stages (completion on an mbarrier per stage),
+and one or two consumer warpgroups that run `wgmma.mma_async` m64nNk16 on those stages (f32
+accumulators in registers) and release each stage through a second mbarrier. `setmaxnreg` moves
+registers from the producer to the consumers. A grid of one block per SM walks the output tiles in
+grouped (L2-friendly) order; the epilogue stages each consumer's accumulators through shared
+memory so that C is written with vector stores along its contiguous dim.
+
+Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
+from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
+and of its other role, m for A / n for B) and one dim for every other segment it has a non-zero
+stride on (batch, outer m/n segments, outer k segments); a tile never straddles a segment, so each
+outer segment is a loop index of the tile or k-iteration. The tiled dim with stride 1 is the
+tensor map's innermost dim: k (K-major) or m/n (MN-major, wgmma's transpose mode). The gates list
+what TMA cannot take; those problems go to another family and `explain` says which gate failed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, solve
+from dgemm_cli.errors import PlanError
+from dgemm_cli.views import ProblemViews, ViewSegment
+
+NAME = "hopper"
+SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
+
+BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
+SWIZZLE_BYTES = 128
+BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide
+TMA_MAX_RANK = 5
+TMA_MAX_BOX = 256
+TMA_STRIDE_ALIGN = 16
+TMA_BASE_ALIGN = 16
+TMA_MAX_STRIDE = 1 << 40
+TMA_MAX_DIM = 1 << 32
+EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time
+EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
+EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
+PRODUCER_REGS = 40
+RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
+MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
+SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
+
+
+@dataclass(frozen=True)
+class TmaDim:
+    """One dim of an operand's tensor map, innermost first."""
+
+    label: str
+    size: int
+    stride_bytes: int  # 0 for the innermost dim (contiguous)
+    box: int
+    index: str  # what indexes it in the kernel: "k" / "mn" (tiled) or "loop<i>" / "kouter<i>"
+
+
+@dataclass(frozen=True)
+class TmaOperand:
+    operand: str  # "A" or "B"
+    major: str  # "k": K-major (k contiguous); "mn": MN-major (m or n contiguous, wgmma transpose)
+    dims: tuple[TmaDim, ...]
+    boxes_per_stage: int  # MN-major: one 64-wide box per 64 rows of m/n; K-major: one box
+    stage_bytes: int
+    # Bytes the view's first element must be aligned to that the spec does not promise: checked at
+    # run time, the other family runs when it fails. 0: promised.
+    runtime_align: int
+
+
+@dataclass(frozen=True)
+class LoopSegment:
+    """A segment that is not tiled: a loop index of the tile (batch, outer m/n) or of the k loop."""
+
+    label: str
+    role: str
+    size: int
+    stride: dict[str, int]  # element stride per operand, 0 where the operand lacks it (broadcast)
+
+
+@dataclass(frozen=True)
+class HopperPlan:
+    family = NAME
+    block_m: int
+    block_n: int
+    block_k: int
+    consumers: int  # consumer warpgroups
+    wg_m: int  # rows of the tile per consumer warpgroup (64 or 128: one or two m64 wgmmas)
+    stages: int
+    raster_group: int
+    a: TmaOperand
+    b: TmaOperand
+    tile_loops: tuple[LoopSegment, ...]  # batch and outer m/n segments, outer first
+    k_loops: tuple[LoopSegment, ...]  # outer k segments, outer first
+    m_inner: int  # the tiled segments' sizes
+    n_inner: int
+    k_inner: int
+    m_inner_label: str
+    n_inner_label: str
+    k_inner_label: str
+    c_unit: str | None  # "m" or "n": C's contiguous tiled dim, or None
+    c_vec: int  # elements per vector store of C
+    c_runtime_align: int
+    tiles_m: int
+    tiles_n: int
+    tile_groups: int  # product of the tile loop sizes
+    tiles: int
+    k_iters: int
+    threads: int
+    consumer_regs: int
+    epi_bytes: int  # per consumer warpgroup
+    smem_bytes: int
+    decisions: tuple[Decision, ...]
+    feasible: int
+    cost_us: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def runtime_align(self) -> dict[str, int]:
+        return {x: n for x, n in (("A", self.a.runtime_align), ("B", self.b.runtime_align),
+                                  ("C", self.c_runtime_align)) if n}
+
+    @property
+    def summary(self) -> str:
+        return (f"wgmma m64n{self.block_n}k16, tile {self.block_m}x{self.block_n}x{self.block_k}, "
+                f"{self.consumers} consumer warpgroup(s) + 1 producer, {self.stages} TMA stages, "
+                f"A {self.a.major}-major, B {self.b.major}-major, {self.smem_bytes} B smem, {self.tiles} tiles "
+                f"on a persistent grid, raster group {self.raster_group}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"family": self.family, **asdict(self)}
+        d["decisions"] = [{"node": x.node, "value": x.value, "why": x.summary(),
+                           "rejected": [{"value": r.value, "why": r.why} for r in x.rejected]}
+                          for x in self.decisions]
+        return d
+
+
+# ------------------------------------------------------------------------------------------------
+# What TMA can take
+# ------------------------------------------------------------------------------------------------
+
+def _stride(seg: ViewSegment, op: str) -> int:
+    return dict(seg.strides).get(op, 0)
+
+
+def _inner(views: ProblemViews, role: str) -> ViewSegment | None:
+    segs = views.roles[role].segments
+    return segs[-1] if segs else None
+
+
+def _outer(views: ProblemViews, role: str) -> tuple[ViewSegment, ...]:
+    return views.roles[role].segments[:-1]
+
+
+def _loop(seg: ViewSegment, role: str) -> LoopSegment:
+    return LoopSegment(seg.label, role, seg.size, {op: _stride(seg, op) for op in "ABC"})
+
+
+def tile_loops(views: ProblemViews) -> tuple[LoopSegment, ...]:
+    return tuple([_loop(s, "batch") for s in views.roles["batch"].segments]
+                 + [_loop(s, "m") for s in _outer(views, "m")]
+                 + [_loop(s, "n") for s in _outer(views, "n")])
+
+
+def k_loops(views: ProblemViews) -> tuple[LoopSegment, ...]:
+    return tuple(_loop(s, "k") for s in _outer(views, "k"))
+
+
+def tma_operand(views: ProblemViews, name: str, block_mn: int) -> TmaOperand | str:
+    """The tensor map of input `name` for a tile `block_mn` wide along its other role, or the reason
+    TMA cannot load it."""
+    other = "m" if name == "A" else "n"
+    facts = views.operands[name]
+    spec_op = views.spec.operand(name)
+    elem = facts.elem_bytes
+    k_seg, o_seg = _inner(views, "k"), _inner(views, other)
+    k_stride = _stride(k_seg, name) if k_seg else 0
+    o_stride = _stride(o_seg, name) if o_seg else 0
+    if k_seg and k_stride == 0:
+        return f"{name} has stride 0 along its innermost k segment {k_seg.label} (broadcast inside a tile)"
+    if o_seg and o_stride == 0:
+        return f"{name} has stride 0 along its innermost {other} segment {o_seg.label} (broadcast inside a tile)"
+    if k_stride == 1:
+        major = "k"
+    elif o_stride == 1:
+        major = "mn"
+    else:
+        return (f"{name}'s innermost dim is strided (its innermost k and {other} segments have strides "
+                f"{k_stride or '-'} and {o_stride or '-'}): TMA needs a dense innermost dim")
+    k_size = k_seg.size if k_seg else 1
+    o_size = o_seg.size if o_seg else 1
+    k_label = k_seg.label if k_seg else "-"
+    o_label = o_seg.label if o_seg else "-"
+    unit_size = k_size if major == "k" else o_size
+    # A size-1 tiled dim has no stride of its own: any 16-byte multiple addresses its only element.
+    fake = -(-unit_size * elem // TMA_STRIDE_ALIGN) * TMA_STRIDE_ALIGN
+    if major == "k":
+        dims = [TmaDim(k_label, k_size, 0, BLOCK_K, "k"),
+                TmaDim(o_label, o_size, o_stride * elem if o_seg else fake, block_mn, "mn")]
+    else:
+        dims = [TmaDim(o_label, o_size, 0, BOX_MN, "mn"),
+                TmaDim(k_label, k_size, k_stride * elem if k_seg else fake, BLOCK_K, "k")]
+    for i, loop in enumerate(tile_loops(views)):
+        if loop.stride[name]:
+            dims.append(TmaDim(loop.label, loop.size, loop.stride[name] * elem, 1, f"loop{i}"))
+    for i, loop in enumerate(k_loops(views)):
+        if loop.stride[name]:
+            dims.append(TmaDim(loop.label, loop.size, loop.stride[name] * elem, 1, f"kouter{i}"))
+    if len(dims) > TMA_MAX_RANK:
+        return (f"{name} needs a {len(dims)}-dim tensor map ({', '.join(d.label for d in dims)}): "
+                f"TMA takes at most {TMA_MAX_RANK}")
+    for d in dims[1:]:
+        if d.stride_bytes % TMA_STRIDE_ALIGN or d.stride_bytes >= TMA_MAX_STRIDE or d.stride_bytes < 0:
+            return (f"{name}'s stride along {d.label} is {d.stride_bytes} bytes, not a positive multiple of "
+                    f"{TMA_STRIDE_ALIGN} below 2^40")
+    for d in dims:
+        if d.size >= TMA_MAX_DIM:
+            return f"{name}'s dim {d.label} has {d.size} elements, over TMA's 2^32"
+    start = spec_op.offset * elem
+    if start % TMA_BASE_ALIGN:
+        return (f"{name}'s view starts {spec_op.offset} elements ({start} bytes) into its buffer: not "
+                f"{TMA_BASE_ALIGN}-byte aligned when the buffer is")
+    runtime = TMA_BASE_ALIGN if facts.align < TMA_BASE_ALIGN else 0
+    boxes = block_mn // BOX_MN if major == "mn" else 1
+    return TmaOperand(name, major, tuple(dims), boxes, block_mn * BLOCK_K * elem, runtime)
+
+
+def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
+    """(C's contiguous tiled role, elements per vector store, alignment to check at run time)."""
+    elem = views.operands["C"].elem_bytes
+    unit = None
+    for role in ("n", "m"):
+        seg = _inner(views, role)
+        if seg is not None and _stride(seg, "C") == 1:
+            unit = role
+            break
+    if unit is None:
+        return None, 1, 0
+    others = [loop.stride["C"] for loop in tile_loops(views)]
+    other_role = "m" if unit == "n" else "n"
+    seg = _inner(views, other_role)
+    if seg is not None:
+        others.append(_stride(seg, "C"))
+    vec = 16 // elem
+    while vec > 1 and any(s % vec for s in others):
+        vec //= 2
+    if views.spec.C.offset % vec:
+        vec = 1
+    need = vec * elem
+    return unit, vec, (need if views.spec.C.align < need and vec > 1 else 0)
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    """(constraint, reason) for everything that rules the family out of this problem; [] if none."""
+    out = []
+    if not arch.wgmma_flops_per_sm_clk:
+        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only)"))
+    dtype = views.operands["A"].dtype
+    if dtype not in ("f16", "bf16"):
+        out.append(("wgmma dtypes", f"A and B are {dtype}: this family runs f16/bf16 wgmma (tf32 would miss "
+                                    "f32's 1e-5 tolerance)"))
+    for name in ("A", "B"):
+        got = tma_operand(views, name, 128)
+        if isinstance(got, str):
+            out.append((f"TMA {name}", got))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Tiling graph and cost
+# ------------------------------------------------------------------------------------------------
+
+def epi_bytes(c_unit: str | None) -> int:
+    if c_unit == "m":
+        return EPI_COLS * EPI_COL_PITCH * 4
+    return 64 * EPI_ROW_PITCH * 4
+
+
+def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
+    stage = (a["block_m"] + a["block_n"]) * BLOCK_K * elem
+    barriers = 2 * a["stages"] * 8  # a full and an empty mbarrier per stage
+    return a["stages"] * stage + a["consumers"] * epi_bytes(c_unit) + barriers + SMEM_ALIGN
+
+
+def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    elem = views.operands["A"].elem_bytes
+    c_unit = c_vector(views)[0]
+    g = ConstraintGraph()
+    g.node("block_m", (64, 128, 256), "rows of C per tile")
+    g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
+    g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
+    g.node("stages", (3, 4, 5, 6), "TMA pipeline depth (shared-memory stages)")
+
+    def wg_rows(a: Assignment) -> str | None:
+        wg_m = a["block_m"] // a["consumers"]
+        return None if wg_m in (64, 128) else f"{wg_m} rows per warpgroup; wgmma takes one or two m64 blocks"
+    g.constrain("warpgroup rows", "instruction", ["block_m", "consumers"], wg_rows,
+                "each consumer warpgroup issues one or two m64nNk16 wgmmas per k16 step")
+
+    def acc_regs(a: Assignment) -> str | None:
+        regs = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
+        return None if regs <= MAX_ACC_REGS else f"{regs} f32 accumulators per thread (> {MAX_ACC_REGS})"
+    g.constrain("accumulator registers", "arch", ["block_m", "block_n", "consumers"], acc_regs,
+                "accumulators stay in registers next to the descriptors and the epilogue")
+
+    def smem_ok(a: Assignment) -> str | None:
+        need = smem_bytes(a, c_unit, elem)
+        return None if need <= arch.smem_per_block else f"{need} B > {arch.smem_per_block} B per block"
+    g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "stages"], smem_ok,
+                "stages + per-consumer epilogue staging + barriers")
+    return g
+
+
+def _cost(views: ProblemViews, arch: Arch):
+    """Estimated µs, only to rank candidates (against each other and the other families): the busiest
+    SM's tiles, each the slowest of its math, its loads at the depth the pipeline allows, and its share
+    of L2 traffic; at least the DRAM time of the unique bytes; plus the persistent kernel's start."""
+    elem = views.operands["A"].elem_bytes
+    c_elem = views.operands["C"].elem_bytes
+    groups = math.prod(loop.size for loop in tile_loops(views))
+    k_inner = _inner(views, "k").size if _inner(views, "k") else 1
+    m_inner = _inner(views, "m").size if _inner(views, "m") else 1
+    n_inner = _inner(views, "n").size if _inner(views, "n") else 1
+    kouter = math.prod(loop.size for loop in k_loops(views))
+    clk = arch.clock_ghz * 1e3
+    unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
+              + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
+    dram_us = unique / (arch.dram_gbps * 1e3)
+    tma_latency_us = 0.8
+
+    def cost(a: Assignment) -> float:
+        bm, bn, cons = a["block_m"], a["block_n"], a["consumers"]
+        tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn)
+        k_iters = kouter * math.ceil(k_inner / BLOCK_K)
+        tiles_per_sm = math.ceil(tiles / arch.sms)
+        busy = min(tiles, arch.sms)
+        # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
+        # leaves the tensor cores idle while it waits on its own barriers and epilogue.
+        eff = {64: 0.62, 128: 0.8, 256: 0.9}[bn] * (1.0 if cons == 2 else 0.8)
+        math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
+        stage = (bm + bn) * BLOCK_K * elem
+        load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
+        l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
+        l2_us = k_iters * stage / l2_share
+        epi_us = bm * bn * c_elem / (arch.dram_gbps * 1e3 / busy)
+        tile_us = max(math_us, load_us, l2_us) + 0.3 * epi_us
+        # The small load term breaks ties towards deeper pipelines.
+        return max(tiles_per_sm * tile_us, dram_us) + 1.5 + 0.01 * tiles_per_sm * load_us
+
+    return cost
+
+
+def plan(views: ProblemViews, arch: Arch) -> HopperPlan:
+    return plan_with_graph(views, arch)[0]
+
+
+def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, ConstraintGraph]:
+    blocked = gates(views, arch)
+    if blocked:
+        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
+                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+    graph = build_tiling_graph(views, arch)
+    try:
+        sol = solve(graph, _cost(views, arch))
+    except Unsatisfiable as exc:  # pragma: no cover - 64x64, 1 consumer, 3 stages always fits
+        raise PlanError(f"{views.spec.source}: no {NAME} tiling fits: {exc}") from None
+    a = sol.assignment
+    bm, bn, cons = a["block_m"], a["block_n"], a["consumers"]
+    ta, tb = tma_operand(views, "A", bm), tma_operand(views, "B", bn)
+    assert not isinstance(ta, str) and not isinstance(tb, str), "gates checked both"
+    c_unit, c_vec, c_align = c_vector(views)
+    loops, kloops = tile_loops(views), k_loops(views)
+    inner = {r: _inner(views, r) for r in ("m", "n", "k")}
+    size = {r: s.size if s else 1 for r, s in inner.items()}
+    groups = math.prod(loop.size for loop in loops)
+    tiles_m, tiles_n = math.ceil(size["m"] / bm), math.ceil(size["n"] / bn)
+    threads = 128 * (cons + 1)
+    consumer_regs = min(240, (65536 - 128 * PRODUCER_REGS) // (128 * cons) // 8 * 8)
+    elem = views.operands["A"].elem_bytes
+    notes = []
+    if size["k"] % BLOCK_K:
+        notes.append(f"k segment {inner['k'].label if inner['k'] else '-'} is not a multiple of {BLOCK_K}: "
+                     "TMA zero-fills the last k-tile past its end")
+    plan = HopperPlan(
+        block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, wg_m=bm // cons, stages=a["stages"],
+        raster_group=RASTER_GROUP, a=ta, b=tb, tile_loops=loops, k_loops=kloops,
+        m_inner=size["m"], n_inner=size["n"], k_inner=size["k"],
+        m_inner_label=inner["m"].label if inner["m"] else "-", n_inner_label=inner["n"].label if inner["n"] else "-",
+        k_inner_label=inner["k"].label if inner["k"] else "-",
+        c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align,
+        tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
+        k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
+        threads=threads, consumer_regs=consumer_regs, epi_bytes=epi_bytes(c_unit),
+        smem_bytes=smem_bytes(a, c_unit, elem), decisions=sol.decisions, feasible=sol.feasible,
+        cost_us=sol.cost, notes=tuple(notes),
+    )
+    if plan.tiles > 2**31 - 1:
+        raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")
+    return plan, graph

@@ -1,0 +1,102 @@
+"""Template context of the `hopper` family (templates/hopper/)."""
+
+from __future__ import annotations
+
+import jinja2
+
+from dgemm_cli.families.hopper import (
+    BLOCK_K,
+    BOX_MN,
+    EPI_COL_PITCH,
+    EPI_COLS,
+    EPI_ROW_PITCH,
+    PRODUCER_REGS,
+    HopperPlan,
+    TmaOperand,
+)
+from dgemm_cli.renderers import Body
+from dgemm_cli.spec import DTYPE_BYTES, Spec
+from dgemm_cli.views import ProblemViews
+
+RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
+TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+
+
+def _coord(index: str, operand: str) -> str:
+    if index == "k":
+        return "k0"
+    if index == "mn":
+        return "tile.m0" if operand == "A" else "tile.n0"
+    if index.startswith("loop"):
+        return f"tile.loop[{index[4:]}]"
+    return f"ko[{index[6:]}]"
+
+
+def _tma_ctx(t: TmaOperand, plan: HopperPlan) -> dict:
+    block_mn = plan.block_m if t.operand == "A" else plan.block_n
+    elem = 2
+    coords = [_coord(d.index, t.operand) for d in t.dims]
+    box_bytes = t.stage_bytes // t.boxes_per_stage
+    return {
+        "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
+        "dims": [{"label": d.label, "size": d.size, "stride": d.stride_bytes, "box": d.box} for d in t.dims],
+        "coords": coords, "boxes": t.boxes_per_stage, "box_bytes": box_bytes, "stage_bytes": t.stage_bytes,
+        # The mn coordinate of box j (MN-major boxes are BOX_MN wide).
+        "box_mn_coord": coords[0], "block_mn": block_mn, "elem": elem,
+        "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
+                 if t.major == "k" else
+                 f"MN-major: {t.boxes_per_stage} box(es) of [64 k rows][{BOX_MN} mn], {box_bytes} B apart (LBO), "
+                 "8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed"),
+    }
+
+
+def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
+    c_elem = DTYPE_BYTES[spec.C.dtype]
+    ta, tb = _tma_ctx(plan.a, plan), _tma_ctx(plan.b, plan)
+    c_stride = {}
+    for role in ("m", "n"):
+        segs = views.roles[role].segments
+        c_stride[role] = dict(segs[-1].strides)["C"] if segs else 0
+    loops = [{"label": x.label, "size": x.size, "c_stride": x.stride["C"]} for x in plan.tile_loops]
+    kloops = [{"label": x.label, "size": x.size} for x in plan.k_loops]
+    return {
+        **base,
+        "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
+        "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
+        "consumers": plan.consumers, "wg_m": plan.wg_m, "mi": plan.wg_m // 64, "threads": plan.threads,
+        "producer_regs": PRODUCER_REGS, "consumer_regs": plan.consumer_regs, "raster": plan.raster_group,
+        "m_inner": plan.m_inner, "n_inner": plan.n_inner, "k_inner": plan.k_inner,
+        "m_inner_label": plan.m_inner_label, "n_inner_label": plan.n_inner_label, "k_inner_label": plan.k_inner_label,
+        "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tile_groups": plan.tile_groups, "tiles": plan.tiles,
+        "k_inner_tiles": -(-plan.k_inner // BLOCK_K), "k_iters": plan.k_iters,
+        "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
+        "ranks": sorted({ta["rank"], tb["rank"]}),
+        "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
+        "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""), "c_elem": c_elem,
+        "epi_cols": EPI_COLS, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
+        "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
+        "index_64": True,
+    }
+
+
+def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> Body:
+    k = context(spec, views, plan, base)
+    text = env.get_template("hopper/body.cu.j2").render(k=k)
+    decisions = [d.summary() for d in plan.decisions]
+    for t in (k["ta"], k["tb"]):
+        dims = ", ".join(f"{d['label']}:{d['size']}" + (f"@{d['stride']}B" if d["stride"] else "") + f" box {d['box']}"
+                         for d in t["dims"])
+        decisions.append(f"TMA {t['name']}: {t['rank']}-d map [{dims}] (innermost first), {t['desc']}")
+    if plan.tile_loops:
+        decisions.append("tile loops (not tiled, one index per tile): "
+                         + ", ".join(x.label for x in plan.tile_loops))
+    if plan.k_loops:
+        decisions.append("k loops (outer k segments, one index per k-iteration): "
+                         + ", ".join(x.label for x in plan.k_loops))
+    decisions.append(f"C: {plan.c_vec}-element vector stores along {plan.c_unit or 'nothing (scalar stores)'}, "
+                     f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup")
+    decisions.extend(plan.notes)
+    decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
+                     f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
+                     f"a grid of min({plan.tiles}, SMs) blocks, {plan.k_iters} k-iterations a tile.")
+    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset({"atomic", "cuda.h", "mutex"}))
