@@ -80,6 +80,8 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, as_json: bool) -> 
     for path in specs:
         try:
             spec = load_spec(path)
+            for note in spec.notes:  # before planning: they say how the spec was read, whatever follows
+                click.echo(f"note: {path}: {note}", err=True)
             target = get_arch(arch or spec.arch)
             g = generate(spec, target, out)
         except DeepGemmError as err:
@@ -91,7 +93,8 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, as_json: bool) -> 
             click.echo(_gen_summary(g))
     if as_json:
         click.echo(json.dumps([{"name": g.name, "directory": str(g.directory), "arch": g.arch,
-                                "content_hash": g.content_hash, "plan": g.plan.to_dict()} for g in results],
+                                "content_hash": g.content_hash, "notes": list(g.spec.notes),
+                                "plan": g.plan.to_dict()} for g in results],
                               indent=2))
     if failed:
         sys.exit(2)
