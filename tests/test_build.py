@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -371,3 +372,43 @@ def test_stamp_with_other_kernel_fields_rebuilds(generated, fake_compile):
     del data["kernels"][0]["registers"]
     stamp.write_text(json.dumps(data))
     assert not build(generated, "sm_90a", FAKE_NVCC).cached
+
+
+def _fake_nvcc_script(path: Path) -> Path:
+    """An nvcc for the CLI (a subprocess, so no monkeypatching): `--version` like 13.0, and any other
+    command writes its -o file, with a ptxas report for -Xptxas. `ar` then archives the fake objects."""
+    ptxas = "".join(f"echo \"{line}\" >&2\n" for line in PTXAS.splitlines())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""#!/bin/sh
+case "$*" in *--version*) echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0;; esac
+out=""; prev=""
+for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
+[ -n "$out" ] && echo "fake $*" > "$out"
+case "$*" in *-Xptxas*) {ptxas};; esac
+exit 0
+""")
+    path.chmod(0o755)
+    return path
+
+
+def _deepgemm(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dgemm_cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          check=False)
+
+
+def test_cli_build_says_cached_and_force_rebuilds(generated, tmp_path):
+    if shutil.which("ar") is None:
+        pytest.skip("ar (binutils) not installed")
+    nvcc = _fake_nvcc_script(tmp_path / "bin" / "nvcc")
+    first = _deepgemm("build", generated, "--nvcc", nvcc, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "odd_tails (sm_90a) ok in" in first.stdout and ") cached ->" not in first.stdout
+    second = _deepgemm("build", generated, "--nvcc", nvcc, cwd=tmp_path)
+    assert second.returncode == 0 and "[1/1] odd_tails (sm_90a) cached -> " in second.stdout
+    assert "!! SPILL: 12 B stored, 8 B loaded !!" in second.stdout  # the stamp's ptxas report
+    (row,) = json.loads(_deepgemm("build", generated, "--nvcc", nvcc, "--json", cwd=tmp_path).stdout)
+    assert row["ok"] and row["cached"] is True and row["kernels"][0]["registers"] == 255
+    forced = _deepgemm("build", generated, "--nvcc", nvcc, "--force", "--json", cwd=tmp_path)
+    (row,) = json.loads(forced.stdout)
+    assert row["ok"] and row["cached"] is False
