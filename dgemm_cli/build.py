@@ -4,8 +4,8 @@ Outputs go to <dir>/build/<arch>/: <name>.o, lib<name>.a, lib<name>.so and <name
 The flags come from the directory's plan.json (the same ones its Makefile and CMakeLists use).
 
 A successful build leaves a stamp beside its outputs (build/<arch>/build-stamp.json): a hash of the files
-the build reads, the nvcc (path, version, environment), every command line and the arch, plus ptxas's
-report. The next build with the same hash and all outputs present is skipped (`cached`) and reports the
+the build reads, the nvcc (path, version, the NVCC_* flag variables), every command line and the arch, plus
+ptxas's report. The next build with the same hash and all outputs present is skipped (`cached`) and reports the
 stamp's registers and spills; `force` rebuilds anyway.
 """
 
@@ -30,6 +30,8 @@ from dgemm_cli.toolchain import Nvcc
 COMPILE_TIMEOUT_S = 600
 STAMP = "build-stamp.json"  # in build/<arch>/, written only after a successful build
 STAMP_FORMAT = 1  # bump when what the key covers changes: older stamps then never match
+# Environment variables nvcc reads flags or the host compiler from: flags as much as the command line's.
+NVCC_ENV_FLAGS = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN")
 
 
 @dataclass(frozen=True)
@@ -174,13 +176,17 @@ def read_inputs(directory: Path, name: str) -> dict[str, bytes | None]:
     return contents
 
 
-def build_key(inputs: Mapping[str, bytes | None], commands: list[list[str]], nvcc: Nvcc, arch: str) -> str:
+def build_key(inputs: Mapping[str, bytes | None], commands: list[list[str]], nvcc: Nvcc, arch: str,
+              env: Mapping[str, str]) -> str:
     """sha256 over everything that decides what a build writes: the files it reads, the nvcc (its path,
-    version and the environment it runs with), every command line in order, and the arch."""
+    version and the NVCC_ENV_FLAGS of the environment `env` it runs in), every command line in order, and
+    the arch."""
+    run_env = nvcc.run_env(env)
     payload = {
         "format": STAMP_FORMAT,
         "arch": arch,
-        "nvcc": {"path": str(nvcc.path), "version": nvcc.version, "env": [list(kv) for kv in nvcc.env]},
+        "nvcc": {"path": str(nvcc.path), "version": nvcc.version,
+                 "env": {name: run_env.get(name) for name in NVCC_ENV_FLAGS}},
         "commands": commands,
         "inputs": {file: None if data is None else hashlib.sha256(data).hexdigest()
                    for file, data in sorted(inputs.items())},
@@ -244,7 +250,7 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False) -> BuildR
     out = build_dir_for(directory, arch)
     stamp = out / STAMP
     # The key is taken before compiling: a source edited during the build makes the next one rebuild.
-    key = build_key(read_inputs(directory, name), commands.all(), nvcc, arch)
+    key = build_key(read_inputs(directory, name), commands.all(), nvcc, arch, os.environ)
     outputs = [directory / p for p in commands.outputs]
     if not force:
         kernels = cached_kernels(stamp, key, product_fingerprints(directory, commands.products))

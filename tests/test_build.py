@@ -249,19 +249,26 @@ def generated(tmp_path):
 def test_build_key_covers_sources_commands_nvcc_and_arch():
     inputs = {"plan.json": b"{}", "k.cu": b"kernel", "k.h": b"header"}
     commands = build_commands("k", "sm_90a", ["-std=c++17", "-O3"], FAKE_NVCC, "/usr/bin/ar").all()
-    key = build_key(inputs, commands, FAKE_NVCC, "sm_90a")
-    assert key == build_key(dict(reversed(inputs.items())), commands, FAKE_NVCC, "sm_90a")  # order-free
+    env = {"PATH": "/usr/bin", "HOME": "/root"}
+
+    def key(inputs=inputs, commands=commands, nvcc=FAKE_NVCC, arch="sm_90a", env=env):
+        return build_key(inputs, commands, nvcc, arch, env)
+
+    assert key() == key(inputs=dict(reversed(inputs.items())))  # order-free
+    assert key() == key(env={**env, "HOME": "/elsewhere", "TERM": "xterm"})  # only nvcc's flag variables count
     other_flags = build_commands("k", "sm_90a", ["-std=c++17", "-O2"], FAKE_NVCC, "/usr/bin/ar").all()
     changed = [
-        build_key({**inputs, "k.cu": b"kernel // edited"}, commands, FAKE_NVCC, "sm_90a"),
-        build_key({**inputs, "k.h": None}, commands, FAKE_NVCC, "sm_90a"),  # a missing file
-        build_key(inputs, other_flags, FAKE_NVCC, "sm_90a"),
-        build_key(inputs, commands, replace(FAKE_NVCC, version="13.0.99"), "sm_90a"),
-        build_key(inputs, commands, replace(FAKE_NVCC, path=Path("/usr/local/cuda-13.0/bin/nvcc")), "sm_90a"),
-        build_key(inputs, commands, replace(FAKE_NVCC, env=(("NVCC_PREPEND_FLAGS", "-G"),)), "sm_90a"),
-        build_key(inputs, commands, FAKE_NVCC, "sm_80"),
+        key(inputs={**inputs, "k.cu": b"kernel // edited"}),
+        key(inputs={**inputs, "k.h": None}),  # a missing file
+        key(commands=other_flags),
+        key(nvcc=replace(FAKE_NVCC, version="13.0.99")),
+        key(nvcc=replace(FAKE_NVCC, path=Path("/usr/local/cuda-13.0/bin/nvcc"))),
+        key(nvcc=replace(FAKE_NVCC, env=(("NVCC_PREPEND_FLAGS", "-G"),))),
+        key(env={**env, "NVCC_APPEND_FLAGS": "-DNDEBUG"}),
+        key(env={**env, "NVCC_CCBIN": "clang++"}),
+        key(arch="sm_80"),
     ]
-    assert len({key, *changed}) == len(changed) + 1
+    assert len({key(), *changed}) == len(changed) + 1
 
 
 def test_build_commands_name_every_product():
@@ -309,6 +316,13 @@ def test_changed_nvcc_rebuilds(generated, fake_compile):
     build(generated, "sm_90a", FAKE_NVCC)
     assert not build(generated, "sm_90a", replace(FAKE_NVCC, version="13.0.99")).cached
     assert not build(generated, "sm_90a", replace(FAKE_NVCC, path=Path("/other/bin/nvcc"))).cached
+
+
+def test_nvcc_flags_from_the_environment_rebuild(generated, fake_compile, monkeypatch):
+    build(generated, "sm_90a", FAKE_NVCC)
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-G")
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+    assert build(generated, "sm_90a", FAKE_NVCC).cached
 
 
 def test_each_arch_has_its_own_stamp(generated, fake_compile):
