@@ -2,18 +2,25 @@
 
 Outputs go to <dir>/build/<arch>/: <name>.o, lib<name>.a, lib<name>.so and <name>_harness.
 The flags come from the directory's plan.json (the same ones its Makefile and CMakeLists use).
+
+A successful build leaves a stamp beside its outputs (build/<arch>/build-stamp.json): a hash of the files
+the build reads, the nvcc (path, version, the NVCC_* flag variables), every command line and the arch, plus
+ptxas's report. The next build with the same hash and all outputs present is skipped (`cached`) and reports the
+stamp's registers and spills; `force` rebuilds anyway.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from dgemm_cli.arch import get_arch
@@ -21,6 +28,10 @@ from dgemm_cli.errors import BuildError, NotBuiltError
 from dgemm_cli.toolchain import Nvcc
 
 COMPILE_TIMEOUT_S = 600
+STAMP = "build-stamp.json"  # in build/<arch>/, written only after a successful build
+STAMP_FORMAT = 1  # bump when what the key covers changes: older stamps then never match
+# Environment variables nvcc reads flags or the host compiler from: flags as much as the command line's.
+NVCC_ENV_FLAGS = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN")
 
 
 @dataclass(frozen=True)
@@ -50,10 +61,11 @@ class BuildResult:
     kernels: list[KernelResources] = field(default_factory=list)
     outputs: list[Path] = field(default_factory=list)
     error: str = ""  # compiler output when not ok
+    cached: bool = False  # nothing compiled: the stamp matched; `kernels` are the stamp's ptxas report
 
     def to_dict(self) -> dict:
         return {"name": self.name, "directory": str(self.directory), "arch": self.arch, "ok": self.ok,
-                "seconds": round(self.seconds, 2), "outputs": [str(p) for p in self.outputs],
+                "cached": self.cached, "seconds": round(self.seconds, 2), "outputs": [str(p) for p in self.outputs],
                 "kernels": [vars(k) for k in self.kernels], "error": self.error}
 
 
@@ -114,29 +126,148 @@ def _run(cmd: list[str], cwd: Path, nvcc: Nvcc) -> subprocess.CompletedProcess[s
                           timeout=COMPILE_TIMEOUT_S, check=False)
 
 
-def build(directory: Path, arch: str, nvcc: Nvcc) -> BuildResult:
-    """Compile one generated directory. Never raises for compiler errors: they land in `error`."""
-    start = time.monotonic()
-    plan = read_plan(directory)
-    name = plan["spec"]["name"]
+@dataclass(frozen=True)
+class BuildCommands:
+    """Every command one build runs, with paths relative to the generated directory (they run there)."""
+
+    compile_kernel: list[str]  # with -Xptxas -v: its stderr is the resource report
+    compile_harness: list[str]
+    link: list[list[str]]  # after both compiles, in order: static library, shared library, harness
+    outputs: list[Path]  # what a build delivers: lib<name>.a, lib<name>.so, <name>_harness
+    products: list[Path]  # every file it writes (outputs and the objects `explain --dump-sass` reads)
+
+    def all(self) -> list[list[str]]:
+        return [self.compile_kernel, self.compile_harness, *self.link]
+
+
+def build_commands(name: str, arch: str, flags: list[str], nvcc: Nvcc, ar: str) -> BuildCommands:
     gencode = get_arch(arch).gencode
-    flags = plan["build"]["nvcc_flags"]
-    out = build_dir_for(directory, arch)
-    out.mkdir(parents=True, exist_ok=True)
     rel = Path("build") / arch
     prefix = nvcc.compile_prefix()
     obj, harness_obj = rel / f"{name}.o", rel / f"{name}_harness.o"
     lib_a, lib_so, harness = rel / f"lib{name}.a", rel / f"lib{name}.so", rel / f"{name}_harness"
+    return BuildCommands(
+        compile_kernel=[*prefix, *flags, *gencode, "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-c", f"{name}.cu",
+                        "-o", str(obj)],
+        compile_harness=[*prefix, *flags, *gencode, "-c", f"{name}_harness.cu", "-o", str(harness_obj)],
+        link=[
+            [ar, "rcs", str(lib_a), str(obj)],
+            [*prefix, *gencode, "-shared", str(obj), "-o", str(lib_so)],
+            [*prefix, *gencode, str(harness_obj), str(lib_a), "-o", str(harness), "-ldl"],
+        ],
+        outputs=[lib_a, lib_so, harness],
+        products=[obj, harness_obj, lib_a, lib_so, harness],
+    )
 
-    kernel_cmd = [*prefix, *flags, *gencode, "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-c", f"{name}.cu", "-o", str(obj)]
-    harness_cmd = [*prefix, *flags, *gencode, "-c", f"{name}_harness.cu", "-o", str(harness_obj)]
+
+def build_inputs(name: str) -> tuple[str, ...]:
+    """The files a build reads, relative to the generated directory: plan.json (the name and the flags),
+    the two sources nvcc compiles and the local headers they include (<name>.cu and <name>_harness.cu
+    include <name>.h; the harness also includes dg_harness.cuh)."""
+    return ("plan.json", f"{name}.cu", f"{name}.h", f"{name}_harness.cu", "dg_harness.cuh")
+
+
+def read_inputs(directory: Path, name: str) -> dict[str, bytes | None]:
+    """File name -> contents, None for a missing file (nvcc then reports it; the key never matches)."""
+    contents: dict[str, bytes | None] = {}
+    for file in build_inputs(name):
+        path = directory / file
+        contents[file] = path.read_bytes() if path.is_file() else None
+    return contents
+
+
+def build_key(inputs: Mapping[str, bytes | None], commands: list[list[str]], nvcc: Nvcc, arch: str,
+              env: Mapping[str, str]) -> str:
+    """sha256 over everything that decides what a build writes: the files it reads, the nvcc (its path,
+    version and the NVCC_ENV_FLAGS of the environment `env` it runs in), every command line in order, and
+    the arch."""
+    run_env = nvcc.run_env(env)
+    payload = {
+        "format": STAMP_FORMAT,
+        "arch": arch,
+        "nvcc": {"path": str(nvcc.path), "version": nvcc.version,
+                 "env": {name: run_env.get(name) for name in NVCC_ENV_FLAGS}},
+        "commands": commands,
+        "inputs": {file: None if data is None else hashlib.sha256(data).hexdigest()
+                   for file, data in sorted(inputs.items())},
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def product_fingerprints(directory: Path, products: list[Path]) -> dict[str, list[int]] | None:
+    """Relative path -> [size, mtime in ns] of every product, or None when one is missing. A stamp vouches
+    only for the files its build wrote: `make` in the same folder writes the same paths."""
+    found: dict[str, list[int]] = {}
+    for product in products:
+        path = directory / product
+        if not path.is_file():
+            return None
+        info = path.stat()
+        found[product.as_posix()] = [info.st_size, info.st_mtime_ns]
+    return found
+
+
+def write_stamp(stamp: Path, key: str, nvcc: Nvcc, arch: str, kernels: list[KernelResources],
+                products: dict[str, list[int]]) -> None:
+    data = {"format": STAMP_FORMAT, "key": key, "arch": arch, "nvcc": str(nvcc.path), "nvcc_version": nvcc.version,
+            "kernels": [vars(k) for k in kernels], "products": products}
+    partial = stamp.with_name(stamp.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n")
+    partial.replace(stamp)  # atomic: a stamp is whole or absent
+
+
+_KERNEL_FIELDS = {f.name for f in fields(KernelResources)}
+
+
+def cached_kernels(stamp: Path, key: str, products: dict[str, list[int]] | None) -> list[KernelResources] | None:
+    """The stamp's ptxas report when it was written for `key` and the products (see product_fingerprints)
+    are the ones it recorded; None otherwise: no stamp, another key, a product missing or rewritten since,
+    or a stamp this version cannot read. None means rebuild."""
+    if products is None or not stamp.is_file():
+        return None
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key or data.get("products") != products:
+        return None
+    kernels = data.get("kernels")
+    if not isinstance(kernels, list) or not all(isinstance(k, dict) and set(k) == _KERNEL_FIELDS for k in kernels):
+        return None
+    return [KernelResources(**k) for k in kernels]
+
+
+def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False) -> BuildResult:
+    """Compile one generated directory, unless its stamp says nothing changed (then `cached`; `force`
+    compiles anyway). Never raises for compiler errors: they land in `error`."""
+    start = time.monotonic()
+    plan = read_plan(directory)
+    name = plan["spec"]["name"]
+    ar = shutil.which("ar")
+    if ar is None:
+        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
+    commands = build_commands(name, arch, plan["build"]["nvcc_flags"], nvcc, ar)
+    out = build_dir_for(directory, arch)
+    stamp = out / STAMP
+    # The key is taken before compiling: a source edited during the build makes the next one rebuild.
+    key = build_key(read_inputs(directory, name), commands.all(), nvcc, arch, os.environ)
+    outputs = [directory / p for p in commands.outputs]
+    if not force:
+        kernels = cached_kernels(stamp, key, product_fingerprints(directory, commands.products))
+        if kernels is not None:
+            return BuildResult(directory, name, arch, ok=True, seconds=time.monotonic() - start, kernels=kernels,
+                               outputs=outputs, cached=True)
+    # Until this build succeeds, no stamp may vouch for the files it is about to overwrite.
+    stamp.unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+
     # The kernel and the harness compile independently; run both at once.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        kernel_job = pool.submit(_run, kernel_cmd, directory, nvcc)
-        harness_job = pool.submit(_run, harness_cmd, directory, nvcc)
+        kernel_job = pool.submit(_run, commands.compile_kernel, directory, nvcc)
+        harness_job = pool.submit(_run, commands.compile_harness, directory, nvcc)
         kernel_run, harness_run = kernel_job.result(), harness_job.result()
     result = BuildResult(directory, name, arch, ok=False, seconds=0.0)
-    for run, cmd in ((kernel_run, kernel_cmd), (harness_run, harness_cmd)):
+    for run, cmd in ((kernel_run, commands.compile_kernel), (harness_run, commands.compile_harness)):
         if run.returncode != 0:
             result.error = _compile_error(directory, cmd, run)
             result.seconds = time.monotonic() - start
@@ -145,22 +276,17 @@ def build(directory: Path, arch: str, nvcc: Nvcc) -> BuildResult:
     readable = demangle([k.kernel for k in kernels])
     result.kernels = [KernelResources(**{**vars(k), "kernel": readable[k.kernel]}) for k in kernels]
 
-    ar = shutil.which("ar")
-    if ar is None:
-        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
-    steps = [
-        [ar, "rcs", str(lib_a), str(obj)],
-        [*prefix, *gencode, "-shared", str(obj), "-o", str(lib_so)],
-        [*prefix, *gencode, str(harness_obj), str(lib_a), "-o", str(harness), "-ldl"],
-    ]
-    for cmd in steps:
+    for cmd in commands.link:
         run = _run(cmd, directory, nvcc)
         if run.returncode != 0:
             result.error = _compile_error(directory, cmd, run)
             result.seconds = time.monotonic() - start
             return result
+    products = product_fingerprints(directory, commands.products)
+    if products is not None:  # nvcc exited 0 without writing a product: no stamp, the next build retries
+        write_stamp(stamp, key, nvcc, arch, result.kernels, products)
     result.ok = True
-    result.outputs = [directory / p for p in (lib_a, lib_so, harness)]
+    result.outputs = outputs
     result.seconds = time.monotonic() - start
     return result
 

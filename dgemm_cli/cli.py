@@ -88,6 +88,8 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
     for path in specs:
         try:
             spec = load_spec(path)
+            for note in spec.notes:  # before planning: they say how the spec was read, whatever follows
+                click.echo(f"note: {path}: {note}", err=True)
             target = get_arch(arch or spec.arch)
             g = generate(spec, target, out, family)
         except DeepGemmError as err:
@@ -99,7 +101,8 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
             click.echo(_gen_summary(g))
     if as_json:
         click.echo(json.dumps([{"name": g.name, "directory": str(g.directory), "arch": g.arch,
-                                "content_hash": g.content_hash, "plan": g.plan.to_dict()} for g in results],
+                                "content_hash": g.content_hash, "notes": list(g.spec.notes),
+                                "plan": g.plan.to_dict()} for g in results],
                               indent=2))
     if failed:
         sys.exit(2)
@@ -128,12 +131,18 @@ def _gen_summary(g) -> str:
 @click.option("--arch", type=ARCH_CHOICE, help="Target arch (default: the one each directory was generated for).")
 @click.option("--nvcc", "nvcc_path", help="nvcc to use (else $DEEPGEMM_NVCC, $CUDA_HOME, the CUDA wheels, PATH).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Parallel builds.")
+@click.option("--force", is_flag=True, help="Rebuild even when sources, nvcc and flags are unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of build results.")
-def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, jobs: int, as_json: bool) -> None:
+def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, jobs: int, force: bool,
+              as_json: bool) -> None:
     """Compile generated directories (default: all under ./generated) with nvcc.
 
     Writes <dir>/build/<arch>/lib<name>.a, lib<name>.so and <name>_harness, and prints ptxas's
-    registers / stack / spill bytes for every kernel. Spills are reported loudly."""
+    registers / stack / spill bytes for every kernel. Spills are reported loudly.
+
+    A directory whose sources, nvcc and flags are unchanged since its last successful build for
+    that arch (build/<arch>/build-stamp.json) is not compiled again: it says `cached` and reports
+    the registers and spills of that build. --force rebuilds."""
     try:
         directories = _dirs(dirs)
         nvcc = find_nvcc(nvcc_path)
@@ -157,7 +166,7 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
         click.echo(f"nvcc {nvcc.version} ({nvcc.source}: {nvcc.path}); building {len(work)} kernel(s), -j {jobs}")
     results: list[BuildResult] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(build, d, target, nvcc): (d, target) for d, target in work}
+        futures = {pool.submit(build, d, target, nvcc, force): (d, target) for d, target in work}
         for i, fut in enumerate(as_completed(futures), 1):
             res = fut.result()
             results.append(res)
@@ -172,7 +181,8 @@ def _build_line(i: int, total: int, res: BuildResult) -> str:
     head = f"[{i}/{total}] {res.name} ({res.arch}) "
     if not res.ok:
         return head + "FAILED\n" + res.error
-    lines = [head + f"ok in {res.seconds:.1f} s -> {build_dir_for(res.directory, res.arch)}/"]
+    done = "cached" if res.cached else f"ok in {res.seconds:.1f} s"
+    lines = [head + f"{done} -> {build_dir_for(res.directory, res.arch)}/"]
     for k in res.kernels:
         spill = (f"  !! SPILL: {k.spill_store_bytes} B stored, {k.spill_load_bytes} B loaded !!" if k.spills else "")
         lines.append(f"    {k.registers:3d} regs, {k.stack_bytes} B stack, spill {k.spill_store_bytes}/"

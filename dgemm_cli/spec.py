@@ -7,8 +7,10 @@ C = alpha * contract(A, B) + beta * C over three strided views.
 
 from __future__ import annotations
 
+import difflib
 import keyword
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,12 @@ import yaml
 from dgemm_cli.errors import SpecError
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+# Names users type anyway (numpy, torch, C) -> ours; read with a note, written back in our names.
+DTYPE_ALIASES = {
+    "fp16": "f16", "half": "f16", "float16": "f16",
+    "bfloat16": "bf16",
+    "fp32": "f32", "float": "f32", "float32": "f32",
+}
 ACCUM_TYPES = ("f32",)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
 OPERANDS = ("A", "B", "C")
@@ -25,6 +33,9 @@ OPERANDS = ("A", "B", "C")
 TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align"}
+# Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
+NESTED_KEYS = {**{k: f"gemm: {{{k}: ...}}" for k in GEMM_KEYS},
+               **{k: f"operands: {{A: {{{k}: ...}}}}" for k in OPERAND_KEYS}}
 
 # C keywords and CUDA names an exported symbol must not take.
 _RESERVED = {
@@ -84,6 +95,8 @@ class Spec:
     # Provenance, not part of the problem: two specs that describe the same product are equal.
     source: str = field(compare=False)  # file the spec came from (for messages)
     shorthand: str = field(default="contraction", compare=False)  # "gemm" when written with `gemm:`
+    # What was read generously, e.g. "dtype 'half' read as f16"; `gen` prints them.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
@@ -120,11 +133,14 @@ class _Ctx:
 
     def __init__(self, path: str):
         self.path = path
+        self.notes: list[str] = []
 
     def fail(self, key: str, problem: str, fix: str) -> SpecError:
         return SpecError(self.path, key, problem, fix)
 
-    def mapping(self, value: Any, key: str, allowed: set[str], what: str) -> dict[str, Any]:
+    def mapping(self, value: Any, key: str, allowed: set[str], what: str,
+                nested: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """`value` as a mapping of `allowed` keys; `nested` (key -> where it goes) only feeds the fix."""
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -133,7 +149,7 @@ class _Ctx:
         for k in value:
             if k not in allowed:
                 raise self.fail(f"{key}.{k}" if key else str(k), f"unknown key '{k}'",
-                                f"use one of: {', '.join(sorted(allowed))}")
+                                _fix_unknown_key(k, sorted(allowed), nested or {}))
         return value
 
     def integer(self, value: Any, key: str, minimum: int | None = None) -> int:
@@ -164,10 +180,63 @@ class _Ctx:
                             f"give exactly one stride per letter of '{letters}'")
         return [self.integer(v, f"{key}[{i}]", 0) for i, v in enumerate(value)]
 
-    def choice(self, value: Any, key: str, choices: tuple[str, ...], what: str) -> str:
+    def choice(self, value: Any, key: str, choices: tuple[str, ...], what: str,
+               aliases: Mapping[str, str] | None = None) -> str:
+        """`value` if it is one of `choices`; `aliases` (other name -> choice) only feed the suggestion."""
         if value not in choices:
-            raise self.fail(key, f"unsupported {what} {value!r}", f"use one of: {', '.join(choices)}")
+            raise self.fail(key, f"unsupported {what} {value!r}", _fix_naming(value, choices, aliases))
         return value
+
+    def dtype(self, value: Any, key: str) -> str:
+        """A dtype in our names; an alias (fp16, half, ...) is read as ours, with a note."""
+        if isinstance(value, str) and value in DTYPE_ALIASES:
+            self.notes.append(f"{key} '{value}' read as {DTYPE_ALIASES[value]}")
+            return DTYPE_ALIASES[value]
+        return self.choice(value, key, tuple(DTYPE_BYTES), "dtype", DTYPE_ALIASES)
+
+
+_NEAR = 0.6  # difflib's default ratio: 'layuot' -> 'layout', 'rwo' -> 'row', 'column' -> 'col'
+
+
+def _closest(word: Any, names: Iterable[str], aliases: Mapping[str, str] | None = None) -> str | None:
+    """The name in `names` nearest to `word`, or None when none is near.
+
+    Case is ignored, and an alias in other case ('Half') suggests the name it stands for. Otherwise difflib
+    decides, among names with the same digits only: the digits are the meaning (bit width, compute
+    capability), so 'f64' must not suggest 'f16'."""
+    if isinstance(word, bool) or not isinstance(word, (str, int, float)):
+        return None
+    names = list(names)
+    text = str(word).strip().lower()
+    by_lower = {name.lower(): name for name in names}
+    for alias, name in (aliases or {}).items():
+        by_lower.setdefault(alias.lower(), name)
+    if text in by_lower:
+        return by_lower[text]
+    if all(len(name) == 1 for name in names):
+        return None  # one-letter names (einsum letters, operands) are near only by case: 'hw' is no typo of 'h'
+    digits = re.sub(r"\D", "", text)
+    same_digits = [name.lower() for name in names if re.sub(r"\D", "", name) == digits]
+    hits = difflib.get_close_matches(text, same_digits, n=1, cutoff=_NEAR)
+    return by_lower[hits[0]] if hits else None
+
+
+def _fix_unknown_key(word: Any, allowed: list[str], nested: Mapping[str, str]) -> str:
+    """Like `_fix_naming`; but when the nearest key is one of the level below (`nested`: key -> example),
+    the fix says where it goes."""
+    near = _closest(word, [*allowed, *(k for k in sorted(nested) if k not in allowed)])
+    if near is None or near in allowed:
+        return _fix_naming(word, allowed)
+    where = f"one level down: `{nested[near]}`"
+    return f"'{near}' goes {where}" if near == word else f"did you mean '{near}'? It goes {where}"
+
+
+def _fix_naming(word: Any, names: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
+    """The fix for an unknown key or value: the nearest valid name when there is one, and all of them."""
+    names = list(names)
+    near = _closest(word, names, aliases)
+    valid = ", ".join(names)
+    return f"did you mean '{near}'? (valid: {valid})" if near is not None else f"use one of: {valid}"
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -194,7 +263,7 @@ def load_spec(path: str | Path) -> Spec:
 def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     """Validate an already-parsed YAML document."""
     ctx = _Ctx(source)
-    top = ctx.mapping(data, "", TOP_KEYS, "the spec")
+    top = ctx.mapping(data, "", TOP_KEYS, "the spec", NESTED_KEYS)
     if not top:
         raise ctx.fail("(top)", "the spec is empty", "write at least `name:`, `gemm:` or `contraction:`")
 
@@ -208,8 +277,9 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         raise ctx.fail("name", f"'{name}' is a reserved word", "pick another name, e.g. 'gemm_" + name + "'")
 
     arch = ctx.choice(top.get("arch", "sm_90a"), "arch", ARCHS, "arch")
-    default_dtype = ctx.choice(top.get("dtype", "f16"), "dtype", tuple(DTYPE_BYTES), "dtype")
-    accum = ctx.choice(top.get("accum", "f32"), "accum", ACCUM_TYPES, "accumulator type")
+    default_dtype = ctx.dtype(top.get("dtype", "f16"), "dtype")
+    accum = ctx.choice(top.get("accum", "f32"), "accum", ACCUM_TYPES, "accumulator type",
+                       {alias: name for alias, name in DTYPE_ALIASES.items() if name in ACCUM_TYPES})
     alpha = ctx.number(top.get("alpha", 1.0), "alpha")
     beta = ctx.number(top.get("beta", 0.0), "beta")
 
@@ -264,7 +334,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     _check_c_not_aliased(ctx, c, c_key)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
-                A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand)
+                A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes))
 
 
 def _check_letters(ctx: _Ctx, letters: tuple[str, str, str]) -> None:
@@ -285,7 +355,7 @@ def _check_letters(ctx: _Ctx, letters: tuple[str, str, str]) -> None:
 def _operand(ctx: _Ctx, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],
              default_dtype: str, shorthand: str) -> OperandView:
     key = f"operands.{op}"
-    dtype = ctx.choice(raw.get("dtype", default_dtype), f"{key}.dtype", tuple(DTYPE_BYTES), "dtype")
+    dtype = ctx.dtype(raw.get("dtype", default_dtype), f"{key}.dtype")
     elem = DTYPE_BYTES[dtype]
     dims = tuple(sizes[x] for x in letters)
     given = [k for k in ("layout", "strides", "byte_strides") if k in raw]

@@ -1,21 +1,26 @@
 """nvcc builds: every example spec compiles for sm_80, sm_86, sm_89 and sm_90a with no spills; the generated
-directory builds on its own with Make and with CMake (no Python); ptxas parsing."""
+directory builds on its own with Make and with CMake (no Python); ptxas parsing; the build cache (its hit and
+miss rules run on a fake compile step, no nvcc needed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from dgemm_cli import build as build_module
 from dgemm_cli.arch import get_arch
-from dgemm_cli.build import build, parse_ptxas
+from dgemm_cli.build import STAMP, build, build_commands, build_dir_for, build_key, parse_ptxas
 from dgemm_cli.errors import ToolchainError
 from dgemm_cli.render import generate
 from dgemm_cli.spec import load_spec
-from dgemm_cli.toolchain import find_nvcc
+from dgemm_cli.toolchain import Nvcc, find_nvcc
 
 from .conftest import SPECS
 
@@ -72,6 +77,23 @@ def test_compile_error_names_generated_file(tmp_path):
     res = build(g.directory, "sm_90a", nvcc)
     assert not res.ok
     assert f"{cu}:" in res.error and "error" in res.error
+
+
+@pytest.mark.slow
+def test_real_build_is_cached_until_a_source_changes(tmp_path):
+    nvcc = nvcc_or_skip()
+    g = generate(load_spec(next(p for p in SPECS if p.stem == "decode_qk")), get_arch("sm_80"), tmp_path)
+    first = build(g.directory, "sm_80", nvcc)
+    assert first.ok and not first.cached, first.error
+    harness_bytes = first.outputs[-1].read_bytes()
+    second = build(g.directory, "sm_80", nvcc)
+    assert second.ok and second.cached and second.seconds < 5
+    assert second.kernels == first.kernels and first.kernels  # ptxas's report, from the stamp
+    assert first.outputs[-1].read_bytes() == harness_bytes  # nothing was rewritten
+    cu = g.directory / f"{g.name}.cu"
+    cu.write_text(cu.read_text() + "// touched\n")
+    third = build(g.directory, "sm_80", nvcc)
+    assert third.ok and not third.cached and third.kernels == first.kernels
 
 
 def _vendored_project(tmp_path: Path, gen_dir: Path, name: str) -> Path:
@@ -188,3 +210,219 @@ def test_harness_selftest_compiles_warning_free(tmp_path):
         run = subprocess.run([str(exe), "verify"], capture_output=True, text=True, check=False)
         assert run.returncode == 3
         assert "no CUDA GPU" in json.loads(run.stdout)["error"]
+
+
+# ------------------------------------------------------------------------------------------ build cache
+
+FAKE_NVCC = Nvcc(path=Path("/opt/cuda/bin/nvcc"), source="--nvcc", version="13.0.88", cuda_root=Path("/opt/cuda"))
+
+
+class FakeCompile:
+    """Stands in for build._run: writes each command's output file and answers the kernel compile with
+    PTXAS; `fail_on` makes the command containing that word fail. `calls` counts the commands run."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+        self.fail_on: str | None = None
+
+    def __call__(self, cmd, cwd, nvcc):
+        self.calls.append(cmd)
+        if self.fail_on is not None and self.fail_on in cmd:
+            return subprocess.CompletedProcess(cmd, 2, stdout="", stderr=f"{self.fail_on}(1): error: broken")
+        target = cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[2]  # `ar rcs LIB OBJ`
+        (cwd / target).write_text(f"built by {' '.join(cmd)}\n")
+        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr=PTXAS if "-Xptxas" in cmd else "")
+
+
+@pytest.fixture
+def fake_compile(monkeypatch):
+    fake = FakeCompile()
+    monkeypatch.setattr(build_module, "_run", fake)
+    return fake
+
+
+@pytest.fixture
+def generated(tmp_path):
+    return generate(load_spec(next(p for p in SPECS if p.stem == "odd_tails")), get_arch("sm_90a"), tmp_path).directory
+
+
+def test_build_key_covers_sources_commands_nvcc_and_arch():
+    inputs = {"plan.json": b"{}", "k.cu": b"kernel", "k.h": b"header"}
+    commands = build_commands("k", "sm_90a", ["-std=c++17", "-O3"], FAKE_NVCC, "/usr/bin/ar").all()
+    env = {"PATH": "/usr/bin", "HOME": "/root"}
+
+    def key(inputs=inputs, commands=commands, nvcc=FAKE_NVCC, arch="sm_90a", env=env):
+        return build_key(inputs, commands, nvcc, arch, env)
+
+    assert key() == key(inputs=dict(reversed(inputs.items())))  # order-free
+    assert key() == key(env={**env, "HOME": "/elsewhere", "TERM": "xterm"})  # only nvcc's flag variables count
+    other_flags = build_commands("k", "sm_90a", ["-std=c++17", "-O2"], FAKE_NVCC, "/usr/bin/ar").all()
+    changed = [
+        key(inputs={**inputs, "k.cu": b"kernel // edited"}),
+        key(inputs={**inputs, "k.h": None}),  # a missing file
+        key(commands=other_flags),
+        key(nvcc=replace(FAKE_NVCC, version="13.0.99")),
+        key(nvcc=replace(FAKE_NVCC, path=Path("/usr/local/cuda-13.0/bin/nvcc"))),
+        key(nvcc=replace(FAKE_NVCC, env=(("NVCC_PREPEND_FLAGS", "-G"),))),
+        key(env={**env, "NVCC_APPEND_FLAGS": "-DNDEBUG"}),
+        key(env={**env, "NVCC_CCBIN": "clang++"}),
+        key(arch="sm_80"),
+    ]
+    assert len({key(), *changed}) == len(changed) + 1
+
+
+def test_build_commands_name_every_product():
+    cmds = build_commands("k", "sm_80", ["-O3"], FAKE_NVCC, "/usr/bin/ar")
+    assert cmds.compile_kernel[0] == "/opt/cuda/bin/nvcc" and "-O3" in cmds.compile_kernel
+    written = {c[c.index("-o") + 1] if "-o" in c else c[2] for c in cmds.all()}
+    assert written == {p.as_posix() for p in cmds.products}
+    assert set(cmds.outputs) < set(cmds.products)
+
+
+def test_second_build_is_cached_with_the_same_report(generated, fake_compile):
+    first = build(generated, "sm_90a", FAKE_NVCC)
+    assert first.ok and not first.cached and fake_compile.calls
+    assert (build_dir_for(generated, "sm_90a") / STAMP).is_file()
+    fake_compile.calls.clear()
+    second = build(generated, "sm_90a", FAKE_NVCC)
+    assert second.ok and second.cached and fake_compile.calls == []
+    assert second.kernels == first.kernels and second.kernels[0].spills  # the report survives the cache
+    assert second.outputs == first.outputs
+    assert second.to_dict()["cached"] is True and first.to_dict()["cached"] is False
+
+
+def test_changed_source_rebuilds(generated, fake_compile):
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+    for file in ("odd_tails.cu", "odd_tails.h", "odd_tails_harness.cu", "dg_harness.cuh"):
+        path = generated / file
+        path.write_text(path.read_text() + "// edited\n")
+        again = build(generated, "sm_90a", FAKE_NVCC)
+        assert again.ok and not again.cached, file
+        assert build(generated, "sm_90a", FAKE_NVCC).cached, file
+
+
+def test_changed_flags_rebuild(generated, fake_compile):
+    build(generated, "sm_90a", FAKE_NVCC)
+    plan_file = generated / "plan.json"
+    plan = json.loads(plan_file.read_text())
+    plan["build"]["nvcc_flags"].append("-DDG_EXTRA")
+    plan_file.write_text(json.dumps(plan))
+    fake_compile.calls.clear()
+    again = build(generated, "sm_90a", FAKE_NVCC)
+    assert not again.cached and "-DDG_EXTRA" in fake_compile.calls[0]
+
+
+def test_changed_nvcc_rebuilds(generated, fake_compile):
+    build(generated, "sm_90a", FAKE_NVCC)
+    assert not build(generated, "sm_90a", replace(FAKE_NVCC, version="13.0.99")).cached
+    assert not build(generated, "sm_90a", replace(FAKE_NVCC, path=Path("/other/bin/nvcc"))).cached
+
+
+def test_nvcc_flags_from_the_environment_rebuild(generated, fake_compile, monkeypatch):
+    build(generated, "sm_90a", FAKE_NVCC)
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-G")
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+    assert build(generated, "sm_90a", FAKE_NVCC).cached
+
+
+def test_each_arch_has_its_own_stamp(generated, fake_compile):
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+    assert not build(generated, "sm_80", FAKE_NVCC).cached
+    assert build(generated, "sm_90a", FAKE_NVCC).cached and build(generated, "sm_80", FAKE_NVCC).cached
+
+
+@pytest.mark.parametrize("product", ["libodd_tails.so", "odd_tails_harness", "odd_tails.o"])
+def test_missing_product_rebuilds(generated, fake_compile, product):
+    build(generated, "sm_90a", FAKE_NVCC)
+    (build_dir_for(generated, "sm_90a") / product).unlink()
+    again = build(generated, "sm_90a", FAKE_NVCC)
+    assert again.ok and not again.cached
+    assert (build_dir_for(generated, "sm_90a") / product).is_file()
+
+
+def test_product_rewritten_by_something_else_rebuilds(generated, fake_compile):
+    """`make` in the generated folder writes the same build/<arch>/ paths; the stamp must not vouch for them."""
+    build(generated, "sm_90a", FAKE_NVCC)
+    lib = build_dir_for(generated, "sm_90a") / "libodd_tails.a"
+    lib.write_text("written by make with other flags\n")
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+
+
+def test_force_rebuilds(generated, fake_compile):
+    build(generated, "sm_90a", FAKE_NVCC)
+    fake_compile.calls.clear()
+    forced = build(generated, "sm_90a", FAKE_NVCC, force=True)
+    assert forced.ok and not forced.cached and len(fake_compile.calls) == 5
+    assert build(generated, "sm_90a", FAKE_NVCC).cached  # the forced build left a fresh stamp
+
+
+@pytest.mark.parametrize("failing", ["odd_tails.cu", "odd_tails_harness.cu", "-shared"])
+def test_failed_build_leaves_no_stamp(generated, fake_compile, failing):
+    stamp = build_dir_for(generated, "sm_90a") / STAMP
+    assert build(generated, "sm_90a", FAKE_NVCC).ok and stamp.is_file()
+    fake_compile.fail_on = failing
+    failed = build(generated, "sm_90a", FAKE_NVCC, force=True)
+    assert not failed.ok and not failed.cached and "broken" in failed.error
+    assert not stamp.exists()
+    fake_compile.fail_on = None
+    again = build(generated, "sm_90a", FAKE_NVCC)
+    assert again.ok and not again.cached
+
+
+@pytest.mark.parametrize("content", ["", "not json", "[]", '{"key": "0"}', "\udcff"])
+def test_unreadable_stamp_rebuilds(generated, fake_compile, content):
+    build(generated, "sm_90a", FAKE_NVCC)
+    stamp = build_dir_for(generated, "sm_90a") / STAMP
+    stamp.write_text(content, errors="surrogateescape")
+    again = build(generated, "sm_90a", FAKE_NVCC)
+    assert again.ok and not again.cached
+    assert json.loads(stamp.read_text())["kernels"]  # rewritten whole
+
+
+def test_stamp_with_other_kernel_fields_rebuilds(generated, fake_compile):
+    build(generated, "sm_90a", FAKE_NVCC)
+    stamp = build_dir_for(generated, "sm_90a") / STAMP
+    data = json.loads(stamp.read_text())
+    del data["kernels"][0]["registers"]
+    stamp.write_text(json.dumps(data))
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached
+
+
+def _fake_nvcc_script(path: Path) -> Path:
+    """An nvcc for the CLI (a subprocess, so no monkeypatching): `--version` like 13.0, and any other
+    command writes its -o file, with a ptxas report for -Xptxas. `ar` then archives the fake objects."""
+    ptxas = "".join(f"echo \"{line}\" >&2\n" for line in PTXAS.splitlines())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""#!/bin/sh
+case "$*" in *--version*) echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0;; esac
+out=""; prev=""
+for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
+[ -n "$out" ] && echo "fake $*" > "$out"
+case "$*" in *-Xptxas*) {ptxas};; esac
+exit 0
+""")
+    path.chmod(0o755)
+    return path
+
+
+def _deepgemm(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dgemm_cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          check=False)
+
+
+def test_cli_build_says_cached_and_force_rebuilds(generated, tmp_path):
+    if shutil.which("ar") is None:
+        pytest.skip("ar (binutils) not installed")
+    nvcc = _fake_nvcc_script(tmp_path / "bin" / "nvcc")
+    first = _deepgemm("build", generated, "--nvcc", nvcc, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "odd_tails (sm_90a) ok in" in first.stdout and ") cached ->" not in first.stdout
+    second = _deepgemm("build", generated, "--nvcc", nvcc, cwd=tmp_path)
+    assert second.returncode == 0 and "[1/1] odd_tails (sm_90a) cached -> " in second.stdout
+    assert "!! SPILL: 12 B stored, 8 B loaded !!" in second.stdout  # the stamp's ptxas report
+    (row,) = json.loads(_deepgemm("build", generated, "--nvcc", nvcc, "--json", cwd=tmp_path).stdout)
+    assert row["ok"] and row["cached"] is True and row["kernels"][0]["registers"] == 255
+    forced = _deepgemm("build", generated, "--nvcc", nvcc, "--force", "--json", cwd=tmp_path)
+    (row,) = json.loads(forced.stdout)
+    assert row["ok"] and row["cached"] is False

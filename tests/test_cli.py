@@ -56,6 +56,35 @@ def test_bad_spec_is_one_clear_line_exit_2(tmp_path):
     assert str(bad) in line and "gemm.k" in line and "Fix:" in line
 
 
+def test_typo_in_spec_suggests_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ngemm: {m: 4, n: 4, k: 4}\noperands:\n  A: {layuot: row}\n")
+    out = dg("gen", bad, "-o", tmp_path)
+    assert out.returncode == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: {bad}: operands.A.layuot: unknown key 'layuot'. Fix: did you mean 'layout'?")
+
+
+def test_gen_prints_dtype_alias_notes(tmp_path):
+    spec = tmp_path / "aliased.yaml"
+    spec.write_text("name: aliased\ndtype: half\ngemm: {m: 8, n: 8, k: 8}\noperands:\n  C: {dtype: float32}\n")
+    out = dg("gen", spec, "-o", tmp_path / "g")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == [f"note: {spec}: dtype 'half' read as f16",
+                                       f"note: {spec}: operands.C.dtype 'float32' read as f32"]
+    assert "note:" not in out.stdout
+    out = dg("gen", spec, "-o", tmp_path / "g", "--json")
+    (row,) = json.loads(out.stdout)
+    assert row["notes"] == ["dtype 'half' read as f16", "operands.C.dtype 'float32' read as f32"]
+    plan = json.loads((tmp_path / "g" / "aliased" / "plan.json").read_text())
+    assert [plan["spec"]["operands"][x]["dtype"] for x in "ABC"] == ["f16", "f16", "f32"]
+
+
+def test_gen_json_notes_empty_without_aliases(tmp_path):
+    out = dg("gen", SPECS[0], "-o", tmp_path, "--json")
+    assert json.loads(out.stdout)[0]["notes"] == [] and out.stderr == ""
+
+
 @pytest.mark.skipif(gpu_present(), reason="checks the no-GPU path")
 @pytest.mark.parametrize("command", ["verify", "bench"])
 def test_without_gpu_verify_and_bench_say_so_exit_3(command, tmp_path):

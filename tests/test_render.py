@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,40 @@ def test_generate_writes_directory(tmp_path):
     g = generate(spec, get_arch("sm_80"), tmp_path)
     assert g.directory == tmp_path / spec.name
     assert {p.name for p in g.directory.iterdir()} == {f.format(n=spec.name) for f in FILES}
+
+
+def _tree(root):
+    """Relative path -> bytes of every file under `root`."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_same_spec_anywhere_gives_byte_identical_files(path, tmp_path, monkeypatch):
+    """Same spec, same generator -> the same bytes in every file (plan.json too), wherever the spec lives
+    and however it is named on the command line (absolute, or relative to another working directory)."""
+    here = tmp_path / "one" / path.name
+    there = tmp_path / "two" / "deeper" / "still" / path.name
+    for copy in (here, there):
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes(path.read_bytes())
+    first = generate(load_spec(here), get_arch("sm_90a"), tmp_path / "out_one")
+    monkeypatch.chdir(tmp_path / "two")
+    second = generate(load_spec(Path("deeper/still") / path.name), get_arch("sm_90a"), Path("out_two"))
+    one, two = _tree(first.directory), _tree(tmp_path / "two" / second.directory)
+    assert set(one) == {f.format(n=first.name) for f in FILES}
+    assert set(one) == set(two)
+    for name in one:
+        assert one[name] == two[name], f"{name} differs between the two places"
+    assert first.content_hash == second.content_hash
+
+
+def test_dtype_alias_gives_the_same_files_as_our_name(tmp_path):
+    """A note is about how the spec was read, not part of it: `dtype: half` and `dtype: f16` generate the
+    same bytes."""
+    trees = []
+    for dtype in ("half", "f16"):
+        spec_file = tmp_path / dtype / "aliased.yaml"
+        spec_file.parent.mkdir()
+        spec_file.write_text(f"name: aliased\ndtype: {dtype}\ngemm: {{m: 8, n: 8, k: 8}}\n")
+        trees.append(_tree(generate(load_spec(spec_file), get_arch("sm_80"), tmp_path / f"out_{dtype}").directory))
+    assert trees[0] == trees[1]

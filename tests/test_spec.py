@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from dgemm_cli.errors import EXIT_USAGE, DeepGemmError, SpecError
-from dgemm_cli.spec import DTYPE_BYTES, OperandView, Spec, load_spec, parse_spec
+from dgemm_cli.spec import DTYPE_ALIASES, DTYPE_BYTES, OperandView, Spec, load_spec, parse_spec
 
 SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
 SPEC_FILES = sorted(SPECS_DIR.glob("*.yaml"))
@@ -132,6 +132,159 @@ def test_missing_name(tmp_path):
     data = gemm_spec()
     del data["name"]
     expect_error(tmp_path, data, "name", "missing")
+
+
+# ------------------------------------------------------------------------------------------------
+# errors: the nearest valid key or value is suggested
+
+
+@pytest.mark.parametrize("typo,meant", [("nmae", "name"), ("dtyp", "dtype"), ("contration", "contraction"),
+                                        ("operand", "operands"), ("Arch", "arch"), ("acum", "accum")])
+def test_top_key_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(**{typo: 1}), typo, f"unknown key '{typo}'")
+    assert err.fix.startswith(f"did you mean '{meant}'? (valid: accum, alpha, arch,"), err.fix
+
+
+@pytest.mark.parametrize("typo,meant,where", [("layuot", "layout", "`operands: {A: {layout: ...}}`"),
+                                              ("bacth", "batch", "`gemm: {batch: ...}`")])
+def test_top_key_typo_of_a_nested_key_says_where_it_goes(tmp_path, typo, meant, where):
+    err = expect_error(tmp_path, gemm_spec(**{typo: 1}), typo, f"unknown key '{typo}'")
+    assert err.fix == f"did you mean '{meant}'? It goes one level down: {where}"
+
+
+def test_nested_key_at_top_says_where_it_goes(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(m=4), "m", "unknown key 'm'")
+    assert err.fix == "'m' goes one level down: `gemm: {m: ...}`"
+
+
+def test_unknown_key_far_from_everything_lists_the_valid_ones(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(foo=1), "foo")
+    assert err.fix == "use one of: accum, alpha, arch, beta, contraction, dtype, gemm, name, operands, sizes"
+
+
+@pytest.mark.parametrize("typo,meant", [("layuot", "layout"), ("stride", "strides"), ("offest", "offset"),
+                                        ("aling", "align"), ("byte_stride", "byte_strides"), ("DType", "dtype")])
+def test_operand_key_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(operands={"B": {typo: 1}}), f"operands.B.{typo}")
+    assert err.fix == f"did you mean '{meant}'? (valid: align, byte_strides, dtype, layout, offset, strides)"
+
+
+def test_operand_name_in_lower_case_suggests(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(operands={"a": {}}), "operands.a")
+    assert err.fix == "did you mean 'A'? (valid: A, B, C)"
+    err = expect_error(tmp_path, gemm_spec(operands={"D": {}}), "operands.D")
+    assert err.fix == "use one of: A, B, C"
+
+
+@pytest.mark.parametrize("typo,meant", [("bacth", "batch"), ("batches", "batch"), ("M", "m")])
+def test_gemm_key_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(gemm={"m": 4, "n": 4, "k": 4, typo: 2}), f"gemm.{typo}")
+    assert err.fix == f"did you mean '{meant}'? (valid: batch, k, m, n)"
+
+
+def test_sizes_letter_in_other_case_suggests(tmp_path):
+    data = conv_spec()
+    data["sizes"]["H"] = data["sizes"].pop("h")
+    err = expect_error(tmp_path, data, "sizes.H", "unknown key 'H'")
+    assert err.fix == "did you mean 'h'? (valid: c, h, k, n, w)"
+
+
+def test_sizes_letters_are_near_only_by_case(tmp_path):
+    data = conv_spec()
+    data["sizes"]["hw"] = 15
+    err = expect_error(tmp_path, data, "sizes.hw")
+    assert err.fix == "use one of: c, h, k, n, w"
+
+
+@pytest.mark.parametrize("typo,meant", [("sm_90", "sm_90a"), ("SM_80", "sm_80"), ("sm_89a", "sm_89"),
+                                        ("90a", "sm_90a"), ("sm90a", "sm_90a")])
+def test_arch_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(arch=typo), "arch", "unsupported arch")
+    assert err.fix == f"did you mean '{meant}'? (valid: sm_80, sm_86, sm_89, sm_90a)"
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_100a", 90])
+def test_arch_of_another_number_suggests_nothing(tmp_path, arch):
+    err = expect_error(tmp_path, gemm_spec(arch=arch), "arch", "unsupported arch")
+    assert err.fix == "use one of: sm_80, sm_86, sm_89, sm_90a"
+
+
+@pytest.mark.parametrize("typo,meant", [("F16", "f16"), ("BF16", "bf16"), ("Half", "f16"), ("FP32", "f32"),
+                                        ("BFloat16", "bf16"), ("f16 ", "f16"), ("16", "f16")])
+def test_dtype_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(dtype=typo), "dtype", "unsupported dtype")
+    assert err.fix == f"did you mean '{meant}'? (valid: f32, f16, bf16)"
+    err = expect_error(tmp_path, gemm_spec(operands={"C": {"dtype": typo}}), "operands.C.dtype")
+    assert err.fix.startswith(f"did you mean '{meant}'?")
+
+
+@pytest.mark.parametrize("dtype", ["f64", "float64", "fp64", "int8", "bfloat"])
+def test_dtype_of_another_width_suggests_nothing(tmp_path, dtype):
+    err = expect_error(tmp_path, gemm_spec(dtype=dtype), "dtype", "unsupported dtype")
+    assert err.fix == "use one of: f32, f16, bf16"
+
+
+@pytest.mark.parametrize("typo,meant", [("column", "col"), ("rwo", "row"), ("Row", "row")])
+def test_layout_typo_suggests(tmp_path, typo, meant):
+    err = expect_error(tmp_path, gemm_spec(operands={"A": {"layout": typo}}), "operands.A.layout")
+    assert err.fix == f"did you mean '{meant}'? (valid: row, col)"
+
+
+@pytest.mark.parametrize("accum", ["fp32", "float", "F32"])
+def test_accum_alias_is_suggested_not_accepted(tmp_path, accum):
+    err = expect_error(tmp_path, gemm_spec(accum=accum), "accum", "unsupported accumulator type")
+    assert err.fix == "did you mean 'f32'? (valid: f32)"
+
+
+# ------------------------------------------------------------------------------------------------
+# dtype aliases: read as ours, with a note
+
+
+ALIASES = [("fp16", "f16"), ("half", "f16"), ("float16", "f16"), ("bfloat16", "bf16"),
+           ("fp32", "f32"), ("float", "f32"), ("float32", "f32")]
+
+
+def test_aliases_are_the_documented_ones():
+    assert DTYPE_ALIASES == dict(ALIASES)
+
+
+@pytest.mark.parametrize("alias,ours", ALIASES)
+def test_top_level_dtype_alias(alias, ours):
+    spec = parse_spec(gemm_spec(dtype=alias))
+    assert (spec.A.dtype, spec.B.dtype, spec.C.dtype) == (ours, ours, ours)
+    assert spec.notes == (f"dtype '{alias}' read as {ours}",)
+    assert spec == parse_spec(gemm_spec(dtype=ours))  # notes are provenance, not compared
+    assert all(op["dtype"] == ours for op in spec.to_dict()["operands"].values())
+
+
+@pytest.mark.parametrize("alias,ours", ALIASES)
+def test_operand_dtype_alias(alias, ours):
+    spec = parse_spec(gemm_spec(dtype="bf16", operands={"C": {"dtype": alias}}))
+    assert (spec.A.dtype, spec.C.dtype) == ("bf16", ours)
+    assert spec.notes == (f"operands.C.dtype '{alias}' read as {ours}",)
+    assert spec.to_dict()["operands"]["C"]["dtype"] == ours
+
+
+def test_alias_notes_in_order_and_round_trip_without_notes():
+    spec = parse_spec(gemm_spec(dtype="half", operands={"A": {"dtype": "fp16"}, "C": {"dtype": "float"}}))
+    assert spec.notes == ("dtype 'half' read as f16", "operands.A.dtype 'fp16' read as f16",
+                          "operands.C.dtype 'float' read as f32")
+    again = parse_spec(spec.to_dict())
+    assert again == spec and again.notes == ()
+
+
+def test_alias_checks_follow_the_normalised_dtype(tmp_path):
+    # byte strides and align are checked against the element size of the dtype the alias stands for
+    spec = parse_spec(gemm_spec(dtype="float", operands={"A": {"byte_strides": [32, 4]}}))
+    assert spec.A.strides == (8, 1) and spec.A.align == 4
+    expect_error(tmp_path, gemm_spec(dtype="float32", operands={"A": {"byte_strides": [32, 2]}}),
+                 "operands.A.byte_strides[1]", "not a multiple of the 4-byte f32 element")
+    expect_error(tmp_path, gemm_spec(operands={"A": {"dtype": "half"}, "B": {"dtype": "bfloat16"}}),
+                 "operands.B.dtype", "A is f16 but B is bf16")
+
+
+def test_no_notes_without_aliases():
+    assert parse_spec(gemm_spec(dtype="bf16")).notes == ()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -288,7 +441,7 @@ def test_negative_offset(tmp_path):
     expect_error(tmp_path, gemm_spec(operands={"B": {"offset": -2}}), "operands.B.offset", "negative")
 
 
-@pytest.mark.parametrize("dtype", ["f64", "fp16", "F16", "int8", 16])
+@pytest.mark.parametrize("dtype", ["f64", "F16", "int8", 16, "Half", "float64"])
 def test_unsupported_dtype(tmp_path, dtype):
     err = expect_error(tmp_path, gemm_spec(dtype=dtype), "dtype", "unsupported dtype")
     assert "f16" in err.fix and "bf16" in err.fix and "f32" in err.fix
