@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One GPU session's experiment, run on the device machine from a checkout (no install needed):
+#   tools/gpu_run.sh [PHASE ...]       phases: verify bench indep sanitize (default: all)
+# Always: gen + build (-j nproc) of specs/, specs/bench/, RAND mixed random specs (seed 7) and
+# RAND_TMA TMA-friendly random specs planned with --family hopper (seed 11). Then:
+#   verify    every directory (specs and random: seeds 1,2,3; specs/bench: seed 1), JSON under $OUT
+#   bench     specs/bench and specs/ against cuBLAS (graph timing)
+#   indep     tools/independent_cublas.py: the same cuBLAS problems timed by PyTorch, same method
+#   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper-family kernels
+# Logs and JSON go to $OUT (or ./gpu_out), packed so that at most 8 files come back; a table is last.
+set -u -o pipefail
+OUT=${OUT:-$PWD/gpu_out}
+RAND=${RAND:-60}
+RAND_TMA=${RAND_TMA:-40}
+PHASES=${*:-verify bench indep sanitize}
+mkdir -p "$OUT"
+W=$(mktemp -d)
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+JOBS=$(nproc)
+dg() { "$PY" -m dgemm_cli "$@"; }
+has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+T_START=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
+
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
+dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed"
+dg gen specs/bench/*.yaml -o "$W/bench" > "$OUT/gen_bench.txt" 2>&1 || echo "gen bench failed"
+dg random-specs "$RAND" -o "$W/rs" --seed 7 > /dev/null
+dg gen "$W"/rs/*.yaml -o "$W/rand" > "$OUT/gen_rand.txt" 2>&1 || echo "gen random failed"
+dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
+dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed"
+dg build "$W/specs" "$W/bench" "$W/rand" "$W/randtma" -j "$JOBS" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
+stamp "build rc=$?"
+
+if has verify; then
+  dg verify "$W/specs" "$W/rand" "$W/randtma" --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+  # 8192^3 takes minutes in the float64 reference: only when BIG_VERIFY=1.
+  bench_dirs=$(ls -d "$W"/bench/*/ | grep -v -E "${BIG_VERIFY:+^$}sq8192")
+  dg verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+fi
+if has bench; then
+  dg bench "$W/bench" "$W/specs" --reps 20 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+fi
+if has indep; then
+  "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
+fi
+if has sanitize; then
+  # The three smallest Hopper-family directories among the random ones (cheap under the sanitizer).
+  small=$("$PY" - "$W/randtma" <<'PYEOF'
+import json, pathlib, sys
+rows = []
+for p in pathlib.Path(sys.argv[1]).glob("*/plan.json"):
+    plan = json.loads(p.read_text())
+    if plan["plan"]["family"] == "hopper":
+        rows.append((plan["plan"]["primary"]["tiles"] * plan["plan"]["primary"]["k_iters"], p.parent))
+print(" ".join(str(d) for _, d in sorted(rows)[:3]))
+PYEOF
+)
+  for d in $small "$W/bench/conv_nchw_32x64x56x56_k64"; do
+    n=$(basename "$d")
+    for tool in memcheck racecheck synccheck; do
+      timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$d/build/sm_90a/${n}_harness" verify --seeds 1 --samples 16 \
+        > "$OUT/san_${tool}_$n.txt" 2>&1
+      echo "$tool $n rc=$?" >> "$OUT/sanitize.txt"
+    done
+  done
+  stamp "sanitize done"
+fi
+# SASS of the square kernel: HGMMA (wgmma) and UTMALDG (TMA) must be there.
+obj="$W/bench/sq4096_bf16/build/sm_90a/sq4096_bf16.o"
+if [ -f "$obj" ]; then
+  cuobjdump -sass "$obj" > "$W/sq.sass" 2>&1
+  echo "HGMMA $(grep -c HGMMA "$W/sq.sass") UTMALDG $(grep -c UTMALDG "$W/sq.sass") HMMA $(grep -c 'HMMA' "$W/sq.sass")" > "$OUT/sass.txt"
+fi
+
+"$PY" tools/gpu_summary.py "$OUT"
+tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -v -E '^(build|verify|verify_bench|bench|indep)\.json$|^logs\.tgz$')
+(cd "$OUT" && ls | grep -v -E '^(build|verify|verify_bench|bench|indep)\.json$|^logs\.tgz$' | xargs rm -f)

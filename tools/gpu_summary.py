@@ -1,0 +1,71 @@
+"""The short table tools/gpu_run.sh prints last: builds, verify failures, bench rows, sanitizer and SASS."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+
+def load(out: pathlib.Path, name: str):
+    p = out / name
+    if not p.exists():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        print(f"{name}: unreadable ({e})")
+        return None
+
+
+def fmt(x) -> str:
+    return f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
+
+
+def main() -> None:
+    out = pathlib.Path(sys.argv[1])
+    builds = load(out, "build.json") or []
+    bad = [b for b in builds if not b["ok"]]
+    spills = [(b["name"], k["kernel"][:70]) for b in builds for k in b["kernels"]
+              if k["spill_store_bytes"] or k["spill_load_bytes"]]
+    print(f"build: {len(builds) - len(bad)}/{len(builds)} ok, {len(spills)} spilling kernels")
+    for b in bad[:4]:
+        print("  BUILD FAIL", b["name"], b["error"][-700:])
+    for s in spills[:4]:
+        print("  SPILL", *s)
+    for name in ("verify.json", "verify_bench.json"):
+        rows = load(out, name)
+        if not rows:
+            continue
+        fails = [r for r in rows if not r["passed"]]
+        print(f"{name}: {len(rows) - len(fails)}/{len(rows)} passed")
+        for r in fails[:14]:
+            rep = r.get("report", {})
+            runs = [(x.get("shifted"), x.get("passed"), x.get("bad_elements"), x.get("nan_elements"),
+                     x.get("holes_written"), fmt(x.get("rel_err"))) for x in rep.get("runs", [])]
+            print("  FAIL", r["name"], r.get("error"), "rel", fmt(r.get("rel_err")),
+                  json.dumps(r.get("first_fail"))[:160], "api", rep.get("api_null_rejected"),
+                  rep.get("api_misaligned_rejected"), runs[:4])
+    rows = load(out, "bench.json") or []
+    if rows:
+        print(f"{'kernel':<28} {'us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'us_strm':>8} {'base us':>9} {'ratio':>6}  formulation")
+        for r in rows:
+            if r.get("error"):
+                print(f"{r['name']:<28} ERROR {r['error'][:100]}")
+                continue
+            print(f"{r['name']:<28} {fmt(r['us']):>9} {fmt(r['tflops']):>8} {fmt(r['gbps']):>7} "
+                  f"{fmt(r.get('us_stream')):>8} {fmt(r['baseline_us']):>9} {fmt(r['ratio']):>6}  "
+                  f"{str(r.get('baseline_formulation') or r.get('baseline'))[:60]}")
+    indep = load(out, "indep.json")
+    if indep:
+        print("independent (torch, graph-timed):")
+        for r in indep["rows"]:
+            print(f"  {r['us']:9.2f} us  {r['case']}")
+    for name in ("sanitize.txt", "sass.txt"):
+        p = out / name
+        if p.exists():
+            print(f"{name}: " + " | ".join(p.read_text().split("\n")))
+
+
+if __name__ == "__main__":
+    main()
