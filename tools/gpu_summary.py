@@ -48,7 +48,8 @@ def main() -> None:
                   rep.get("api_misaligned_rejected"), runs[:4])
     rows = load(out, "bench.json") or []
     if rows:
-        print(f"{'kernel':<28} {'us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'us_strm':>8} {'base us':>9} {'ratio':>6}  formulation")
+        print(f"{'kernel':<28} {'us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'us_strm':>8} {'base us':>9} {'ratio':>6}  "
+              "formulation")
         for r in rows:
             if r.get("error"):
                 print(f"{r['name']:<28} ERROR {r['error'][:100]}")
