@@ -6,13 +6,23 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.plan import plan_with_graph
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import analyse
+from dgemm_cli.views import analyse, classify_letters
 
 
 def explain_text(spec: Spec, arch: Arch) -> str:
     views = analyse(spec)
     plan, graph = plan_with_graph(views, arch)
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
+    out.append("## Letters")
+    if spec.implicit_output:
+        out.append(f"  no '->': the output is numpy's implicit one, the letters that appear once, in alphabetical "
+                   f"order: C[{spec.C.letters}]" + (" (none: a full reduction, C is one element)"
+                                                   if not spec.C.letters else ""))
+    elif not spec.C.letters:
+        out.append("  no output letters: a full reduction, C is one element")
+    for lc in classify_letters(spec):
+        out.append(f"  {lc.letter}  size {lc.size:<8} {lc.description}")
+    out.append("")
     out.append("## Views")
     for op in spec.operands:
         out.append(f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.explain import explain_text
 from dgemm_cli.plan import make_plan
 from dgemm_cli.render import _harness_ctx, render_sources
 from dgemm_cli.spec import Spec, parse_spec
@@ -368,3 +369,26 @@ def test_einsum_specs_cover_every_form():
 
     collect()
     assert seen >= {"full", "output", "scalar", "implicit", "one-sided", "broadcast"}, seen
+
+
+# ------------------------------------------------------------------------------------------------
+# explain
+
+
+def test_explain_shows_how_each_letter_was_classified():
+    text = explain_text(spec_of("abc,cd->ad", sizes={"a": 3, "b": 5, "c": 7, "d": 9}), get_arch("sm_90a"))
+    letters = text.split("## Letters\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert letters == ["  a  size 3        M (in A and C)",
+                       "  b  size 5        summed, in A only (B broadcast)",
+                       "  c  size 7        summed (in A and B)",
+                       "  d  size 9        N (in B and C)"]
+    assert "B: contiguous along n" in text and "broadcast over b" in text
+
+
+def test_explain_says_where_an_implicit_or_empty_output_came_from():
+    text = explain_text(spec_of("ab,bc"), get_arch("sm_90a"))
+    assert "numpy's implicit one" in text and "C[ac]" in text
+    text = explain_text(spec_of("ab,ba"), get_arch("sm_90a"))
+    assert "C[] (none: a full reduction, C is one element)" in text
+    text = explain_text(spec_of("ab,ba->"), get_arch("sm_90a"))
+    assert "no output letters: a full reduction, C is one element" in text
