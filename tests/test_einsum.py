@@ -21,6 +21,7 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.explain import explain_text
 from dgemm_cli.plan import make_plan
+from dgemm_cli.randspec import random_specs
 from dgemm_cli.render import _harness_ctx, render_sources
 from dgemm_cli.spec import Spec, parse_spec
 from dgemm_cli.views import ROLES, ProblemViews, analyse, classify_letters, letter_stride, role_of
@@ -392,3 +393,22 @@ def test_explain_says_where_an_implicit_or_empty_output_came_from():
     assert "C[] (none: a full reduction, C is one element)" in text
     text = explain_text(spec_of("ab,ba->"), get_arch("sm_90a"))
     assert "no output letters: a full reduction, C is one element" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# random specs
+
+
+def test_random_specs_use_every_form():
+    """A share of `deepgemm random-specs` (the GPU sweep) takes each form."""
+    counts = dict.fromkeys(("full", "one-sided", "scalar", "implicit"), 0)
+    specs = [parse_spec(raw, "r.yaml") for raw in random_specs(400, seed=11)]
+    for spec in specs:
+        counts["full"] += not spec.C.letters
+        counts["one-sided"] += any(len(lc.holders) == 1 for lc in classify_letters(spec))
+        counts["scalar"] += not (spec.A.letters and spec.B.letters)
+        counts["implicit"] += spec.implicit_output
+        analyse(spec)
+    assert counts["full"] >= 15 and counts["one-sided"] >= 25 and counts["scalar"] >= 5, counts
+    assert counts["implicit"] >= 15, counts
+    assert sum(not (s.implicit_output or s.C.letters == "") for s in specs) >= 300  # most stay ordinary
