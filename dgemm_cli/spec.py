@@ -240,7 +240,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         shorthand, implicit_output = "gemm", False
     else:
         expr = top["contraction"]
-        a_letters, b_letters, c_letters, implicit_output = parse_einsum(ctx, expr)
+        a_letters, b_letters, c_letters, implicit_output = _parse_einsum(ctx, expr)
         letters = (a_letters, b_letters, c_letters)
         if "sizes" not in top:
             raise ctx.fail("sizes", "missing", "add `sizes: {letter: size, ...}` for every letter")
@@ -267,7 +267,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
                 implicit_output=implicit_output)
 
 
-def parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
+def _parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
     """The letters of A, B and C, read the way numpy.einsum reads the string: two inputs, then the
     output after `->`, or, without `->`, the letters that appear once, in alphabetical order (then
     the last value, `implicit`, is True).
@@ -278,9 +278,10 @@ def parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
     not two inputs, a letter twice in one operand (a diagonal), `...`, an output letter no input has.
     """
     key = "contraction"
-    form = "write two inputs and the output, e.g. \"nchw,kc->nkhw\" (or \"ab,bc\": numpy's implicit output)"
     if not isinstance(expr, str) or not expr.strip():
-        raise ctx.fail(key, f"{expr!r} is not of the form 'ab,bc->ac'", form)
+        raise ctx.fail(key, f"{expr!r} is not of the form 'ab,bc->ac'",
+                       "write two inputs and the output, e.g. \"nchw,kc->nkhw\" (or \"ab,bc\", numpy's implicit "
+                       "output)")
     if "..." in expr:
         raise ctx.fail(key, f"{expr!r} uses '...' (numpy's ellipsis: dims left unnamed and broadcast)",
                        "name every dim with a letter of its own; a kernel needs each dim's size and stride")
@@ -299,10 +300,14 @@ def parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
             raise ctx.fail(key, f"{expr!r} has one input; a kernel here multiplies two (A and B)",
                            "write two inputs, e.g. \"ab,bc->ac\" (a transpose or a sum of one tensor is not a "
                            "product)")
-        first = f"{terms[0]},{terms[1]}"
+        # The first step of a split, concrete: the first pair keeps the letters used later.
+        everything = "".join(terms)
+        final = output if arrow else "".join(sorted(x for x in everything if everything.count(x) == 1))
+        later = "".join(terms[2:]) + final
+        kept = "".join(x for x in dict.fromkeys(terms[0] + terms[1]) if x in later)
         raise ctx.fail(key, f"{expr!r} has {len(terms)} inputs; one kernel contracts two",
-                       f"split it into pairwise contractions, one spec each, e.g. '{first}->..' first and its "
-                       "result with the next input (opt_einsum.contract_path finds a cheap order)")
+                       f"split it into pairwise contractions, one spec each: e.g. '{terms[0]},{terms[1]}->{kept}' "
+                       "first, then its result with the next input (opt_einsum.contract_path finds a cheap order)")
     a, b = terms
     for op, term in (("A", a), ("B", b), ("C", output)):
         twice = next((x for x in term if term.count(x) > 1), None)
@@ -311,9 +316,9 @@ def parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
         if op == "C":
             raise ctx.fail(key, f"letter '{twice}' appears twice in C ('{term}')",
                            "write each output letter once (numpy.einsum rejects a repeated output letter too)")
-        raise ctx.fail(key, f"letter '{twice}' appears twice in {op} ('{term}'): that takes a diagonal, "
-                            "which is a view, not a contraction",
-                       "diagonals are views: write the letter once with the sum of its strides as its stride "
+        raise ctx.fail(key, f"letter '{twice}' appears twice in {op} ('{term}'): numpy takes the diagonal, "
+                            "which is a strided view, not a contraction",
+                       "write the letter once, with the sum of the repeated dims' strides as its stride "
                        "(the diagonal of a dense [n, n] is one letter of stride n + 1)")
     if not arrow:
         output = "".join(sorted(x for x in a + b if (a + b).count(x) == 1))
