@@ -45,46 +45,50 @@ fi
 "$PY" - "$OUT" "$W" <<'PYEOF'
 import json, pathlib, sys
 out, work = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+lines = []
 def load(name):
     if not (out / name).exists():
         return []
     try:
         return json.loads((out / name).read_text())
     except (OSError, json.JSONDecodeError) as e:
-        print(f"{name}: unreadable ({e})")
+        lines.append(f"{name}: unreadable ({e})")
         return []
+f = lambda x: f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
 builds = {b["name"]: b for b in load("build.json")}
-spills = sorted(n for n, b in builds.items() for k in b["kernels"] if k["spill_store_bytes"] or k["spill_load_bytes"])
-print(f"build: {sum(b['ok'] for b in builds.values())}/{len(builds)} ok; spilling: {', '.join(spills) or 'none'}")
-for b in [b for b in builds.values() if not b["ok"]][:5]:
-    print("  BUILD FAIL", b["name"], b["error"][-600:])
-rand = load("verify_rand.json")
-if rand:
-    fails = [r for r in rand if not r["passed"]]
-    print(f"verify random: {len(rand) - len(fails)}/{len(rand)} passed")
-    for r in fails[:10]:
-        print("  FAIL", r["name"], r.get("error"), "rel", r.get("rel_err"), "first", json.dumps(r.get("first_fail"))[:160])
 bench = {r["name"]: r for r in load("bench_einsum.json")}
 rows = load("verify_einsum.json")
-f = lambda x: f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
-print(f"{'spec':<34} {'contraction':<16} {'M':>8} {'N':>7} {'K':>8} {'plan':<24} {'regs':>4} {'rel_err':>9} result"
-      + ("      µs  cuBLAS µs" if bench else ""))
+table = [f"{'spec':<32} {'contraction':<16} {'M':>7} {'N':>7} {'K':>8} {'tile, instr, blocks':<22} {'regs':>4} "
+         f"{'rel_err':>8} result" + ("      µs  cuBLAS µs" if bench else "")]
 for r in rows:
     plan = json.loads((pathlib.Path(r["directory"]) / "plan.json").read_text())
     roles, p = plan["views"]["roles"], plan["plan"]
-    kernels = builds.get(r["name"], {}).get("kernels", [])
-    shape = f"{p['block_m']}x{p['block_n']}x{p['block_k']} {p['instruction'][:3]} {p['tiles']}b"
-    line = (f"{r['name']:<34} {plan['spec']['contraction']:<16} {roles['m']['size']:>8} "
-            f"{roles['n']['size']:>7} {roles['k']['size']:>8} {shape:<24} {max((k['registers'] for k in kernels), default=0):>4} "
-            f"{f(r.get('rel_err')):>9} {'PASS' if r['passed'] else 'FAIL ' + str(r.get('error') or r.get('first_fail'))[:60]}")
+    regs = max((k["registers"] for k in builds.get(r["name"], {}).get("kernels", [])), default=0)
+    shape = f"{p['block_m']}x{p['block_n']}x{p['block_k']} {p['instruction'][:3]} {p['tiles']}"
+    line = (f"{r['name']:<32} {plan['spec']['contraction']:<16} {roles['m']['size']:>7} {roles['n']['size']:>7} "
+            f"{roles['k']['size']:>8} {shape:<22} {regs:>4} {f(r.get('rel_err')):>8} "
+            + ("PASS" if r["passed"] else "FAIL " + str(r.get("error") or r.get("first_fail"))[:60]))
     if bench:
         b = bench.get(r["name"], {})
         line += f" {f(b.get('us')):>8} {f(b.get('baseline_us')):>9}"
-    print(line)
-print(f"verify specs/einsum: {sum(r['passed'] for r in rows)}/{len(rows)} passed")
+    table.append(line)
+spills = sorted(n for n, b in builds.items() for k in b["kernels"] if k["spill_store_bytes"] or k["spill_load_bytes"])
+lines.append(f"build: {sum(b['ok'] for b in builds.values())}/{len(builds)} ok; spilling: {', '.join(spills) or 'none'}")
+for b in [b for b in builds.values() if not b["ok"]][:5]:
+    lines.append(f"  BUILD FAIL {b['name']} {b['error'][-400:]}")
+rand = load("verify_rand.json")
+if rand:
+    fails = [r for r in rand if not r["passed"]]
+    lines.append(f"verify random: {len(rand) - len(fails)}/{len(rand)} passed")
+    for r in fails[:10]:
+        lines.append(f"  FAIL {r['name']} {r.get('error')} rel {r.get('rel_err')} first {json.dumps(r.get('first_fail'))[:160]}")
+lines.append(f"verify specs/einsum: {sum(r['passed'] for r in rows)}/{len(rows)} passed")
+text = "\n".join(table + lines)  # the totals last: the device tool keeps the tail of the output
+(out / "summary.txt").write_text(text + "\n")
+print(text)
 PYEOF
 # The device tool brings back a few files: keep the JSON summaries, pack the logs.
-KEEP='^(build|verify_einsum|verify_rand|bench_einsum)\.json$|^logs\.tgz$'
+KEEP='^(build|verify_einsum|verify_rand|bench_einsum)\.json$|^summary\.txt$|^logs\.tgz$'
 tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -Ev "$KEEP")
 (cd "$OUT" && ls | grep -Ev "$KEEP" | xargs -r rm -f)
 rm -rf "$W"
