@@ -2,7 +2,7 @@
 PYTHON ?= python3
 ARCH ?= sm_90a
 
-.PHONY: install test test-fast examples lint gpu-suite clean
+.PHONY: install test test-fast examples lint gpu-suite einsum-suite clean
 
 install:
 	$(PYTHON) -m pip install ".[dev]"
@@ -24,6 +24,9 @@ lint:
 
 gpu-suite:  # on a GPU machine, from a checkout: specs/ + 250 random specs, bench, gpu tests
 	bash tools/gpu_suite.sh 250 7
+
+einsum-suite:  # on a GPU machine: specs/einsum (opt_einsum's two-operand equations) + 150 random specs
+	bash tools/einsum_suite.sh 150 11
 
 clean:
 	rm -rf generated

@@ -9,7 +9,7 @@ from dgemm_cli.constraints import ConstraintGraph
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.plan import plan_detail
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import analyse
+from dgemm_cli.views import analyse, classify_letters
 
 
 def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
@@ -63,6 +63,16 @@ def explain_text(spec: Spec, arch: Arch) -> str:
     detail = plan_detail(views, arch)
     plan = detail.plan
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
+    out.append("## Letters")
+    if spec.implicit_output:
+        out.append(f"  no '->': the output is numpy's implicit one, the letters that appear once, in alphabetical "
+                   f"order: C[{spec.C.letters}]" + (" (none: a full reduction, C is one element)"
+                                                   if not spec.C.letters else ""))
+    elif not spec.C.letters:
+        out.append("  no output letters: a full reduction, C is one element")
+    for lc in classify_letters(spec):
+        out.append(f"  {lc.letter}  size {lc.size:<8} {lc.description}")
+    out.append("")
     out.append("## Views")
     for op in spec.operands:
         out.append(f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "

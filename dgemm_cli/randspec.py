@@ -1,9 +1,11 @@
 """Random valid specs for the verification suite (`deepgemm random-specs`) and property tests.
 
-Each spec is a plain dict in the YAML schema: random dtypes, GEMM shorthand or a 3-6 letter
-contraction, sizes 1..300 a dim, random memory orders (permuted), padded strides, offsets,
-stride-0 broadcast on inputs, byte strides, alpha/beta. Sizes are redrawn until the problem
-stays small enough to verify in well under a second.
+Each spec is a plain dict in the YAML schema: random dtypes, GEMM shorthand or a contraction of
+up to 9 letters, sizes 1..300 a dim, random memory orders (permuted), padded strides, offsets,
+stride-0 broadcast on inputs, byte strides, alpha/beta. A share of the contractions take the forms
+numpy.einsum accepts beyond `ab,bc->ac`: no output letters (a full reduction), summed letters in one
+input only, an input with no letters (a scalar) and the implicit output (no `->`). Sizes are redrawn
+until the problem stays small enough to verify in well under a second.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def _strides(letters: str, sizes: dict[str, int], rng: random.Random, broadcast: bool,
-             round_to: int = 1, innermost: str = "") -> list[int]:
+             round_to: int = 1, innermost: str = "", order_hint: str = "") -> list[int]:
     """Strides for `letters` in a random memory order, with occasional padding and broadcast.
     `round_to` > 1 (TMA-friendly views): stride 1 innermost and every other stride a multiple of it;
-    `innermost`: letters one of which must be innermost."""
+    `innermost`: letters one of which must be innermost; `order_hint`: a memory order (innermost first)
+    shared with the other operands, as in tensors that come from one framework, which lets letters merge."""
     order = list(letters)
     rng.shuffle(order)  # order[0] is innermost
+    if order_hint:
+        order.sort(key=order_hint.index)
     first = [x for x in order if x in innermost]
     if first:
         order.remove(first[0])
@@ -42,7 +47,7 @@ def _strides(letters: str, sizes: dict[str, int], rng: random.Random, broadcast:
 
 def _draw_sizes(letters: list[str], rng: random.Random) -> dict[str, int]:
     # Mostly small, sometimes up to 300; more letters -> smaller each.
-    cap = {3: 300, 4: 120, 5: 40, 6: 20}.get(len(letters), 300)
+    cap = 300 if len(letters) <= 3 else {4: 120, 5: 40, 6: 20}.get(len(letters), 12)
     return {x: rng.choice([rng.randint(1, cap), rng.randint(1, min(cap, 32)), rng.randint(max(1, cap // 2), cap)])
             for x in letters}
 
@@ -56,6 +61,37 @@ def _fits(spec_letters: tuple[str, str, str], sizes: dict[str, int]) -> bool:
         for x in ls:
             per_op[i] *= sizes[x]
     return 2 * total <= MAX_FLOPS and max(per_op) * 16 <= MAX_ELEMENTS
+
+
+def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool, list[str]]:
+    """Letters of A, B and C in random orders, whether to write the output implicitly (numpy's rule
+    gives exactly C's letters then), and every letter once."""
+    form = rng.random()
+    full_reduction = form < 0.12  # `ab,ba->`: C is one element
+    scalar_a = 0.12 <= form < 0.17  # `,bc->c`: A has no letters
+    n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(0, 2), rng.randint(0, 2), rng.randint(1, 2)
+    # Summed letters in one input only: the other input is broadcast over them.
+    n_a_only, n_b_only = (rng.randint(0, 1), rng.randint(0, 1)) if rng.random() < 0.25 else (0, 0)
+    if full_reduction:
+        n_batch = n_m = n_n = 0
+    elif scalar_a:
+        n_batch = n_m = n_k = n_a_only = 0
+        n_n = max(n_n, 1)
+    elif n_m + n_n == 0:
+        n_m = 1
+    pool = iter(rng.sample(LETTERS, 10))
+    batch, ms, ns, ks, a_only, b_only = ([next(pool) for _ in range(c)]
+                                         for c in (n_batch, n_m, n_n, n_k, n_a_only, n_b_only))
+    a = batch + ms + ks + a_only
+    b = batch + ks + ns + b_only
+    c = batch + ms + ns
+    for lst in (a, b, c):
+        rng.shuffle(lst)
+    # Without `->` numpy's output is the letters that appear once, sorted: C then has to be that.
+    implicit = not batch and not a_only and not b_only and rng.random() < 0.3
+    if implicit:
+        c.sort()
+    return ("".join(a), "".join(b), "".join(c)), implicit, batch + ms + ns + ks + a_only + b_only
 
 
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE) -> dict:
@@ -81,21 +117,11 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE) -> 
                 operands[op] = {"strides": _strides(ls, sizes, rng, broadcast=op != "C")}
     else:
         while True:
-            n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(0, 2), rng.randint(0, 2), rng.randint(1, 2)
-            if n_m + n_n == 0:
-                n_m = 1
-            pool = iter(rng.sample(LETTERS, 8))
-            batch, ms, ns, ks = ([next(pool) for _ in range(c)] for c in (n_batch, n_m, n_n, n_k))
-            a = batch + ms + ks
-            b = batch + ks + ns
-            c = batch + ms + ns
-            for lst in (a, b, c):
-                rng.shuffle(lst)
-            letters = ("".join(a), "".join(b), "".join(c))
-            sizes = _draw_sizes(batch + ms + ns + ks, rng)
+            letters, implicit, every_letter = _contraction_letters(rng)
+            sizes = _draw_sizes(every_letter, rng)
             if _fits(letters, sizes):
                 break
-        spec["contraction"] = f"{letters[0]},{letters[1]}->{letters[2]}"
+        spec["contraction"] = f"{letters[0]},{letters[1]}" + ("" if implicit else f"->{letters[2]}")
         spec["sizes"] = sizes
         operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C")} for op, ls in zip("ABC", letters)}
     if dtype != "f32" and rng.random() < 0.3:
@@ -140,8 +166,12 @@ def _tma_spec(rng: random.Random, name: str) -> dict:
         if _fits(letters, sizes):
             break
     tiled = {"A": ms + ks, "B": ns + ks, "C": ms + ns}  # TMA needs one of these innermost (stride 1)
+    every = batch + ms + ns + ks
+    rng.shuffle(every)
+    shared = "".join(every) if rng.random() < 0.5 else ""
     operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C", round_to=8,
-                                         innermost="".join(tiled[op]) if rng.random() < 0.9 else "")}
+                                         innermost="".join(tiled[op]) if rng.random() < 0.9 else "",
+                                         order_hint=shared)}
                 for op, ls in zip("ABC", letters)}
     for o in operands.values():
         if rng.random() < 0.6:

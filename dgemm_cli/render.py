@@ -160,7 +160,8 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
 
 
 def _harness_ctx(spec: Spec) -> dict:
-    letters = list(spec.C.letters) + [x for x in spec.A.letters if x not in spec.C.letters]
+    # C's letters, then every summed one: those of A, then those only B has (summed in B only).
+    letters = list(spec.C.letters) + [x for x in spec.sizes if x not in spec.C.letters]
     dims = []
     for x in letters:
         strides = [op.stride_of(x) if x in op.letters else 0 for op in spec.operands]

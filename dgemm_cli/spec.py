@@ -52,7 +52,7 @@ _RESERVED = {
 }
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-_EINSUM = re.compile(r"^\s*([A-Za-z]+)\s*,\s*([A-Za-z]+)\s*->\s*([A-Za-z]+)\s*$")
+_OPERAND_LETTERS = re.compile(r"[A-Za-z]*")
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,7 @@ class Spec:
     shorthand: str = field(default="contraction", compare=False)  # "gemm" when written with `gemm:`
     # What was read generously, e.g. "dtype 'half' read as f16"; `gen` prints them.
     notes: tuple[str, ...] = field(default=(), compare=False)
+    implicit_output: bool = field(default=False, compare=False)  # written without `->`: numpy's rule gave C
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
@@ -176,8 +177,10 @@ class _Ctx:
             raise self.fail(key, f"expected a list of {length} integers, got {value!r}",
                             f"write one stride per letter of '{letters}', e.g. [{', '.join(['1'] * length)}]")
         if len(value) != length:
-            raise self.fail(key, f"has {len(value)} entries but the operand has {length} dims ('{letters}')",
-                            f"give exactly one stride per letter of '{letters}'")
+            fix = (f"give exactly one stride per letter of '{letters}'" if letters else
+                   "this operand has no letters (one element, e.g. the output of a full reduction): "
+                   "give `strides: []` or leave strides out")
+            raise self.fail(key, f"has {len(value)} entries but the operand has {length} dims ('{letters}')", fix)
         return [self.integer(v, f"{key}[{i}]", 0) for i, v in enumerate(value)]
 
     def choice(self, value: Any, key: str, choices: tuple[str, ...], what: str,
@@ -304,14 +307,11 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
             letters = ("bmk", "bkn", "bmn")
         else:
             letters = ("mk", "kn", "mn")
-        shorthand = "gemm"
+        shorthand, implicit_output = "gemm", False
     else:
         expr = top["contraction"]
-        match = _EINSUM.match(expr) if isinstance(expr, str) else None
-        if not match:
-            raise ctx.fail("contraction", f"{expr!r} is not of the form 'ab,bc->ac'",
-                           "write two input operands and one output, letters only, e.g. \"nchw,kc->nkhw\"")
-        letters = match.groups()
+        a_letters, b_letters, c_letters, implicit_output = _parse_einsum(ctx, expr)
+        letters = (a_letters, b_letters, c_letters)
         if "sizes" not in top:
             raise ctx.fail("sizes", "missing", "add `sizes: {letter: size, ...}` for every letter")
         raw = ctx.mapping(top["sizes"], "sizes", set("".join(letters)), "sizes")
@@ -321,7 +321,6 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
                 raise ctx.fail(f"sizes.{letter}", "missing", f"add `{letter}: <size>` to `sizes:`")
             sizes[letter] = ctx.integer(raw[letter], f"sizes.{letter}", 1)
         shorthand = "contraction"
-    _check_letters(ctx, letters)
 
     views = []
     for op, op_letters in zip(OPERANDS, letters):
@@ -334,22 +333,74 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     _check_c_not_aliased(ctx, c, c_key)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
-                A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes))
+                A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
+                implicit_output=implicit_output)
 
 
-def _check_letters(ctx: _Ctx, letters: tuple[str, str, str]) -> None:
-    for op, op_letters in zip(OPERANDS, letters):
-        for letter in op_letters:
-            if op_letters.count(letter) > 1:
-                raise ctx.fail("contraction", f"letter '{letter}' appears twice in {op} ('{op_letters}')",
-                               "diagonals are not supported: use each letter once per operand")
-    a, b, c = (set(x) for x in letters)
-    for letter in sorted(a | b | c):
-        holders = [op for op, s in zip(OPERANDS, (a, b, c)) if letter in s]
-        if len(holders) == 1:
-            raise ctx.fail("contraction", f"letter '{letter}' appears in {holders[0]} only",
-                           "every letter must be in at least two operands "
-                           "(A and B: summed; A and C: M; B and C: N; all three: batch)")
+def _parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
+    """The letters of A, B and C, read the way numpy.einsum reads the string: two inputs, then the
+    output after `->`, or, without `->`, the letters that appear once, in alphabetical order (then
+    the last value, `implicit`, is True).
+
+    An output may be empty (a full reduction: C is one element), an input may be empty (a scalar),
+    and a letter in one input only and not in the output is summed like any other (the other input
+    is broadcast over it). What einsum itself rejects, and what one kernel cannot do, is an error:
+    not two inputs, a letter twice in one operand (a diagonal), `...`, an output letter no input has.
+    """
+    key = "contraction"
+    if not isinstance(expr, str) or not expr.strip():
+        raise ctx.fail(key, f"{expr!r} is not of the form 'ab,bc->ac'",
+                       "write two inputs and the output, e.g. \"nchw,kc->nkhw\" (or \"ab,bc\", numpy's implicit "
+                       "output)")
+    if "..." in expr:
+        raise ctx.fail(key, f"{expr!r} uses '...' (numpy's ellipsis: dims left unnamed and broadcast)",
+                       "name every dim with a letter of its own; a kernel needs each dim's size and stride")
+    if expr.count("->") > 1:
+        raise ctx.fail(key, f"{expr!r} has {expr.count('->')} arrows", "write one '->' before the output, or none")
+    inputs, arrow, output = expr.partition("->")
+    terms = [t.strip() for t in inputs.split(",")]
+    output = output.strip()
+    for term in [*terms, output]:
+        if not _OPERAND_LETTERS.fullmatch(term):
+            bad = next(ch for ch in term if not ch.isascii() or not ch.isalpha())
+            raise ctx.fail(key, f"{expr!r} is not of the form 'ab,bc->ac': {bad!r} in operand '{term}'",
+                           "use letters a-z and A-Z for dims, ',' between the two inputs and '->' before the output")
+    if len(terms) != 2:
+        if len(terms) == 1:
+            raise ctx.fail(key, f"{expr!r} has one input; a kernel here multiplies two (A and B)",
+                           "write two inputs, e.g. \"ab,bc->ac\" (a transpose or a sum of one tensor is not a "
+                           "product)")
+        # The first step of a split, concrete: the first pair keeps the letters used later.
+        everything = "".join(terms)
+        final = output if arrow else "".join(sorted(x for x in everything if everything.count(x) == 1))
+        later = "".join(terms[2:]) + final
+        kept = "".join(x for x in dict.fromkeys(terms[0] + terms[1]) if x in later)
+        raise ctx.fail(key, f"{expr!r} has {len(terms)} inputs; one kernel contracts two",
+                       f"split it into pairwise contractions, one spec each: e.g. '{terms[0]},{terms[1]}->{kept}' "
+                       "first, then its result with the next input (opt_einsum.contract_path finds a cheap order)")
+    a, b = terms
+    for op, term in (("A", a), ("B", b), ("C", output)):
+        twice = next((x for x in term if term.count(x) > 1), None)
+        if twice is None:
+            continue
+        if op == "C":
+            raise ctx.fail(key, f"letter '{twice}' appears twice in C ('{term}')",
+                           "write each output letter once (numpy.einsum rejects a repeated output letter too)")
+        raise ctx.fail(key, f"letter '{twice}' appears twice in {op} ('{term}'): numpy takes the diagonal, "
+                            "which is a strided view, not a contraction",
+                       "write the letter once, with the sum of the repeated dims' strides as its stride "
+                       "(the diagonal of a dense [n, n] is one letter of stride n + 1)")
+    if not arrow:
+        output = "".join(sorted(x for x in a + b if (a + b).count(x) == 1))
+    for x in output:
+        if x not in a and x not in b:
+            raise ctx.fail(key, f"letter '{x}' appears in C only",
+                           "every output letter must come from A or B (numpy.einsum rejects it too): "
+                           "add it to an input or drop it from the output")
+    if not (a or b):
+        raise ctx.fail(key, f"{expr!r} has no letters: a product of two scalars",
+                       "give at least one operand a letter; there is no tensor to generate a kernel for")
+    return a, b, output, not arrow
 
 
 def _operand(ctx: _Ctx, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],

@@ -1,10 +1,14 @@
 """Stage 2: view analysis. Spec -> `ProblemViews` (pure).
 
 Every letter of the contraction gets a role: batch (in A, B and C), m (A and C), n (B and C) or
-k (A and B, summed). Within a role, adjacent letters whose strides chain in *every* operand that
-holds the role (stride[outer] == stride[inner] * size[inner]) merge into one `ViewSegment`, so a
-kernel indexes the role as a few (size, stride) pairs instead of one pair per letter: the 1x1
-convolution's h and w become one segment of 3136, a dense batched GEMM has one segment a role.
+k (not in C: summed). A summed letter in one input only is an ordinary k letter whose stride in the
+other input is 0 (that input is broadcast over it), and a role no letter has is empty (size 1, no
+segments): a full reduction `ab,ab->` is M = N = 1, a scalar input has no roles.
+
+Within a role, adjacent letters whose strides chain in *every* operand that holds the role
+(stride[outer] == stride[inner] * size[inner]) merge into one `ViewSegment`, so a kernel indexes
+the role as a few (size, stride) pairs instead of one pair per letter: the 1x1 convolution's h and
+w become one segment of 3136, a dense batched GEMM has one segment a role.
 Letters of size 1 never move an address and are dropped.
 
 Per operand we record the facts the planner needs: which role is contiguous (stride 1 on its
@@ -67,7 +71,8 @@ class OperandFacts:
     span: int  # elements the buffer must hold
     offset: int
     align: int
-    broadcast: tuple[str, ...]  # letters of size > 1 with stride 0 (inputs only)
+    # Letters of size > 1 with stride 0 (inputs only), including summed letters only the other input has.
+    broadcast: tuple[str, ...]
 
     @property
     def vector_bytes(self) -> int:
@@ -104,14 +109,52 @@ class ProblemViews:
 
 def role_of(letter: str, spec: Spec) -> str:
     in_a, in_b, in_c = (letter in op.letters for op in spec.operands)
+    assert in_a or in_b, f"letter {letter} in no input passed spec validation"
     if in_a and in_b and in_c:
         return "batch"
     if in_a and in_c:
         return "m"
     if in_b and in_c:
         return "n"
-    assert in_a and in_b, f"letter {letter} in one operand only passed spec validation"
-    return "k"
+    return "k"  # summed: in A and B, or in one input only (numpy sums it too)
+
+
+def letter_stride(spec: Spec, operand: str, letter: str) -> int:
+    """Element stride of `letter` in `operand`. A summed letter the operand lacks is one it is
+    broadcast over: stride 0 (the only way a role holder can lack a letter of its role)."""
+    op = spec.operand(operand)
+    if letter in op.letters:
+        return op.stride_of(letter)
+    assert role_of(letter, spec) == "k", f"{operand} lacks non-summed letter {letter}"
+    return 0
+
+
+@dataclass(frozen=True)
+class LetterClass:
+    """How one letter was classified, for `explain`."""
+
+    letter: str
+    size: int
+    role: str
+    holders: tuple[str, ...]  # the operands that name the letter
+
+    @property
+    def description(self) -> str:
+        if self.role == "batch":
+            text = "batch (in A, B and C)"
+        elif self.role in ("m", "n"):
+            text = f"{self.role.upper()} (in {self.holders[0]} and C)"
+        elif len(self.holders) == 2:
+            text = "summed (in A and B)"
+        else:
+            other = "B" if self.holders == ("A",) else "A"
+            text = f"summed, in {self.holders[0]} only ({other} broadcast)"
+        return text + ("; size 1: dropped" if self.size == 1 else "")
+
+
+def classify_letters(spec: Spec) -> tuple[LetterClass, ...]:
+    return tuple(LetterClass(x, size, role_of(x, spec), tuple(op.name for op in spec.operands if x in op.letters))
+                 for x, size in spec.sizes.items())
 
 
 def merge_segments(letters: list[str], sizes: dict[str, int],
@@ -138,7 +181,7 @@ def _role_view(role: str, spec: Spec) -> RoleView:
     letters = [x for x in spec.sizes if spec.sizes[x] > 1 and role_of(x, spec) == role]
     if not letters:
         return RoleView(role, (), 1, ())
-    strides = {h: {x: spec.operand(h).stride_of(x) for x in letters} for h in holders}
+    strides = {h: {x: letter_stride(spec, h, x) for x in letters} for h in holders}
     # Try the letter order of each holder (largest stride outermost) and keep the one that merges
     # most: a permuted view of one operand must not stop the others from merging.
     best: tuple[ViewSegment, ...] | None = None
@@ -165,6 +208,8 @@ def _operand_facts(name: str, spec: Spec, roles: dict[str, RoleView]) -> Operand
     vec, limit = _vector_width(name, op.offset, op.align, elem, unit_role, held, roles)
     vec16, limit16 = _vector_width(name, op.offset, max(op.align, VECTOR_BYTES), elem, unit_role, held, roles)
     broadcast = tuple(x for x, s, st in zip(op.letters, op.sizes, op.strides) if s > 1 and st == 0)
+    if name != "C":
+        broadcast += tuple(x for x in roles["k"].letters if x not in op.letters)
     return OperandFacts(name, op.dtype, elem, held, unit_role, vec, limit, vec16, limit16, op.span, op.offset,
                         op.align, broadcast)
 

@@ -24,6 +24,7 @@ from dgemm_cli.views import (
     VECTOR_BYTES,
     ProblemViews,
     analyse,
+    letter_stride,
     merge_segments,
     role_of,
 )
@@ -370,10 +371,9 @@ def _role_letters(spec: Spec, role: str) -> list[str]:
 def _letter_offset(spec: Spec, op: str, letters: tuple[str, ...], index: int) -> int:
     """Address (elements, without the operand offset) of flattened `index` over `letters` (outer -> inner),
     from the spec's per-letter strides."""
-    view = {o.name: o for o in spec.operands}[op]
     off = 0
     for x in reversed(letters):
-        off += (index % spec.sizes[x]) * view.stride_of(x)
+        off += (index % spec.sizes[x]) * letter_stride(spec, op, x)
         index //= spec.sizes[x]
     assert index == 0
     return off
