@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -24,6 +26,20 @@ from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, run_harness
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
+from dgemm_cli.tune import (
+    LEVEL3_CAP,
+    db_key,
+    default_db_path,
+    load_db,
+    lookup,
+    merge,
+    pick,
+    save_db,
+    spec_hash,
+    tuned_plan,
+)
+from dgemm_cli.tune import candidates as tune_candidates
+from dgemm_cli.views import analyse
 
 DEFAULT_OUT = Path("generated")
 ARCH_CHOICE = click.Choice(list(ARCHES))
@@ -77,21 +93,33 @@ def _dirs(dirs: tuple[Path, ...]) -> list[Path]:
 @click.option("--arch", type=ARCH_CHOICE, help="Target arch; overrides the spec's `arch:`.")
 @click.option("--family", type=click.Choice(list(FAMILIES)),
               help="Take this kernel family wherever its gates allow, instead of the cheapest by the cost model.")
+@click.option("--db", "db_path", type=click.Path(path_type=Path),
+              help="Tuning database to consult (default: $DEEPGEMM_TUNING_DB or the user cache dir).")
+@click.option("--untuned", is_flag=True, help="Ignore the tuning database: plan by the cost model alone.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of the summary.")
-def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None, as_json: bool) -> None:
+def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None, db_path: Path | None,
+        untuned: bool, as_json: bool) -> None:
     """Parse SPEC files, plan the tiling and render CUDA sources into OUT/<name>/.
 
     The plan picks a kernel family (`deepgemm explain SPEC` shows why the others lost), then that
     family's tiling; where the chosen family needs pointer alignment the spec does not promise, the
-    cta family's kernel is generated beside it and taken at run time when the check fails."""
+    cta family's kernel is generated beside it and taken at run time when the check fails. A spec
+    that `deepgemm tune` measured renders its measured winner instead (--untuned: the model's pick)."""
     results, failed = [], 0
+    try:
+        db = {"entries": {}} if untuned or family else _tuning_db(db_path)[1]
+    except DeepGemmError as err:
+        _fail(err)
+    gpus = find_gpus() if db["entries"] else []
     for path in specs:
         try:
             spec = load_spec(path)
             for note in spec.notes:  # before planning: they say how the spec was read, whatever follows
                 click.echo(f"note: {path}: {note}", err=True)
             target = get_arch(arch or spec.arch)
-            g = generate(spec, target, out, family)
+            entry = lookup(db, spec, target.name, gpus[0].name if gpus else None) if db["entries"] else None
+            tuned = tuned_plan(analyse(spec), target, entry) if entry else None
+            g = generate(spec, target, out, family, plan=tuned)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)
             failed += 1
@@ -354,14 +382,18 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
 @click.option("--nvcc", "nvcc_path", help="nvcc to use for --dump-ptx / --dump-sass.")
 @click.option("-o", "--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True,
               help="Where `gen` wrote the spec's directory (for --dump-*).")
+@click.option("--db", "db_path", type=click.Path(path_type=Path),
+              help="Tuning database whose measured ranking to show (default: the one gen consults).")
 def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, nvcc_path: str | None,
-            out: Path) -> None:
+            out: Path, db_path: Path | None) -> None:
     """Show the view analysis, the tiling constraint graph and the solved plan with the reason for
     every choice."""
     try:
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
-        click.echo(explain_text(spec, target))
+        db = _tuning_db(db_path)[1]
+        entry = lookup(db, spec, target.name, None) if db["entries"] else None
+        click.echo(explain_text(spec, target, entry))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
         if dump_sass:
@@ -427,3 +459,175 @@ def _sass(directory: Path, name: str, arch: str, nvcc_path: str | None) -> str:
     if proc.returncode != 0:
         raise DeepGemmError(f"cuobjdump failed on {obj}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+# ------------------------------------------------------------------------------------------------ tune
+
+
+def _tuning_db(db_path: Path | None) -> tuple[Path, dict]:
+    path = db_path or default_db_path()
+    return path, load_db(path)
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--level", type=click.IntRange(0, 3), default=1, show_default=True,
+              help="0: the cost model alone (prints its ranking, measures nothing); 1, 2, 3: measure the 4, 16 or "
+                   f"every feasible (at most {LEVEL3_CAP}) cheapest candidates of every kernel family.")
+@click.option("--arch", type=ARCH_CHOICE, help="Target arch; overrides the spec's `arch:`.")
+@click.option("--db", "db_path", type=click.Path(path_type=Path),
+              help="Tuning database to read and write (default: $DEEPGEMM_TUNING_DB or the user cache dir); "
+                   "a file a team can commit.")
+@click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Merge this database (from another machine or job) into --db first; repeatable.")
+@click.option("--budget", type=click.FloatRange(1), default=600, show_default=True,
+              help="Seconds of measuring per spec; candidates are measured in the cost model's order.")
+@click.option("--reps", type=click.IntRange(5), default=20, show_default=True,
+              help="Timed graph replays per candidate.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=min(os.cpu_count() or 2, 64), show_default=True,
+              help="Parallel candidate builds.")
+@click.option("-o", "--work", type=click.Path(path_type=Path), default=DEFAULT_OUT / ".tune", show_default=True,
+              help="Where the candidates are generated and built (WORK/<name>/<candidate>/).")
+@click.option("--nvcc", "nvcc_path", help="nvcc to use.")
+@click.option("--json", "as_json", is_flag=True, help="Print the database entries written, as JSON.")
+def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | None, merge_paths: tuple[Path, ...],
+         budget: float, reps: int, jobs: int, work: Path, nvcc_path: str | None, as_json: bool) -> None:
+    """Pick each spec's plan by measurement and keep it in the tuning database.
+
+    Candidates (the cost model's cheapest plans of every kernel family the problem allows) compile in
+    parallel; on the GPU each must pass a quick verify (one seed) before it is timed (graph replay,
+    inputs rotated past L2); the fastest wins, equal times going to the cost model's order. The
+    winner is benched against cuBLAS once more. `deepgemm gen` then renders the tuned plan (plan.json
+    records the measured µs, the ratio and the level) and `explain` shows the measured ranking.
+
+    With several GPUs, one worker a GPU (CUDA_VISIBLE_DEVICES) measures candidates in parallel. Beyond one
+    host, run one tune per job with its own --db and merge the files with --merge."""
+    try:
+        path, db = _tuning_db(db_path)
+        merged = sum(merge(db, load_db(m)) for m in merge_paths)
+        work_items = []
+        for spec in (load_spec(p) for p in specs):
+            target = get_arch(arch or spec.arch)
+            views = analyse(spec)
+            work_items.append((spec, target, views, tune_candidates(views, target, level)))
+    except DeepGemmError as err:
+        _fail(err)
+    if level == 0:
+        for spec, target, views, _ in work_items:
+            click.echo(_model_ranking(spec, views, target))
+        if merged:
+            save_db(path, db)
+            click.echo(f"merged {merged} entr{'y' if merged == 1 else 'ies'} into {path}")
+        return
+    try:
+        gpus = find_gpus()
+        if not gpus:
+            raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): tune measures on one; "
+                             "`deepgemm tune --level 0` prints the cost model's ranking without")
+        nvcc = find_nvcc(nvcc_path)
+    except DeepGemmError as err:
+        _fail(err)
+    dirs = {}
+    for spec, target, _, cands in work_items:
+        for c in cands:
+            d = work / spec.name / c.ident
+            generate(spec, target, work, plan=c.plan, directory=d)
+            dirs[(spec.name, c.ident)] = (d, target.name)
+    built = _tune_build(dirs, nvcc, jobs, as_json)
+    env = harness_env()
+    entries = []
+    for spec, target, _, cands in work_items:
+        measured = _tune_measure(spec, cands, dirs, built, gpus, env, budget, reps, as_json)
+        winner = pick(measured)
+        if winner is None:
+            click.echo(f"error: {spec.name}: no candidate passed verify; nothing recorded", err=True)
+            continue
+        d, arch_name = dirs[(spec.name, winner["id"])]
+        final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)], env).report
+        entry = {
+            "spec_hash": spec_hash(spec), "name": spec.name, "arch": target.name, "gpu": gpus[0].name,
+            "driver": gpus[0].driver, "generator": f"{__version__}", "level": level,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
+                       "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},
+            "measured": measured,
+        }
+        db["entries"][db_key(spec, target.name, gpus[0].name, gpus[0].driver)] = entry
+        entries.append(entry)
+        if not as_json:
+            click.echo(_tune_line(entry))
+    save_db(path, db)
+    if as_json:
+        click.echo(json.dumps(entries, indent=2))
+    else:
+        click.echo(f"wrote {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} to {path}")
+    sys.exit(EXIT_OK if len(entries) == len(work_items) else EXIT_FAILED)
+
+
+def _model_ranking(spec, views, target) -> str:
+    lines = [f"{spec.name}: the cost model's ranking on {target.name} (level 0: nothing measured)"]
+    for c in tune_candidates(views, target, 1):
+        lines.append(f"  {c.ident:<10} {c.model_us:10.1f} µs (model)  {c.plan.primary.summary}")
+    return "\n".join(lines)
+
+
+def _tune_build(dirs: dict, nvcc, jobs: int, quiet: bool) -> dict:
+    """Builds every candidate; returns (spec name, candidate) -> ok."""
+    built = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(build, d, a, nvcc): key for key, (d, a) in dirs.items()}
+        with click.progressbar(length=len(futures), label="building candidates", file=sys.stderr,
+                               hidden=quiet) as bar:
+            for fut in as_completed(futures):
+                res = fut.result()
+                built[futures[fut]] = res.ok and not any(k.spills for k in res.kernels)
+                bar.update(1)
+    return built
+
+
+def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int, quiet: bool) -> list[dict]:
+    """Verify (one seed) and time each built candidate, one worker a GPU, until the budget is spent."""
+    order = sorted(cands, key=lambda c: (c.model_rank, list(FAMILIES).index(c.family)))
+    todo = [c for c in order if built.get((spec.name, c.ident))]
+    start = time.monotonic()
+    results: dict[str, dict] = {}
+
+    def measure(c, gpu_env) -> dict:
+        d, arch_name = dirs[(spec.name, c.ident)]
+        row = {"id": c.ident, "family": c.family, "model_rank": c.model_rank, "model_us": c.model_us,
+               "assignment": c.plan.primary.assignment, "verified": False, "us": None}
+        if time.monotonic() - start > budget:
+            row["skipped"] = "budget spent"
+            return row
+        exe = harness_path(d, arch_name)
+        ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env)
+        row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
+        if row["verified"]:
+            b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env)
+            row["us"] = b.report.get("us")
+        return row
+
+    queues = [todo[i::len(gpus)] for i in range(len(gpus))]
+    with click.progressbar(length=len(todo), label=f"measuring {spec.name}", file=sys.stderr, hidden=quiet) as bar:
+        def worker(i: int) -> None:
+            gpu_env = {**env, "CUDA_VISIBLE_DEVICES": str(gpus[i].index)}
+            for c in queues[i]:
+                results[c.ident] = measure(c, gpu_env)
+                bar.update(1)
+        with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+            list(pool.map(worker, range(len(gpus))))
+    for c in order:
+        if c.ident not in results:
+            results[c.ident] = {"id": c.ident, "family": c.family, "model_rank": c.model_rank, "model_us": c.model_us,
+                                "assignment": c.plan.primary.assignment, "verified": False, "us": None,
+                                "skipped": "build failed or spilled"}
+    return [results[c.ident] for c in order]
+
+
+def _tune_line(entry: dict) -> str:
+    w = entry["winner"]
+    ok = [m for m in entry["measured"] if m.get("us")]
+    model = next((m for m in entry["measured"] if m["model_rank"] == 0 and m.get("us")), None)
+    vs_model = f", the model's pick {model['us']:.4g} µs ({model['id']})" if model else ""
+    return (f"{entry['name']}: {w['id']} wins at {w['us']:.4g} µs (ratio {_fmt(w.get('ratio'))} vs cuBLAS), "
+            f"{len(ok)} of {len(entry['measured'])} candidates measured{vs_model}")

@@ -11,6 +11,7 @@ constraint that rules it out with the other choices held fixed, or how much more
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,9 +52,11 @@ class Decision:
 
     def summary(self) -> str:
         """One line: the value and the constraint that decided it."""
-        ruled = [r for r in self.rejected if not r.why.startswith("costs")]
+        ruled = [r for r in self.rejected if not r.why.startswith(("costs", "measured"))]
         if not self.rejected:
             return f"{self.node} = {self.value} (only candidate)"
+        if all(r.why.startswith("measured") for r in self.rejected):
+            return f"{self.node} = {self.value} (fastest of {len(self.rejected) + 1} measured by deepgemm tune)"
         if ruled and len(ruled) == len(self.rejected):
             names = sorted({r.why.split(":")[0] for r in ruled})
             return f"{self.node} = {self.value} (forced by {', '.join(names)})"
@@ -90,6 +93,7 @@ class Solution:
     cost: float
     decisions: tuple[Decision, ...]
     feasible: int  # how many assignments satisfied every constraint
+    ranked: tuple[tuple[float, Assignment], ...] = ()  # (cost, assignment), cheapest first
 
 
 class Unsatisfiable(Exception):
@@ -100,7 +104,8 @@ class Unsatisfiable(Exception):
         super().__init__("; ".join(reasons))
 
 
-def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float]) -> Solution:
+def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float], keep: int = 1) -> Solution:
+    """The cheapest assignment (with every node's decision) and the `keep` cheapest, ranked."""
     order = [n.name for n in graph.nodes]
     position = {name: i for i, name in enumerate(order)}
     # Check each constraint right after the last of its nodes is assigned.
@@ -109,17 +114,22 @@ def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float]) -> Soluti
         due[max(position[n] for n in c.nodes) if c.nodes else 0].append(c)
     pruned_by: dict[str, int] = {}
 
-    best: tuple[float, Assignment] | None = None
+    # The `keep` cheapest assignments (a max-heap on cost; the counter breaks ties by enumeration order,
+    # so the ranking is deterministic).
+    kept: list[tuple[float, int, Assignment]] = []
     feasible = 0
     assignment: Assignment = {}
 
     def visit(depth: int) -> None:
-        nonlocal best, feasible
+        nonlocal feasible
         if depth == len(order):
             feasible += 1
             c = cost(assignment)
-            if best is None or c < best[0]:
-                best = (c, dict(assignment))
+            entry = (-c, -feasible, dict(assignment))
+            if len(kept) < keep:
+                heapq.heappush(kept, entry)
+            elif entry > kept[0]:
+                heapq.heapreplace(kept, entry)
             return
         node = graph.nodes[depth]
         for value in node.domain:
@@ -132,11 +142,18 @@ def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float]) -> Soluti
         del assignment[node.name]
 
     visit(0)
-    if best is None:
+    if not kept:
         top = sorted(pruned_by.items(), key=lambda kv: -kv[1])[:3]
         raise Unsatisfiable([f"{name} (pruned {count} candidates)" for name, count in top])
-    best_cost, chosen = best
-    return Solution(chosen, best_cost, tuple(_explain(graph, chosen, best_cost, cost)), feasible)
+    ranked = tuple((-c, a) for c, _, a in sorted(kept, reverse=True))
+    best_cost, chosen = ranked[0]
+    return Solution(chosen, best_cost, tuple(_explain(graph, chosen, best_cost, cost)), feasible, ranked)
+
+
+def explain_assignment(graph: ConstraintGraph, chosen: Assignment, cost: Callable[[Assignment], float]) -> tuple[
+        Decision, ...]:
+    """Every node's decision for an assignment other than the cheapest (a tuning candidate)."""
+    return tuple(_explain(graph, chosen, cost(chosen), cost))
 
 
 def _explain(graph: ConstraintGraph, chosen: Assignment, best_cost: float,

@@ -58,7 +58,8 @@ def _hopper_lines(plan, views) -> list[str]:
 DETAIL = {"cta": _cta_lines, "hopper": _hopper_lines}
 
 
-def explain_text(spec: Spec, arch: Arch) -> str:
+def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
+    """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it."""
     views = analyse(spec)
     detail = plan_detail(views, arch)
     plan = detail.plan
@@ -110,6 +111,9 @@ def explain_text(spec: Spec, arch: Arch) -> str:
         out.append(f"## Family {name} ({tag}): {fplan.summary}")
         out.extend(_graph_lines(graph, fplan))
         out.extend(DETAIL[name](fplan, views))
+    if tuned is not None:
+        out.append("")
+        out.extend(_tuned_lines(tuned))
     bl = plan_baseline(views)
     out.append("")
     out.append(f"## Baseline for bench: {bl.kind} ({bl.why})")
@@ -117,3 +121,20 @@ def explain_text(spec: Spec, arch: Arch) -> str:
         out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}"
                    + (f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""))
     return "\n".join(out)
+
+
+def _tuned_lines(entry: dict) -> list[str]:
+    """The measured ranking next to the model's: `gen` renders the measured winner."""
+    w = entry["winner"]
+    out = [f"## Tuned (deepgemm tune level {entry['level']}, {entry['gpu']}, driver {entry['driver']}, "
+           f"{entry['date']}): gen renders {w['id']}"]
+    out.append(f"  {'candidate':<11} {'measured µs':>12} {'model µs':>10}  model rank  assignment")
+    ranked = sorted(entry["measured"], key=lambda m: (m["us"] is None, m["us"] or 0.0))
+    for m in ranked:
+        us = f"{m['us']:.4g}" if m.get("us") else ("failed verify" if not m.get("skipped") else m["skipped"])
+        values = " ".join(f"{k}={v}" for k, v in m["assignment"].items())
+        out.append(f"  {m['id']:<11} {us:>12} {m['model_us']:>10.4g}  {m['model_rank']:>10}  {values}")
+    if w.get("ratio") is not None:
+        out.append(f"  winner vs cuBLAS: ratio {w['ratio']:.3g} (baseline {w.get('baseline_us'):.4g} µs, "
+                   f"{w.get('baseline')})")
+    return out

@@ -24,6 +24,7 @@ class Plan:
     primary: Any  # the chosen family's plan (families.cta.TilePlan, families.hopper.HopperPlan, ...)
     fallback: Any | None  # the `cta` plan taken at run time when the primary's pointer checks fail
     family_decision: Decision
+    tuned: dict[str, Any] | None = None  # what `deepgemm tune` measured for this plan (tune.summary)
 
     @property
     def family(self) -> str:
@@ -47,6 +48,7 @@ class Plan:
             "fallback": self.fallback.to_dict() if self.fallback is not None else None,
             "runtime_align": dict(self.primary.runtime_align) if self.fallback is not None else {},
             "smem_bytes": self.smem_bytes,
+            "tuned": self.tuned,
         }
 
 

@@ -239,14 +239,15 @@ def _views_dict(views: ProblemViews) -> dict:
     }
 
 
-def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None) -> Generated:
-    """Analyse, plan and write one spec's directory `out_root/<name>/`. `family`: prefer this kernel
-    family wherever its gates allow."""
+def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, plan: Plan | None = None,
+             directory: Path | None = None) -> Generated:
+    """Analyse, plan and write one spec's directory (`out_root/<name>/` unless `directory` is given).
+    `family`: prefer this kernel family wherever its gates allow; `plan`: use this plan (tuned)."""
     views = analyse(spec)
-    plan = make_plan(views, arch, family)
+    plan = plan or make_plan(views, arch, family)
     baseline = plan_baseline(views)
     files = render_sources(spec, views, plan, baseline, arch)
-    directory = out_root / spec.name
+    directory = directory or out_root / spec.name
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():

@@ -24,7 +24,7 @@
 //
 // Command line (exactly one JSON object on stdout, always; diagnostics on stderr):
 //   <harness> verify [--seeds 1,2,3] [--samples 256]    exit 0 pass, 1 fail
-//   <harness> bench  [--warmup 10] [--reps 50]          exit 0
+//   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1]   exit 0
 //   exit 2 bad command line, 3 no CUDA GPU, 4 any CUDA error (or an inconsistent kProblem/kBaseline).
 // Non-finite numbers are written as the strings "nan", "inf" and "-inf" (Python's float() reads them).
 #pragma once
@@ -511,6 +511,7 @@ struct DgOptions {
   long long samples = 256;
   long long warmup = 10;
   long long reps = 50;
+  long long baseline = 1;    // bench: 0 times the kernel only (tuning measures many candidates)
 };
 
 struct DgCaseResult {
@@ -1097,10 +1098,12 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
   std::string baseline = bl.kind ? bl.kind : "";
   DgTiming best;
   int best_call = -1;
-  std::vector<DgTiming> call_times(static_cast<size_t>(bl.available ? bl.ncalls : 0));
+  std::vector<DgTiming> call_times(static_cast<size_t>(bl.available && opt.baseline ? bl.ncalls : 0));
   std::vector<std::string> call_errors(call_times.size());
   DgDeviceBuffer workspace;
-  if (!bl.available) {
+  if (!opt.baseline) {
+    baseline = "skipped (--baseline 0)";
+  } else if (!bl.available) {
     if (baseline.rfind("unavailable", 0) != 0) baseline = "unavailable: " + baseline;   // the generator may say it already
   } else {
     DgBaselineRunner runner;
@@ -1205,7 +1208,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
 // ------------------------------------------------------------------------------------------------
 
 [[noreturn]] static void dg_usage(const std::string& problem) {
-  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] | bench [--warmup 10] [--reps 50]");
+  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] | bench [--warmup 10] [--reps 50] [--baseline 0|1]");
 }
 
 // A whole decimal integer in [lo, hi], or false.
@@ -1249,6 +1252,8 @@ static DgOptions dg_parse_args(int argc, char** argv) {
       ok = dg_parse_int(value, 0, 1000000, &opt.warmup);
     } else if (!verify && flag == "--reps") {
       ok = dg_parse_int(value, 1, 1000000, &opt.reps);
+    } else if (!verify && flag == "--baseline") {
+      ok = dg_parse_int(value, 0, 1, &opt.baseline);
     } else {
       dg_usage("unknown option '" + flag + "' for " + cmd);
     }

@@ -27,3 +27,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_tuning_db(tmp_path_factory, monkeypatch):
+    """Every test reads and writes its own tuning database: a developer's tuned plans must not change
+    what gen renders in the tests."""
+    monkeypatch.setenv("DEEPGEMM_TUNING_DB", str(tmp_path_factory.mktemp("tuning") / "tuning.json"))

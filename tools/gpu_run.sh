@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One GPU session's experiment, run on the device machine from a checkout (no install needed):
-#   tools/gpu_run.sh [PHASE ...]       phases: verify bench indep sanitize (default: all)
-# Always: gen + build (-j nproc) of specs/, specs/bench/, RAND mixed random specs (seed 7) and
-# RAND_TMA TMA-friendly random specs planned with --family hopper (seed 11). Then:
+#   tools/gpu_run.sh [PHASE ...]       phases: verify bench indep sanitize tune einsum (default: the first four)
+# verify, bench and sanitize first gen + build (-j nproc) specs/, specs/bench/, RAND mixed random specs
+# (seed 7) and RAND_TMA TMA-friendly random specs planned with --family hopper (seed 11). Then:
 #   verify    every directory (specs and random: seeds 1,2,3; specs/bench: seed 1), JSON under $OUT
 #   bench     specs/bench and specs/ against cuBLAS (graph timing)
 #   indep     tools/independent_cublas.py: the same cuBLAS problems timed by PyTorch, same method
 #   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper-family kernels
+#   tune      deepgemm tune TUNE_SPECS (default specs/*.yaml) at TUNE_LEVEL (default 1) into $OUT/tuning.json
+#   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
 # Logs and JSON go to $OUT (or ./gpu_out), packed so that at most 8 files come back; a table is last.
 set -u -o pipefail
 OUT=${OUT:-$PWD/gpu_out}
@@ -24,23 +26,34 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed"
-dg gen specs/bench/*.yaml -o "$W/bench" > "$OUT/gen_bench.txt" 2>&1 || echo "gen bench failed"
-dg random-specs "$RAND" -o "$W/rs" --seed 7 > /dev/null
-dg gen "$W"/rs/*.yaml -o "$W/rand" > "$OUT/gen_rand.txt" 2>&1 || echo "gen random failed"
-dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
-dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed"
-dg build "$W/specs" "$W/bench" "$W/rand" "$W/randtma" -j "$JOBS" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
-stamp "build rc=$?"
+SETS=${SETS:-specs bench rand randtma}   # which of the four sets to gen and build
+sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
+if has verify || has bench || has sanitize; then
+  case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
+  case " $SETS " in *" bench "*) dg gen specs/bench/*.yaml -o "$W/bench" > "$OUT/gen_bench.txt" 2>&1 || echo "gen bench failed";; esac
+  case " $SETS " in *" rand "*)
+    dg random-specs "$RAND" -o "$W/rs" --seed 7 > /dev/null
+    dg gen "$W"/rs/*.yaml -o "$W/rand" > "$OUT/gen_rand.txt" 2>&1 || echo "gen random failed";; esac
+  case " $SETS " in *" randtma "*)
+    dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
+    dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
+  # shellcheck disable=SC2046
+  dg build $(sets none) -j "$JOBS" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
+  stamp "build rc=$?"
+fi
 
 if has verify; then
-  dg verify "$W/specs" "$W/rand" "$W/randtma" --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
-  # 8192^3 takes minutes in the float64 reference: only when BIG_VERIFY=1.
-  bench_dirs=$(ls -d "$W"/bench/*/ | grep -v -E "${BIG_VERIFY:+^$}sq8192")
-  dg verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+  # shellcheck disable=SC2046
+  dg verify $(sets bench) --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+  if [ -d "$W/bench" ]; then
+    # 8192^3 takes minutes in the float64 reference: only when BIG_VERIFY=1.
+    bench_dirs=$(ls -d "$W"/bench/*/ | grep -v -E "${BIG_VERIFY:+^$}sq8192")
+    dg verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+  fi
 fi
 if has bench; then
-  dg bench "$W/bench" "$W/specs" --reps 20 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  # shellcheck disable=SC2046
+  dg bench $(sets rand | grep -v -E 'rand(tma)?$') --reps 20 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
@@ -57,7 +70,8 @@ for p in pathlib.Path(sys.argv[1]).glob("*/plan.json"):
 print(" ".join(str(d) for _, d in sorted(rows)[:3]))
 PYEOF
 )
-  for d in $small "$W/bench/conv_nchw_32x64x56x56_k64"; do
+  conv="$W/bench/conv_nchw_32x64x56x56_k64"
+  for d in $small $( [ -d "$conv" ] && echo "$conv" ); do
     n=$(basename "$d")
     for tool in memcheck racecheck synccheck; do
       timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$d/build/sm_90a/${n}_harness" verify --seeds 1 --samples 16 \
@@ -67,6 +81,16 @@ PYEOF
   done
   stamp "sanitize done"
 fi
+if has tune; then
+  # shellcheck disable=SC2086  # TUNE_SPECS is a list of globs
+  dg tune ${TUNE_SPECS:-specs/*.yaml} --level "${TUNE_LEVEL:-1}" --db "$OUT/tuning.json" -j "$JOBS" \
+    --budget "${TUNE_BUDGET:-120}" -o "$W/tune" --json > "$OUT/tune.json" 2> "$OUT/tune_err.txt"
+  stamp "tune rc=$?"
+fi
+if has einsum; then
+  OUT="$OUT/einsum" bash tools/einsum_suite.sh "${EINSUM_RAND:-0}" 11 > "$OUT/einsum_suite.txt" 2>&1
+  stamp "einsum rc=$?"; tail -25 "$OUT/einsum_suite.txt"
+fi
 # SASS of the square kernel: HGMMA (wgmma) and UTMALDG (TMA) must be there.
 obj="$W/bench/sq4096_bf16/build/sm_90a/sq4096_bf16.o"
 if [ -f "$obj" ]; then
@@ -75,5 +99,6 @@ if [ -f "$obj" ]; then
 fi
 
 "$PY" tools/gpu_summary.py "$OUT"
-tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -v -E '^(build|verify|verify_bench|bench|indep)\.json$|^logs\.tgz$')
-(cd "$OUT" && ls | grep -v -E '^(build|verify|verify_bench|bench|indep)\.json$|^logs\.tgz$' | xargs rm -f)
+KEEP='^(build|verify|verify_bench|bench|indep|tuning)\.json$|^logs\.tgz$'
+tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -v -E "$KEEP")
+(cd "$OUT" && ls | grep -v -E "$KEEP" | xargs rm -rf)

@@ -62,6 +62,16 @@ def main() -> None:
         print("independent (torch, graph-timed):")
         for r in indep["rows"]:
             print(f"  {r['us']:9.2f} us  {r['case']}")
+    tuning = load(out, "tuning.json")
+    if tuning:
+        print("tuning (measured winner vs the model's pick):")
+        for e in tuning["entries"].values():
+            w = e["winner"]
+            model = next((m for m in e["measured"] if m["model_rank"] == 0 and m["family"] == w["family"]), None)
+            best_other = min((m["us"] for m in e["measured"] if m.get("us") and m["family"] != w["family"]),
+                             default=None)
+            print(f"  {e['name']:<28} {w['id']:<10} {fmt(w['us']):>9} us ratio {fmt(w.get('ratio')):>6}  "
+                  f"model's pick {fmt(model['us'] if model else None):>9}  best other family {fmt(best_other)}")
     for name in ("sanitize.txt", "sass.txt"):
         p = out / name
         if p.exists():

@@ -12,11 +12,11 @@ Every choice keeps the constraint or cost comparison that decided it, for `deepg
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, solve
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
 from dgemm_cli.errors import PlanError
 from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews
 
@@ -79,6 +79,7 @@ class TilePlan:
     decisions: tuple[Decision, ...]
     feasible: int
     cost_us: float  # the cost model's estimate, for ranking only
+    assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
 
     def smem_tile(self, ld: LoaderPlan) -> SmemTile:
         extent = self.block_m if ld.operand == "A" else self.block_n
@@ -355,18 +356,44 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, Constrai
         sol = solve(graph, _cost(views, arch, instruction))
     except Unsatisfiable as exc:  # pragma: no cover - every spec has the gather/16x16 plan
         raise PlanError(f"{views.spec.source}: no tiling satisfies the constraints: {exc}") from None
-    a = sol.assignment
+    return _plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
+
+
+def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
+    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
+    instruction, instr_decision = choose_instruction(views, arch)
+    graph = build_tiling_graph(views, arch, instruction)
+    cost = _cost(views, arch, instruction)
+    sol = solve(graph, cost, keep=count)
+    return [_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
+            for c, a in sol.ranked]
+
+
+def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> TilePlan:
+    """The plan of one given assignment (a tuned one, read back from the database)."""
+    instruction, instr_decision = choose_instruction(views, arch)
+    graph = build_tiling_graph(views, arch, instruction)
+    a = {n.name: assignment.get(n.name) for n in graph.nodes}
+    broken = graph.violations(a) if all(v is not None for v in a.values()) else ["missing nodes"]
+    if broken:
+        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
+    cost = _cost(views, arch, instruction)
+    return _plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
+
+
+def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+          cost_us: float) -> TilePlan:
     bm, bn = a["block_m"], a["block_n"]
     tiles_m, tiles_n = math.ceil(views.m / bm), math.ceil(views.n / bn)
     tiles = views.batch * tiles_m * tiles_n
     if tiles > INT32_MAX:
         raise PlanError(f"{views.spec.source}: {tiles} blocks exceed one launch's grid (2^31 - 1); "
                         "split the problem into several specs")
-    dec = {d.node: d for d in sol.decisions}
+    dec = {d.node: d for d in decisions}
     loaders = {x: _loader(views.operands[x], a[f"loader_{x.lower()}"], a[f"smem_inner_{x.lower()}"],
                           dec[f"loader_{x.lower()}"].summary()) for x in ("A", "B")}
     mma = instruction == MMA
-    plan = TilePlan(
+    return TilePlan(
         instruction=instruction, block_m=bm, block_n=bn, block_k=a["block_k"],
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
@@ -375,6 +402,5 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, Constrai
         a=loaders["A"], b=loaders["B"], elem_bytes=views.operands["A"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",
         tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles,
-        decisions=(instr_decision, *sol.decisions), feasible=sol.feasible, cost_us=sol.cost,
+        decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
     )
-    return plan, graph

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, solve
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
 from dgemm_cli.errors import PlanError
 from dgemm_cli.views import ProblemViews, ViewSegment
 
@@ -46,6 +46,8 @@ EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte
 PRODUCER_REGS = 40
 RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
+CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilogue beside the accumulators
+SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
 
 
@@ -89,6 +91,7 @@ class HopperPlan:
     block_n: int
     block_k: int
     consumers: int  # consumer warpgroups
+    ctas_per_sm: int  # resident blocks an SM: 2 lets one block's epilogue overlap the other's main loop
     wg_m: int  # rows of the tile per consumer warpgroup (64 or 128: one or two m64 wgmmas)
     stages: int
     raster_group: int
@@ -118,6 +121,7 @@ class HopperPlan:
     feasible: int
     cost_us: float
     notes: tuple[str, ...] = field(default=())
+    assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -127,7 +131,8 @@ class HopperPlan:
     @property
     def summary(self) -> str:
         return (f"wgmma m64n{self.block_n}k16, tile {self.block_m}x{self.block_n}x{self.block_k}, "
-                f"{self.consumers} consumer warpgroup(s) + 1 producer, {self.stages} TMA stages, "
+                f"{self.consumers} consumer warpgroup(s) + 1 producer, {self.ctas_per_sm} block(s) an SM, "
+                f"{self.stages} TMA stages, "
                 f"A {self.a.major}-major, B {self.b.major}-major, {self.smem_bytes} B smem, {self.tiles} tiles "
                 f"on a persistent grid, raster group {self.raster_group}")
 
@@ -286,6 +291,13 @@ def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
     return a["stages"] * stage + a["consumers"] * epi_bytes(c_unit) + barriers + SMEM_ALIGN
 
 
+def consumer_regs(consumers: int, ctas_per_sm: int) -> int:
+    """Registers a consumer thread gets after setmaxnreg: the block's share of the register file
+    minus the producer warpgroup's, a multiple of 8, at most 240."""
+    per_block = 65536 // ctas_per_sm
+    return min(240, (per_block - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8)
+
+
 def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     elem = views.operands["A"].elem_bytes
     c_unit = c_vector(views)[0]
@@ -293,6 +305,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("block_m", (64, 128, 256), "rows of C per tile")
     g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
+    g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", (3, 4, 5, 6), "TMA pipeline depth (shared-memory stages)")
 
     def wg_rows(a: Assignment) -> str | None:
@@ -303,14 +316,21 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
 
     def acc_regs(a: Assignment) -> str | None:
         regs = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
-        return None if regs <= MAX_ACC_REGS else f"{regs} f32 accumulators per thread (> {MAX_ACC_REGS})"
-    g.constrain("accumulator registers", "arch", ["block_m", "block_n", "consumers"], acc_regs,
+        if regs > MAX_ACC_REGS:
+            return f"{regs} f32 accumulators per thread (> {MAX_ACC_REGS})"
+        room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - CONSUMER_OVERHEAD_REGS
+        if regs > room:
+            return (f"{regs} f32 accumulators per thread, but {a['ctas_per_sm']} block(s) an SM leave a consumer "
+                    f"{room} beside its other registers")
+        return None
+    g.constrain("accumulator registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], acc_regs,
                 "accumulators stay in registers next to the descriptors and the epilogue")
 
     def smem_ok(a: Assignment) -> str | None:
         need = smem_bytes(a, c_unit, elem)
-        return None if need <= arch.smem_per_block else f"{need} B > {arch.smem_per_block} B per block"
-    g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "stages"], smem_ok,
+        limit = min(arch.smem_per_block, arch.smem_per_sm // a["ctas_per_sm"] - SMEM_RESERVED_PER_BLOCK)
+        return None if need <= limit else f"{need} B > {limit} B per block ({a['ctas_per_sm']} block(s) an SM)"
+    g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "stages"], smem_ok,
                 "stages + per-consumer epilogue staging + barriers")
     return g
 
@@ -333,7 +353,7 @@ def _cost(views: ProblemViews, arch: Arch):
     tma_latency_us = 0.8
 
     def cost(a: Assignment) -> float:
-        bm, bn, cons = a["block_m"], a["block_n"], a["consumers"]
+        bm, bn, cons, ctas = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"]
         tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn)
         k_iters = kouter * math.ceil(k_inner / BLOCK_K)
         tiles_per_sm = math.ceil(tiles / arch.sms)
@@ -347,7 +367,12 @@ def _cost(views: ProblemViews, arch: Arch):
         l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
         l2_us = k_iters * stage / l2_share
         epi_us = bm * bn * c_elem / (arch.dram_gbps * 1e3 / busy)
-        tile_us = max(math_us, load_us, l2_us) + 0.3 * epi_us
+        # One block an SM runs its epilogue after its main loop (only the producer's prefetch overlaps);
+        # with two, the other block's main loop fills that time. Two blocks share the SM's tensor cores
+        # and its L2 share, so their math and loads still add up per SM.
+        load_us *= ctas
+        exposed_epi = epi_us if ctas == 1 else 0.1 * epi_us
+        tile_us = max(math_us, load_us, l2_us) + exposed_epi
         # The small load term breaks ties towards deeper pipelines.
         return max(tiles_per_sm * tile_us, dram_us) + 1.5 + 0.01 * tiles_per_sm * load_us
 
@@ -359,16 +384,45 @@ def plan(views: ProblemViews, arch: Arch) -> HopperPlan:
 
 
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, ConstraintGraph]:
-    blocked = gates(views, arch)
-    if blocked:
-        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
-                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+    _check_gates(views, arch)
     graph = build_tiling_graph(views, arch)
     try:
         sol = solve(graph, _cost(views, arch))
     except Unsatisfiable as exc:  # pragma: no cover - 64x64, 1 consumer, 3 stages always fits
         raise PlanError(f"{views.spec.source}: no {NAME} tiling fits: {exc}") from None
-    a = sol.assignment
+    return _plan(views, sol.assignment, sol.decisions, sol.feasible, sol.cost), graph
+
+
+def candidates(views: ProblemViews, arch: Arch, count: int) -> list[HopperPlan]:
+    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
+    _check_gates(views, arch)
+    graph = build_tiling_graph(views, arch)
+    cost = _cost(views, arch)
+    sol = solve(graph, cost, keep=count)
+    return [_plan(views, a, explain_assignment(graph, a, cost), sol.feasible, c) for c, a in sol.ranked]
+
+
+def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> HopperPlan:
+    """The plan of one given assignment (a tuned one, read back from the database)."""
+    _check_gates(views, arch)
+    graph = build_tiling_graph(views, arch)
+    a = {n.name: assignment.get(n.name) for n in graph.nodes}
+    broken = graph.violations(a) if all(v is not None for v in a.values()) else ["missing nodes"]
+    if broken:
+        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
+    cost = _cost(views, arch)
+    return _plan(views, a, explain_assignment(graph, a, cost), 1, cost(a))
+
+
+def _check_gates(views: ProblemViews, arch: Arch) -> None:
+    blocked = gates(views, arch)
+    if blocked:
+        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
+                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+
+
+def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+          cost_us: float) -> HopperPlan:
     bm, bn, cons = a["block_m"], a["block_n"], a["consumers"]
     ta, tb = tma_operand(views, "A", bm), tma_operand(views, "B", bn)
     assert not isinstance(ta, str) and not isinstance(tb, str), "gates checked both"
@@ -379,14 +433,15 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, Constr
     groups = math.prod(loop.size for loop in loops)
     tiles_m, tiles_n = math.ceil(size["m"] / bm), math.ceil(size["n"] / bn)
     threads = 128 * (cons + 1)
-    consumer_regs = min(240, (65536 - 128 * PRODUCER_REGS) // (128 * cons) // 8 * 8)
+    regs = consumer_regs(cons, a["ctas_per_sm"])
     elem = views.operands["A"].elem_bytes
     notes = []
     if size["k"] % BLOCK_K:
         notes.append(f"k segment {inner['k'].label if inner['k'] else '-'} is not a multiple of {BLOCK_K}: "
                      "TMA zero-fills the last k-tile past its end")
     plan = HopperPlan(
-        block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, wg_m=bm // cons, stages=a["stages"],
+        block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
+        stages=a["stages"],
         raster_group=RASTER_GROUP, a=ta, b=tb, tile_loops=loops, k_loops=kloops,
         m_inner=size["m"], n_inner=size["n"], k_inner=size["k"],
         m_inner_label=inner["m"].label if inner["m"] else "-", n_inner_label=inner["n"].label if inner["n"] else "-",
@@ -394,10 +449,10 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, Constr
         c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align,
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
         k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
-        threads=threads, consumer_regs=consumer_regs, epi_bytes=epi_bytes(c_unit),
-        smem_bytes=smem_bytes(a, c_unit, elem), decisions=sol.decisions, feasible=sol.feasible,
-        cost_us=sol.cost, notes=tuple(notes),
+        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit),
+        smem_bytes=smem_bytes(a, c_unit, elem), decisions=decisions, feasible=feasible,
+        cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")
-    return plan, graph
+    return plan

@@ -63,7 +63,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         **base,
         "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
-        "consumers": plan.consumers, "wg_m": plan.wg_m, "mi": plan.wg_m // 64, "threads": plan.threads,
+        "consumers": plan.consumers, "ctas_per_sm": plan.ctas_per_sm, "wg_m": plan.wg_m, "mi": plan.wg_m // 64,
+        "threads": plan.threads,
         "producer_regs": PRODUCER_REGS, "consumer_regs": plan.consumer_regs, "raster": plan.raster_group,
         "m_inner": plan.m_inner, "n_inner": plan.n_inner, "k_inner": plan.k_inner,
         "m_inner_label": plan.m_inner_label, "n_inner_label": plan.n_inner_label, "k_inner_label": plan.k_inner_label,
@@ -98,5 +99,6 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     decisions.extend(plan.notes)
     decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
                      f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
-                     f"a grid of min({plan.tiles}, SMs) blocks, {plan.k_iters} k-iterations a tile.")
+                     f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations "
+                     "a tile.")
     return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset({"atomic", "cuda.h", "mutex"}))

@@ -1,0 +1,181 @@
+"""`deepgemm tune` without the I/O (pure): the candidates a tuning level measures, the tuning database
+and its key, and the choice among measured candidates. cli.py renders, builds and runs them.
+
+Levels: 0 is the cost model alone (nothing measured); 1, 2 and 3 measure the 4, 16 or every feasible
+(at most LEVEL3_CAP) cheapest candidates of every kernel family whose gates allow the problem, in
+the cost model's order, so that a budget that runs out has measured the likeliest ones.
+
+The database is one JSON file: {"format": FORMAT, "version": 1, "entries": {key: entry}}. A key is
+the spec's content hash (its normalised form without the name or the file it came from), the arch,
+the GPU's name, the driver version and the generator version. Entries from several machines or
+runs merge by key, the newer `date` winning: a Ray or Slurm job array that tunes different specs or
+GPUs writes one file each and merges them with `deepgemm tune --merge`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dgemm_cli import __version__
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Decision, Rejection
+from dgemm_cli.errors import DeepGemmError
+from dgemm_cli.families import FALLBACK, FAMILIES
+from dgemm_cli.plan import Plan, plan_detail
+from dgemm_cli.spec import Spec
+from dgemm_cli.views import ProblemViews
+
+FORMAT = "deepgemm-tuning-db"
+DB_VERSION = 1
+LEVELS = {0: 0, 1: 4, 2: 16, 3: None}
+LEVEL3_CAP = 256
+
+
+class TuningDbError(DeepGemmError):
+    """The tuning database file is unreadable or not one."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    ident: str  # "<family>-<model rank>", e.g. "hopper-03"
+    family: str
+    model_rank: int  # 0: the cost model's pick within the family
+    model_us: float
+    plan: Plan
+
+
+def spec_hash(spec: Spec) -> str:
+    """The problem's identity: the normalised spec without its name (the file it came from is not in it)."""
+    d = spec.to_dict()
+    d.pop("name")
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
+
+def db_key(spec: Spec, arch: str, gpu: str, driver: str) -> str:
+    return f"{spec_hash(spec)}|{arch}|{gpu}|{driver}|{__version__}"
+
+
+def default_db_path(env: dict[str, str] | None = None) -> Path:
+    """$DEEPGEMM_TUNING_DB, else the user cache dir: $XDG_CACHE_HOME (or ~/.cache) on Linux,
+    ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows; deepgemm/tuning.json inside."""
+    env = dict(os.environ if env is None else env)
+    if env.get("DEEPGEMM_TUNING_DB"):
+        return Path(env["DEEPGEMM_TUNING_DB"])
+    if sys.platform == "darwin":
+        root = Path.home() / "Library" / "Caches"
+    elif sys.platform.startswith("win"):
+        root = Path(env.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    else:
+        root = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "deepgemm" / "tuning.json"
+
+
+def empty_db() -> dict[str, Any]:
+    return {"format": FORMAT, "version": DB_VERSION, "entries": {}}
+
+
+def load_db(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return empty_db()
+    try:
+        db = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TuningDbError(f"{path}: not a readable tuning database ({exc}); move it away or pass another "
+                            "--db") from None
+    if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("entries"), dict):
+        raise TuningDbError(f"{path}: not a deepgemm tuning database (format {FORMAT!r} expected)")
+    if db.get("version") != DB_VERSION:
+        raise TuningDbError(f"{path}: tuning database version {db.get('version')}, this deepgemm reads "
+                            f"{DB_VERSION}; tune again into a new file")
+    return db
+
+
+def save_db(path: Path, db: dict[str, Any]) -> None:
+    """Atomic: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(db, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def merge(into: dict[str, Any], other: dict[str, Any]) -> int:
+    """Adds `other`'s entries to `into` (the newer date wins a key); returns how many changed."""
+    changed = 0
+    for key, entry in other["entries"].items():
+        mine = into["entries"].get(key)
+        if mine is None or entry.get("date", "") > mine.get("date", ""):
+            into["entries"][key] = entry
+            changed += 1
+    return changed
+
+
+def lookup(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None = None) -> dict[str, Any] | None:
+    """The entry for this spec, arch and generator version: the one for `gpu` if given and present,
+    else the most recent of any GPU (gen runs where there may be no GPU to ask)."""
+    h = spec_hash(spec)
+    hits = [e for e in db["entries"].values()
+            if e.get("spec_hash") == h and e.get("arch") == arch and e.get("generator") == __version__]
+    if gpu is not None and any(e.get("gpu") == gpu for e in hits):
+        hits = [e for e in hits if e.get("gpu") == gpu]
+    return max(hits, key=lambda e: e.get("date", "")) if hits else None
+
+
+def candidates(views: ProblemViews, arch: Arch, level: int) -> list[Candidate]:
+    """Every family's `LEVELS[level]` cheapest plans, each a whole Plan (with the cta fallback where
+    the candidate needs run-time pointer checks)."""
+    count = LEVELS[level]
+    count = LEVEL3_CAP if count is None else count
+    if count == 0:
+        return []
+    detail = plan_detail(views, arch)
+    fallback = detail.family_plans[FALLBACK][0]
+    out = []
+    for name, module in FAMILIES.items():
+        if detail.family_plans[name] is None:  # gated out
+            continue
+        for rank, fplan in enumerate(module.candidates(views, arch, count)):
+            fb = fallback if fplan.family != FALLBACK and fplan.runtime_align else None
+            decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
+            out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
+    return out
+
+
+def pick(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The fastest verified candidate; equal times go to the family listed first, then the model's rank."""
+    ok = [m for m in measured if m.get("verified") and isinstance(m.get("us"), (int, float))]
+    order = list(FAMILIES)
+    return min(ok, key=lambda m: (m["us"], order.index(m["family"]), m["model_rank"])) if ok else None
+
+
+def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
+    """The winner of a database entry as a Plan, with the measured ranking as the family decision."""
+    win = entry["winner"]
+    family = win["family"]
+    if family not in FAMILIES:
+        raise TuningDbError(f"tuned family '{family}' is unknown to deepgemm {__version__}; tune again")
+    primary = FAMILIES[family].plan_for(views, arch, win["assignment"])
+    fallback = None
+    if family != FALLBACK and primary.runtime_align:
+        fallback = plan_detail(views, arch).family_plans[FALLBACK][0]
+    best = {}
+    for m in entry.get("measured", []):
+        if m.get("verified") and isinstance(m.get("us"), (int, float)) and m["family"] != family:
+            best[m["family"]] = min(best.get(m["family"], m["us"]), m["us"])
+    rejected = tuple(Rejection(f, f"measured +{(us / win['us'] - 1) * 100:.0f}% (deepgemm tune, level "
+                                  f"{entry['level']})") for f, us in sorted(best.items()))
+    decision = Decision("family", family, "the kernel family", rejected)
+    return Plan(primary, fallback, decision, tuned=summary(entry))
+
+
+def summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json records of a tuned plan."""
+    win = entry["winner"]
+    return {"level": entry["level"], "gpu": entry["gpu"], "driver": entry["driver"], "date": entry["date"],
+            "us": win["us"], "ratio": win.get("ratio"), "baseline_us": win.get("baseline_us"),
+            "candidate": win["id"], "measured": len(entry.get("measured", []))}

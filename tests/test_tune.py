@@ -1,0 +1,152 @@
+"""deepgemm tune without a GPU: candidates per level, the database (key, round trip, merge, lookup),
+the measured choice, and gen/explain reading a tuned plan back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.tune import (
+    FORMAT,
+    TuningDbError,
+    candidates,
+    db_key,
+    empty_db,
+    load_db,
+    lookup,
+    merge,
+    pick,
+    save_db,
+    spec_hash,
+    tuned_plan,
+)
+from dgemm_cli.views import analyse
+
+from .conftest import REPO, SPECS
+
+SQUARE = next(p for p in SPECS if p.stem == "square_bf16")
+
+
+def _entry(spec, winner_family="cta", rank=3, date="2026-11-30T10:00:00+00:00", gpu="NVIDIA H200", us=100.0):
+    views = analyse(spec)
+    cands = candidates(views, get_arch("sm_90a"), 2)
+    measured = [{"id": c.ident, "family": c.family, "model_rank": c.model_rank, "model_us": c.model_us,
+                 "assignment": c.plan.primary.assignment, "verified": True,
+                 "us": us if (c.family, c.model_rank) == (winner_family, rank) else us * 1.5 + c.model_rank}
+                for c in cands]
+    winner = pick(measured)
+    return {"spec_hash": spec_hash(spec), "name": spec.name, "arch": "sm_90a", "gpu": gpu, "driver": "580.159.04",
+            "generator": __import__("dgemm_cli").__version__, "level": 2, "date": date,
+            "winner": {**winner, "ratio": 0.9, "baseline_us": 90.0, "baseline": "C^T=BA"}, "measured": measured}
+
+
+def test_levels_measure_4_16_or_every_candidate_of_every_family():
+    views = analyse(load_spec(SQUARE))
+    assert candidates(views, get_arch("sm_90a"), 0) == []
+    one = candidates(views, get_arch("sm_90a"), 1)
+    assert [c.ident for c in one] == [f"{f}-{i:02d}" for f in ("hopper", "cta") for i in range(4)]
+    assert len(candidates(views, get_arch("sm_90a"), 2)) == 32
+    # Gated families offer none: sm_80 has no wgmma.
+    assert {c.family for c in candidates(views, get_arch("sm_80"), 1)} == {"cta"}
+    # Every candidate is a distinct, feasible plan; rank 0 is the model's pick.
+    hop = [c for c in one if c.family == "hopper"]
+    assert len({json.dumps(c.plan.primary.assignment, sort_keys=True) for c in hop}) == 4
+    assert [c.model_us for c in hop] == sorted(c.model_us for c in hop)
+
+
+def test_spec_hash_ignores_name_and_file_not_the_problem(tmp_path):
+    a = parse_spec({"name": "x", "gemm": {"m": 8, "n": 8, "k": 8}}, "a.yaml")
+    b = parse_spec({"name": "y", "gemm": {"m": 8, "n": 8, "k": 8}}, str(tmp_path / "b.yaml"))
+    c = parse_spec({"name": "x", "gemm": {"m": 8, "n": 8, "k": 8}, "operands": {"A": {"layout": "col"}}})
+    assert spec_hash(a) == spec_hash(b) != spec_hash(c)
+    assert db_key(a, "sm_90a", "H200", "580") != db_key(a, "sm_90a", "H100", "580")
+
+
+def test_database_round_trip_merge_and_lookup(tmp_path):
+    spec = load_spec(SQUARE)
+    old, new = _entry(spec, date="2026-11-01T00:00:00+00:00"), _entry(spec, rank=1)
+    db = empty_db()
+    db["entries"]["k"] = old
+    save_db(tmp_path / "a.json", db)
+    assert load_db(tmp_path / "a.json") == db
+    other = empty_db()
+    other["entries"]["k"] = new
+    other["entries"]["k2"] = _entry(spec, gpu="NVIDIA H100", date="2026-11-02T00:00:00+00:00")
+    assert merge(db, other) == 2 and db["entries"]["k"] is new
+    assert merge(db, {"entries": {"k": old}}) == 0  # older never replaces newer
+    assert lookup(db, spec, "sm_90a")["date"] == new["date"]  # most recent of any GPU
+    assert lookup(db, spec, "sm_90a", gpu="NVIDIA H100")["gpu"] == "NVIDIA H100"
+    assert lookup(db, spec, "sm_80") is None
+    assert lookup(db, parse_spec({"name": "z", "gemm": {"m": 8, "n": 8, "k": 8}}), "sm_90a") is None
+
+
+@pytest.mark.parametrize("text,match", [("{", "not a readable"), ('{"format": "x", "entries": {}}', "not a deepgemm"),
+                                        (json.dumps({"format": FORMAT, "version": 99, "entries": {}}), "version 99")])
+def test_bad_database_files_are_refused(tmp_path, text, match):
+    path = tmp_path / "db.json"
+    path.write_text(text)
+    with pytest.raises(TuningDbError, match=match):
+        load_db(path)
+
+
+def test_pick_takes_the_fastest_verified_and_breaks_ties_by_family_then_model_rank():
+    rows = [{"id": "cta-00", "family": "cta", "model_rank": 0, "verified": True, "us": 5.0},
+            {"id": "hopper-02", "family": "hopper", "model_rank": 2, "verified": True, "us": 5.0},
+            {"id": "hopper-01", "family": "hopper", "model_rank": 1, "verified": True, "us": 5.0},
+            {"id": "hopper-00", "family": "hopper", "model_rank": 0, "verified": False, "us": 1.0},
+            {"id": "cta-01", "family": "cta", "model_rank": 1, "verified": True, "us": None}]
+    assert pick(rows)["id"] == "hopper-01"
+    assert pick([r for r in rows if not r["verified"]]) is None
+
+
+def test_tuned_plan_is_the_measured_winner():
+    spec = load_spec(SQUARE)
+    entry = _entry(spec, winner_family="cta", rank=3)
+    plan = tuned_plan(analyse(spec), get_arch("sm_90a"), entry)
+    assert plan.family == "cta" and plan.primary.assignment == entry["winner"]["assignment"]
+    assert "measured by deepgemm tune" in plan.family_decision.summary()
+    assert plan.tuned["us"] == 100.0 and plan.tuned["level"] == 2
+
+
+def _dg(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "dgemm_cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=REPO, env=env, check=False)
+
+
+def test_gen_renders_the_tuned_plan_and_explain_shows_the_ranking(tmp_path):
+    spec = load_spec(SQUARE)
+    db = empty_db()
+    db["entries"]["k"] = _entry(spec, winner_family="cta", rank=3)
+    save_db(tmp_path / "db.json", db)
+    out = _dg("gen", SQUARE, "-o", tmp_path / "g", "--db", tmp_path / "db.json")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads((tmp_path / "g" / spec.name / "plan.json").read_text())
+    assert plan["plan"]["family"] == "cta" and plan["plan"]["tuned"]["us"] == 100.0
+    assert plan["plan"]["primary"]["assignment"] == db["entries"]["k"]["winner"]["assignment"]
+    out = _dg("gen", SQUARE, "-o", tmp_path / "u", "--db", tmp_path / "db.json", "--untuned")
+    assert json.loads((tmp_path / "u" / spec.name / "plan.json").read_text())["plan"]["tuned"] is None
+    out = _dg("explain", SQUARE, "--db", tmp_path / "db.json")
+    assert out.returncode == 0, out.stderr
+    assert "## Tuned (deepgemm tune level 2" in out.stdout and "gen renders cta-03" in out.stdout
+
+
+def test_tune_level_0_prints_the_model_ranking_without_a_gpu(tmp_path):
+    out = _dg("tune", SQUARE, "--level", "0", "--db", tmp_path / "db.json")
+    assert out.returncode == 0, out.stderr
+    assert "hopper-00" in out.stdout and "cta-03" in out.stdout and "nothing measured" in out.stdout
+    assert not (tmp_path / "db.json").exists()
+
+
+def test_tune_merges_databases(tmp_path):
+    spec = load_spec(SQUARE)
+    other = empty_db()
+    other["entries"]["k"] = _entry(spec)
+    save_db(tmp_path / "job1.json", other)
+    out = _dg("tune", SQUARE, "--level", "0", "--db", tmp_path / "team.json", "--merge", tmp_path / "job1.json")
+    assert out.returncode == 0, out.stderr
+    assert load_db(tmp_path / "team.json")["entries"]["k"]["name"] == spec.name
