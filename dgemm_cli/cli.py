@@ -546,13 +546,13 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | 
         final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)], env).report
         entry = {
             "spec_hash": spec_hash(spec), "name": spec.name, "arch": target.name, "gpu": gpus[0].name,
-            "driver": gpus[0].driver, "generator": f"{__version__}", "level": level,
+            "driver": gpus[0].driver_version, "generator": f"{__version__}", "level": level,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
                        "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},
             "measured": measured,
         }
-        db["entries"][db_key(spec, target.name, gpus[0].name, gpus[0].driver)] = entry
+        db["entries"][db_key(spec, target.name, gpus[0].name, gpus[0].driver_version)] = entry
         entries.append(entry)
         if not as_json:
             click.echo(_tune_line(entry))
@@ -599,12 +599,15 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
         if time.monotonic() - start > budget:
             row["skipped"] = "budget spent"
             return row
-        exe = harness_path(d, arch_name)
-        ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env)
-        row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
-        if row["verified"]:
-            b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env)
-            row["us"] = b.report.get("us")
+        try:
+            exe = harness_path(d, arch_name)
+            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env)
+            row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
+            if row["verified"]:
+                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env)
+                row["us"] = b.report.get("us")
+        except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
+            row["error"] = str(err)
         return row
 
     queues = [todo[i::len(gpus)] for i in range(len(gpus))]

@@ -150,3 +150,42 @@ def test_tune_merges_databases(tmp_path):
     out = _dg("tune", SQUARE, "--level", "0", "--db", tmp_path / "team.json", "--merge", tmp_path / "job1.json")
     assert out.returncode == 0, out.stderr
     assert load_db(tmp_path / "team.json")["entries"]["k"]["name"] == spec.name
+
+
+def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypatch):
+    """The whole tune command in process, with the compiler and the GPU faked: builds are ok, each
+    candidate's harness "runs" at a time derived from its rank, one candidate fails verify."""
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli
+    from dgemm_cli.build import BuildResult
+    from dgemm_cli.run import HarnessRun
+    from dgemm_cli.toolchain import GpuInfo
+
+    monkeypatch.setattr(cli, "find_gpus", lambda: [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")])
+    monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
+    monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
+
+    def fake_run(directory, harness, arch, args, env):
+        ident = directory.name
+        family, rank = ident.split("-")
+        us = 10.0 + int(rank) + (5.0 if family == "cta" else 0.0)
+        if args[0] == "verify":
+            ok = ident != "hopper-00"
+            return HarnessRun(directory, arch, 0 if ok else 1, {"passed": ok}, "")
+        report = {"us": us}
+        if "--baseline" not in args:
+            report.update(ratio=0.5, baseline_us=us / 2, baseline_formulation="C^T=BA")
+        return HarnessRun(directory, arch, 0, report, "")
+    monkeypatch.setattr(cli, "run_harness", fake_run)
+    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
+
+    db = tmp_path / "db.json"
+    res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(db), "-o",
+                                        str(tmp_path / "w"), "--json"])
+    assert res.exit_code == 0, res.output
+    entry = next(iter(load_db(db)["entries"].values()))
+    assert entry["winner"]["id"] == "hopper-01"  # hopper-00 failed verify
+    assert entry["winner"]["ratio"] == 0.5 and entry["gpu"] == "NVIDIA H200" and entry["driver"] == "580.159.04"
+    assert len(entry["measured"]) == 8 and not entry["measured"][0]["verified"]
+    assert (tmp_path / "w" / "square_bf16" / "cta-03" / "square_bf16.cu").is_file()

@@ -62,9 +62,10 @@ table = [f"{'spec':<32} {'contraction':<16} {'M':>7} {'N':>7} {'K':>8} {'tile, i
          f"{'rel_err':>8} result" + ("      µs  cuBLAS µs" if bench else "")]
 for r in rows:
     plan = json.loads((pathlib.Path(r["directory"]) / "plan.json").read_text())
-    roles, p = plan["views"]["roles"], plan["plan"]
+    roles, p = plan["views"]["roles"], plan["plan"]["primary"]
     regs = max((k["registers"] for k in builds.get(r["name"], {}).get("kernels", [])), default=0)
-    shape = f"{p['block_m']}x{p['block_n']}x{p['block_k']} {p['instruction'][:3]} {p['tiles']}"
+    kind = p.get("instruction", p["family"])[:3]
+    shape = f"{p['block_m']}x{p['block_n']}x{p['block_k']} {kind} {p['tiles']}"
     line = (f"{r['name']:<32} {plan['spec']['contraction']:<16} {roles['m']['size']:>7} {roles['n']['size']:>7} "
             f"{roles['k']['size']:>8} {shape:<22} {regs:>4} {f(r.get('rel_err')):>8} "
             + ("PASS" if r["passed"] else "FAIL " + str(r.get("error") or r.get("first_fail"))[:60]))
