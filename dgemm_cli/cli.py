@@ -42,6 +42,7 @@ from dgemm_cli.tune import candidates as tune_candidates
 from dgemm_cli.views import analyse
 
 DEFAULT_OUT = Path("generated")
+TUNE_RUN_TIMEOUT_S = 120  # one candidate's verify or bench; a hung candidate loses instead of stalling the tune
 ARCH_CHOICE = click.Choice(list(ARCHES))
 
 EPILOG = """\b
@@ -601,10 +602,12 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
             return row
         try:
             exe = harness_path(d, arch_name)
-            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env)
+            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env,
+                              timeout=TUNE_RUN_TIMEOUT_S)
             row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
             if row["verified"]:
-                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env)
+                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env,
+                                timeout=TUNE_RUN_TIMEOUT_S)
                 row["us"] = b.report.get("us")
         except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
             row["error"] = str(err)

@@ -55,12 +55,13 @@ def harness_env() -> dict[str, str]:
     return env
 
 
-def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str]) -> HarnessRun:
+def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str],
+                timeout: float = HARNESS_TIMEOUT_S) -> HarnessRun:
     try:
         proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
-                              timeout=HARNESS_TIMEOUT_S, check=False)
+                              timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return HarnessRun(directory, arch, 124, {"error": f"harness timed out after {HARNESS_TIMEOUT_S} s"}, "")
+        return HarnessRun(directory, arch, 124, {"error": f"harness timed out after {timeout:g} s"}, "")
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}, no output"]

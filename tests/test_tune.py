@@ -166,7 +166,7 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
     monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
     monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
 
-    def fake_run(directory, harness, arch, args, env):
+    def fake_run(directory, harness, arch, args, env, timeout=None):
         ident = directory.name
         family, rank = ident.split("-")
         us = 10.0 + int(rank) + (5.0 if family == "cta" else 0.0)

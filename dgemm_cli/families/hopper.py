@@ -291,11 +291,18 @@ def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
     return a["stages"] * stage + a["consumers"] * epi_bytes(c_unit) + barriers + SMEM_ALIGN
 
 
+def entry_regs(consumers: int, ctas_per_sm: int) -> int:
+    """Registers a thread starts with: what __launch_bounds__(threads, ctas_per_sm) allows, a multiple of 8."""
+    threads = 128 * (consumers + 1)
+    return min(255, 65536 // (threads * ctas_per_sm)) // 8 * 8
+
+
 def consumer_regs(consumers: int, ctas_per_sm: int) -> int:
-    """Registers a consumer thread gets after setmaxnreg: the block's share of the register file
-    minus the producer warpgroup's, a multiple of 8, at most 240."""
-    per_block = 65536 // ctas_per_sm
-    return min(240, (per_block - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8)
+    """Registers a consumer thread asks for with setmaxnreg.inc: the block's pool (what its threads
+    started with) minus what the producer warpgroup keeps, a multiple of 8, at most 240. Asking for
+    more than the pool holds would block the consumers forever (setmaxnreg.inc waits for registers)."""
+    pool = entry_regs(consumers, ctas_per_sm) * 128 * (consumers + 1)
+    return min(240, (pool - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8)
 
 
 def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:

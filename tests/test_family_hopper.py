@@ -1,0 +1,67 @@
+"""The Hopper family's planner: gates, tensor maps of views, register and shared-memory budgets."""
+
+from __future__ import annotations
+
+import pytest
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.families import hopper
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.views import analyse
+
+from .conftest import REPO, SPECS
+
+BENCH = sorted((REPO / "specs" / "bench").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", [p for p in SPECS + BENCH], ids=lambda p: p.stem)
+def test_every_candidate_fits_the_register_pool_and_shared_memory(path):
+    """setmaxnreg.inc blocks until the block's pool has the registers: a consumer must never ask for
+    more than its threads started with, minus what the producer keeps (a deadlock otherwise)."""
+    views = analyse(load_spec(path))
+    arch = get_arch("sm_90a")
+    if hopper.gates(views, arch):
+        return
+    for p in hopper.candidates(views, arch, 512):
+        entry = hopper.entry_regs(p.consumers, p.ctas_per_sm)
+        assert entry * p.threads >= 128 * hopper.PRODUCER_REGS + 128 * p.consumers * p.consumer_regs
+        assert p.consumer_regs % 8 == 0 and 24 <= p.consumer_regs <= 256
+        assert p.wg_m // 64 * p.block_n // 2 + hopper.CONSUMER_OVERHEAD_REGS <= p.consumer_regs
+        assert p.smem_bytes * p.ctas_per_sm + 1024 * p.ctas_per_sm <= arch.smem_per_sm
+        assert p.threads == 128 * (p.consumers + 1) and p.stages >= 3
+
+
+def test_conv_view_is_loaded_by_tma_without_a_copy():
+    views = analyse(load_spec(next(p for p in BENCH if p.stem == "conv_nchw_8x256x56x56_k512")))
+    a = hopper.tma_operand(views, "A", 128)
+    assert a.major == "mn" and [d.label for d in a.dims] == ["hw[3136]", "c[256]", "n[8]"]
+    assert [d.stride_bytes for d in a.dims] == [0, 3136 * 2, 256 * 3136 * 2]
+    b = hopper.tma_operand(views, "B", 128)
+    assert b.major == "k" and b.boxes_per_stage == 1
+
+
+@pytest.mark.parametrize("operands,gate", [
+    ({"A": {"strides": [8, 1000]}}, "innermost dim is strided"),
+    ({"A": {"strides": [129, 1]}}, "not a positive multiple of 16"),
+    ({"A": {"offset": 3}}, "not 16-byte aligned"),
+    ({"B": {"strides": [0, 1]}}, "stride 0 along its innermost k"),
+])
+def test_gates_name_what_tma_cannot_take(operands, gate):
+    spec = parse_spec({"name": "g", "dtype": "bf16", "gemm": {"m": 96, "n": 96, "k": 128}, "operands": operands})
+    reasons = " ".join(r for _, r in hopper.gates(analyse(spec), get_arch("sm_90a")))
+    assert gate in reasons
+
+
+def test_f32_and_pre_hopper_archs_are_gated():
+    spec = parse_spec({"name": "g", "dtype": "f32", "gemm": {"m": 64, "n": 64, "k": 64}})
+    names = [n for n, _ in hopper.gates(analyse(spec), get_arch("sm_80"))]
+    assert "wgmma" in names and "wgmma dtypes" in names
+
+
+def test_batch_broadcast_is_left_out_of_the_tensor_map():
+    spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"batch": 4, "m": 128, "n": 128, "k": 128},
+                       "operands": {"B": {"strides": [0, 128, 1]}}})
+    views = analyse(spec)
+    b = hopper.tma_operand(views, "B", 128)
+    a = hopper.tma_operand(views, "A", 128)
+    assert len(b.dims) == 2 and len(a.dims) == 3  # the batch dim only where the stride is not 0
