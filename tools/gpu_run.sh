@@ -10,6 +10,7 @@
 #   tune      deepgemm tune TUNE_SPECS (default specs/*.yaml) at TUNE_LEVEL (default 1) into $OUT/tuning.json
 #   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
 # Logs and JSON go to $OUT (or ./gpu_out), packed so that at most 8 files come back; a table is last.
+# T_BUILD, T_VERIFY, T_VERIFY_BENCH, T_BENCH, T_TUNE: seconds each step may take (a lease is short).
 set -u -o pipefail
 OUT=${OUT:-$PWD/gpu_out}
 RAND=${RAND:-60}
@@ -38,22 +39,22 @@ if has verify || has bench || has sanitize; then
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
   # shellcheck disable=SC2046
-  dg build $(sets none) -j "$JOBS" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
+  timeout "${T_BUILD:-3600}" "$PY" -m dgemm_cli build $(sets none) -j "$JOBS" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
   stamp "build rc=$?"
 fi
 
 if has verify; then
   # shellcheck disable=SC2046
-  dg verify $(sets bench) --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+  timeout "${T_VERIFY:-3600}" "$PY" -m dgemm_cli verify $(sets bench) --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
   if [ -d "$W/bench" ]; then
     # 8192^3 takes minutes in the float64 reference: only when BIG_VERIFY=1.
     bench_dirs=$(ls -d "$W"/bench/*/ | grep -v -E "${BIG_VERIFY:+^$}sq8192")
-    dg verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+    timeout "${T_VERIFY_BENCH:-3600}" "$PY" -m dgemm_cli verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
   fi
 fi
 if has bench; then
   # shellcheck disable=SC2046
-  dg bench $(sets rand | grep -v -E 'rand(tma)?$') --reps 20 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
@@ -83,7 +84,7 @@ PYEOF
 fi
 if has tune; then
   # shellcheck disable=SC2086  # TUNE_SPECS is a list of globs
-  dg tune ${TUNE_SPECS:-specs/*.yaml} --level "${TUNE_LEVEL:-1}" --db "$OUT/tuning.json" -j "$JOBS" \
+  timeout "${T_TUNE:-3600}" "$PY" -m dgemm_cli tune ${TUNE_SPECS:-specs/*.yaml} --level "${TUNE_LEVEL:-1}" --db "$OUT/tuning.json" -j "$JOBS" \
     --budget "${TUNE_BUDGET:-120}" -o "$W/tune" --json > "$OUT/tune.json" 2> "$OUT/tune_err.txt"
   stamp "tune rc=$?"
 fi
