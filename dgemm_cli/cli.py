@@ -554,6 +554,7 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | 
             "measured": measured,
         }
         db["entries"][db_key(spec, target.name, gpus[0].name, gpus[0].driver_version)] = entry
+        save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
         entries.append(entry)
         if not as_json:
             click.echo(_tune_line(entry))
