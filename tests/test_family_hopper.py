@@ -65,3 +65,24 @@ def test_batch_broadcast_is_left_out_of_the_tensor_map():
     b = hopper.tma_operand(views, "B", 128)
     a = hopper.tma_operand(views, "A", 128)
     assert len(b.dims) == 2 and len(a.dims) == 3  # the batch dim only where the stride is not 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sq4096_bf16", "conv_nchw_8x256x56x56_k512"])
+def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
+    """Compiles (nvcc -ptx, no GPU) the square and the conv spec for sm_90a: the PTX has the Hopper
+    instructions the family is built on."""
+    import subprocess
+    import sys
+
+    path = REPO / "specs" / "bench" / f"{name}.yaml"
+    gen = subprocess.run([sys.executable, "-m", "dgemm_cli", "gen", str(path), "-o", str(tmp_path)],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert gen.returncode == 0, gen.stderr
+    out = subprocess.run([sys.executable, "-m", "dgemm_cli", "explain", str(path), "--dump-ptx", "-o", str(tmp_path)],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert out.returncode == 0, out.stderr
+    ptx = out.stdout
+    for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
+                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned"):
+        assert instruction in ptx, instruction

@@ -121,3 +121,22 @@ def test_dtype_alias_gives_the_same_files_as_our_name(tmp_path):
         spec_file.write_text(f"name: aliased\ndtype: {dtype}\ngemm: {{m: 8, n: 8, k: 8}}\n")
         trees.append(_tree(generate(load_spec(spec_file), get_arch("sm_80"), tmp_path / f"out_{dtype}").directory))
     assert trees[0] == trees[1]
+
+
+def test_the_wheel_ships_every_template_and_subpackage():
+    """pyproject lists packages and template globs by hand: a new family's folder must be in them."""
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    from .conftest import REPO
+
+    conf = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = set(conf["packages"])
+    for init in (REPO / "dgemm_cli").rglob("__init__.py"):
+        assert ".".join(init.parent.relative_to(REPO).parts) in packages, init
+    globs = conf["package-data"]["dgemm_cli.templates"]
+    for f in (REPO / "templates").rglob("*"):
+        if f.is_file():
+            rel = f.relative_to(REPO / "templates").as_posix()
+            assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs), rel
