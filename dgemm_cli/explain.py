@@ -106,7 +106,12 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
         if solved is None:
             continue
         fplan, graph = solved
-        tag = "chosen" if fplan is plan.primary else ("run-time fallback" if fplan is plan.fallback else "not chosen")
+        if name == plan.family:
+            tag = "chosen"
+        elif plan.fallback is not None and name == plan.fallback.family:
+            tag, fplan = "run-time fallback", plan.fallback  # with its fallback register budget
+        else:
+            tag = "not chosen"
         out.append("")
         out.append(f"## Family {name} ({tag}): {fplan.summary}")
         out.extend(_graph_lines(graph, fplan))

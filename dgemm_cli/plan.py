@@ -9,6 +9,7 @@ views), the `cta` family's plan is rendered beside it and the launcher takes it 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,8 +88,14 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     primary = solved[sol.assignment["family"]][0]
     fallback = None
     if primary.family != FALLBACK and primary.runtime_align:
-        fallback = solved[FALLBACK][0]
+        fallback = as_fallback(solved[FALLBACK][0])
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+
+
+def as_fallback(plan: Any) -> Any:
+    """The cta plan as a run-time fallback: the whole register file (min blocks 1). It runs only for
+    pointers that fail the primary's check; under the 128-register cap three such kernels spilled."""
+    return dataclasses.replace(plan, min_blocks_per_sm=1)
 
 
 def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Plan:

@@ -136,7 +136,8 @@ RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "h
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,
                    env: jinja2.Environment) -> dict:
     base = base_context(spec, views, baseline, arch)
-    bodies = [RENDERERS[p.family](env, spec, views, p, base) for p in plan.kernels]
+    bodies = [RENDERERS[p.family](env, spec, views, p, {**base, "is_fallback": p is plan.fallback})
+              for p in plan.kernels]
     d = plan.family_decision
     dispatch = None
     if plan.fallback is not None:

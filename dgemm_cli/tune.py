@@ -27,7 +27,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection
 from dgemm_cli.errors import DeepGemmError
 from dgemm_cli.families import FALLBACK, FAMILIES
-from dgemm_cli.plan import Plan, plan_detail
+from dgemm_cli.plan import Plan, as_fallback, plan_detail
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
@@ -134,7 +134,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int) -> list[Candidate]:
     if count == 0:
         return []
     detail = plan_detail(views, arch)
-    fallback = detail.family_plans[FALLBACK][0]
+    fallback = as_fallback(detail.family_plans[FALLBACK][0])
     out = []
     for name, module in FAMILIES.items():
         if detail.family_plans[name] is None:  # gated out
@@ -162,7 +162,7 @@ def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
     primary = FAMILIES[family].plan_for(views, arch, win["assignment"])
     fallback = None
     if family != FALLBACK and primary.runtime_align:
-        fallback = plan_detail(views, arch).family_plans[FALLBACK][0]
+        fallback = as_fallback(plan_detail(views, arch).family_plans[FALLBACK][0])
     best = {}
     for m in entry.get("measured", []):
         if m.get("verified") and isinstance(m.get("us"), (int, float)) and m["family"] != family:
