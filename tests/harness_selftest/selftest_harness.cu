@@ -50,14 +50,14 @@ static const long long kLdc = 1;
 static const long long kLdc = 8;
 #endif
 static const DgBaseline kBaseline = {
-    1, "cublas", {0, 0, 0}, {}, 0, 1, 1, 5, 3, 7, 9, 3, kLdc, 0, 0, 0, 1};
+    1, "cublas", {0, 0, 0}, {}, 1, {{"C=A^TB^T", 0, 1, 1, 5, 3, 7, 9, 3, kLdc, 0, 0, 0, 1}}};
 #else
 // A gathered into a dense 5x7 row-major temp, C into a dense 5x3 row-major one; row-major C is
 // column-major (n x m), so swap: Cmat(3 x 5, ld 3) = B(3 x 7, ld 3) * A(7 x 5, ld 7), no transposes.
 static const DgBaseline kBaseline = {
     1, "copy+cublas", {1, 0, 1},
     {{2, {5, 7}, {9, 1}}, {}, {2, {5, 3}, {1, 8}}},
-    1, 0, 0, 3, 5, 7, 3, 7, 3, 0, 0, 0, 1};
+    1, {{"C^T=BA", 1, 0, 0, 3, 5, 7, 3, 7, 3, 0, 0, 0, 1}}};
 #endif
 #elif SELFTEST_CASE == 3
 typedef __nv_bfloat16 TA;
@@ -74,7 +74,7 @@ static const DgProblem kProblem = {
     3, {0, 0, 0}, {3145728, 786432, 2457568}, {DG_BF16, DG_BF16, DG_F32}, {16, 16, 16}, 1.0f, 1.0f, 1e-3};
 // Row-major C (m x n, ld 800) is column-major (n x m): swap, Cmat(768 x 1024) = B(768 x 1024) * A(1024 x 1024).
 static const DgBaseline kBaseline = {
-    1, "cublas", {0, 0, 0}, {}, 1, 0, 0, 768, 1024, 1024, 768, 1024, 800, 0, 1048576, 819200, 3};
+    1, "cublas", {0, 0, 0}, {}, 1, {{"C^T=BA batch=b", 1, 0, 0, 768, 1024, 1024, 768, 1024, 800, 0, 1048576, 819200, 3}}};
 #else
 #error "unknown SELFTEST_CASE"
 #endif
