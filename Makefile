@@ -22,8 +22,8 @@ examples:
 lint:
 	ruff check .
 
-gpu-suite:  # on a GPU machine, from a checkout: specs/ + 250 random specs, bench, gpu tests
-	bash tools/gpu_suite.sh 250 7
+gpu-suite:  # on a GPU machine, from a checkout: specs/, specs/bench/, random specs, bench, sanitizers, gpu tests
+	RAND=250 bash tools/gpu_run.sh verify bench indep sanitize pytest
 
 einsum-suite:  # on a GPU machine: specs/einsum (opt_einsum's two-operand equations) + 150 random specs
 	bash tools/einsum_suite.sh 150 11

@@ -50,6 +50,11 @@ class Decision:
     doc: str
     rejected: tuple[Rejection, ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        """For plan.json: the value, why, and every rejected value with its reason."""
+        return {"node": self.node, "value": self.value, "why": self.summary(),
+                "rejected": [{"value": r.value, "why": r.why} for r in self.rejected]}
+
     def summary(self) -> str:
         """One line: the value and the constraint that decided it."""
         ruled = [r for r in self.rejected if not r.why.startswith(("costs", "measured"))]

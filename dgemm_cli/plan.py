@@ -40,11 +40,9 @@ class Plan:
         return max(k.smem_bytes for k in self.kernels)
 
     def to_dict(self) -> dict[str, Any]:
-        d = self.family_decision
         return {
             "family": self.family,
-            "family_decision": {"value": d.value, "why": d.summary(),
-                                "rejected": [{"value": r.value, "why": r.why} for r in d.rejected]},
+            "family_decision": self.family_decision.to_dict(),
             "primary": self.primary.to_dict(),
             "fallback": self.fallback.to_dict() if self.fallback is not None else None,
             "runtime_align": dict(self.primary.runtime_align) if self.fallback is not None else {},

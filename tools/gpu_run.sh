@@ -9,6 +9,7 @@
 #   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper-family kernels
 #   tune      deepgemm tune TUNE_SPECS (default specs/*.yaml) at TUNE_LEVEL (default 1) into $OUT/tuning.json
 #   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
+#   pytest    the gpu-marked tests (pytest -m gpu)
 # Logs and JSON go to $OUT (or ./gpu_out), packed so that at most 8 files come back; a table is last.
 # T_BUILD, T_VERIFY, T_VERIFY_BENCH, T_BENCH, T_TUNE: seconds each step may take (a lease is short).
 set -u -o pipefail
@@ -87,6 +88,10 @@ if has tune; then
   timeout "${T_TUNE:-3600}" "$PY" -m dgemm_cli tune ${TUNE_SPECS:-specs/*.yaml} --level "${TUNE_LEVEL:-1}" --db "$OUT/tuning.json" -j "$JOBS" \
     --budget "${TUNE_BUDGET:-120}" -o "$W/tune" --json > "$OUT/tune.json" 2> "$OUT/tune_err.txt"
   stamp "tune rc=$?"
+fi
+if has pytest; then
+  timeout "${T_PYTEST:-3600}" "$PY" -m pytest -q -m gpu tests > "$OUT/pytest_gpu.txt" 2>&1; stamp "pytest gpu rc=$?"
+  tail -3 "$OUT/pytest_gpu.txt"
 fi
 if has einsum; then
   OUT="$OUT/einsum" bash tools/einsum_suite.sh "${EINSUM_RAND:-0}" 11 > "$OUT/einsum_suite.txt" 2>&1

@@ -102,11 +102,7 @@ class TilePlan:
                 f"{self.tiles} blocks")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"family": self.family, **asdict(self)}
-        d["decisions"] = [{"node": x.node, "value": x.value, "why": x.summary(),
-                           "rejected": [{"value": r.value, "why": r.why} for r in x.rejected]}
-                          for x in self.decisions]
-        return d
+        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
 
 
 @dataclass(frozen=True)
