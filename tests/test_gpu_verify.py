@@ -37,7 +37,7 @@ def test_odd_tails_verifies(tmp_path):
 def test_broken_kernel_fails_verification(tmp_path):
     # Drop the last k-tile: verify must notice (the reference does not share this code).
     spec = parse_spec({"name": "broken", "gemm": {"m": 40, "n": 24, "k": 100}})
-    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    g = generate(spec, get_arch("sm_90a"), tmp_path, family="cta")
     cu = g.directory / "broken.cu"
     loop = "for (int kt = 0; kt < K_TILES; ++kt)"
     cu.write_text(cu.read_text().replace(loop, loop.replace("K_TILES", "K_TILES - 1")))
@@ -46,10 +46,25 @@ def test_broken_kernel_fails_verification(tmp_path):
     assert rc == 1 and not rows[0]["passed"] and rows[0]["first_fail"] is not None
 
 
+def test_broken_hopper_kernel_fails_verification(tmp_path):
+    # The Hopper family's producer and consumers both stop one k-tile early: verify must notice.
+    spec = parse_spec({"name": "broken_h", "dtype": "bf16", "gemm": {"m": 192, "n": 128, "k": 320},
+                       "operands": {x: {"align": 16} for x in "ABC"}})
+    g = generate(spec, get_arch("sm_90a"), tmp_path, family="hopper")
+    assert g.plan.family == "hopper" and g.plan.fallback is None
+    cu = g.directory / "broken_h.cu"
+    loop = "for (int kt = 0; kt < K_ITERS; ++kt)"
+    assert cu.read_text().count(loop) == 2
+    cu.write_text(cu.read_text().replace(loop, loop.replace("K_ITERS", "K_ITERS - 1")))
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 1 and not rows[0]["passed"] and rows[0]["first_fail"] is not None
+
+
 def test_unwritten_output_is_caught(tmp_path):
     # Skip the store of the last column: the NaN poison must survive and fail the run.
     spec = parse_spec({"name": "holes", "gemm": {"m": 16, "n": 17, "k": 16}})
-    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    g = generate(spec, get_arch("sm_90a"), tmp_path, family="cta")
     cu = g.directory / "holes.cu"
     cu.write_text(cu.read_text().replace("if (gm >= M || gn >= N) return;", "if (gm >= M || gn >= N - 1) return;"))
     assert build(g.directory, "sm_90a", find_nvcc()).ok
