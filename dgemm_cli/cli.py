@@ -53,7 +53,8 @@ Typical session:
   deepgemm gen specs/*.yaml            # -> generated/<name>/ (sources, plan.json, build files)
   deepgemm build --arch sm_90a         # nvcc; prints registers / spills per kernel
   deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
-  deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS
+  deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
+  deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
 """
 
 
@@ -387,8 +388,9 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
               help="Tuning database whose measured ranking to show (default: the one gen consults).")
 def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, nvcc_path: str | None,
             out: Path, db_path: Path | None) -> None:
-    """Show the view analysis, the tiling constraint graph and the solved plan with the reason for
-    every choice."""
+    """Show the view analysis, why this kernel family and not the others, each family's tiling
+    constraint graph and the solved plan with the reason for every choice (and, if the spec was
+    tuned, the measured ranking)."""
     try:
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
