@@ -32,17 +32,13 @@ def _coord(index: str, operand: str) -> str:
     return f"ko[{index[6:]}]"
 
 
-def _tma_ctx(t: TmaOperand, plan: HopperPlan) -> dict:
-    block_mn = plan.block_m if t.operand == "A" else plan.block_n
-    elem = 2
-    coords = [_coord(d.index, t.operand) for d in t.dims]
+def _tma_ctx(t: TmaOperand, elem: int) -> dict:
     box_bytes = t.stage_bytes // t.boxes_per_stage
     return {
         "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
         "dims": [{"label": d.label, "size": d.size, "stride": d.stride_bytes, "box": d.box} for d in t.dims],
-        "coords": coords, "boxes": t.boxes_per_stage, "box_bytes": box_bytes, "stage_bytes": t.stage_bytes,
-        # The mn coordinate of box j (MN-major boxes are BOX_MN wide).
-        "box_mn_coord": coords[0], "block_mn": block_mn, "elem": elem,
+        "coords": [_coord(d.index, t.operand) for d in t.dims], "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
+        "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
                  if t.major == "k" else
                  f"MN-major: {t.boxes_per_stage} box(es) of [64 k rows][{BOX_MN} mn], {box_bytes} B apart (LBO), "
@@ -52,7 +48,7 @@ def _tma_ctx(t: TmaOperand, plan: HopperPlan) -> dict:
 
 def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
     c_elem = DTYPE_BYTES[spec.C.dtype]
-    ta, tb = _tma_ctx(plan.a, plan), _tma_ctx(plan.b, plan)
+    ta, tb = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype]), _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype])
     c_stride = {}
     for role in ("m", "n"):
         segs = views.roles[role].segments
@@ -73,10 +69,9 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
         "ranks": sorted({ta["rank"], tb["rank"]}),
         "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
-        "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""), "c_elem": c_elem,
+        "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""),
         "epi_cols": EPI_COLS, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
-        "index_64": True,
     }
 
 
