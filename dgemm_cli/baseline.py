@@ -97,8 +97,8 @@ def _seg_stride(seg: ViewSegment, op: str) -> int:
 
 def _chain(segs: list[ViewSegment]) -> _Dim | None:
     """Segments as one batch dim, if they chain in A, B and C (outermost by C's stride first)."""
-    if not segs:
-        return _Dim("-", 1, {"A": 0, "B": 0, "C": 0})
+    if len(segs) <= 1:
+        return _single(tuple(segs))
     order = sorted(segs, key=lambda s: -_seg_stride(s, "C"))
     for outer, inner in zip(order, order[1:]):
         if any(_seg_stride(outer, op) != _seg_stride(inner, op) * inner.size for op in "ABC"):
@@ -110,7 +110,8 @@ def _chain(segs: list[ViewSegment]) -> _Dim | None:
     return _Dim("".join(s.label for s in order), size, {op: _seg_stride(inner, op) for op in "ABC"})
 
 
-def _single(views: ProblemViews, role: str, segs: tuple[ViewSegment, ...]) -> _Dim | None:
+def _single(segs: tuple[ViewSegment, ...]) -> _Dim | None:
+    """The segments of one role left for one cuBLAS dim: none (size 1) or exactly one."""
     if len(segs) > 1:
         return None
     if not segs:
@@ -151,7 +152,7 @@ def formulations(views: ProblemViews) -> list[CublasCall]:
     """The no-copy cuBLAS formulations of the problem that move the fewest segments into the batch,
     without duplicates."""
     roles = views.roles
-    k = _single(views, "k", roles["k"].segments)
+    k = _single(roles["k"].segments)
     if k is None:
         return []
     movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
@@ -165,7 +166,7 @@ def formulations(views: ProblemViews) -> list[CublasCall]:
         to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
         left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
         batch = _chain(list(roles["batch"].segments) + to_batch)
-        m, n = _single(views, "m", left["m"]), _single(views, "n", left["n"])
+        m, n = _single(left["m"]), _single(left["n"])
         if batch is None or m is None or n is None or batch.size > INT32_MAX:
             continue
         if batch.size > 1 and batch.stride["C"] == 0:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import shutil
@@ -28,14 +27,13 @@ from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 from dgemm_cli.tune import (
     LEVEL3_CAP,
-    db_key,
     default_db_path,
     load_db,
     lookup,
+    make_entry,
     merge,
     pick,
     save_db,
-    spec_hash,
     tuned_plan,
 )
 from dgemm_cli.tune import candidates as tune_candidates
@@ -120,8 +118,9 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
                 click.echo(f"note: {path}: {note}", err=True)
             target = get_arch(arch or spec.arch)
             entry = lookup(db, spec, target.name, gpus[0].name if gpus else None) if db["entries"] else None
-            tuned = tuned_plan(analyse(spec), target, entry) if entry else None
-            g = generate(spec, target, out, family, plan=tuned)
+            views = analyse(spec)
+            tuned = tuned_plan(views, target, entry) if entry else None
+            g = generate(spec, target, out, family, plan=tuned, views=views)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)
             failed += 1
@@ -547,15 +546,9 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | 
             continue
         d, arch_name = dirs[(spec.name, winner["id"])]
         final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)], env).report
-        entry = {
-            "spec_hash": spec_hash(spec), "name": spec.name, "arch": target.name, "gpu": gpus[0].name,
-            "driver": gpus[0].driver_version, "generator": f"{__version__}", "level": level,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
-                       "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},
-            "measured": measured,
-        }
-        db["entries"][db_key(spec, target.name, gpus[0].name, gpus[0].driver_version)] = entry
+        key, entry = make_entry(spec, target.name, gpus[0].name, gpus[0].driver_version, level, measured,
+                                winner, final)
+        db["entries"][key] = entry
         save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
         entries.append(entry)
         if not as_json:
@@ -598,11 +591,9 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
 
     def measure(c, gpu_env) -> dict:
         d, arch_name = dirs[(spec.name, c.ident)]
-        row = {"id": c.ident, "family": c.family, "model_rank": c.model_rank, "model_us": c.model_us,
-               "assignment": c.plan.primary.assignment, "verified": False, "us": None}
         if time.monotonic() - start > budget:
-            row["skipped"] = "budget spent"
-            return row
+            return c.row(skipped="budget spent")
+        row = c.row()
         try:
             exe = harness_path(d, arch_name)
             ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env,
@@ -625,12 +616,7 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
                 bar.update(1)
         with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
             list(pool.map(worker, range(len(gpus))))
-    for c in order:
-        if c.ident not in results:
-            results[c.ident] = {"id": c.ident, "family": c.family, "model_rank": c.model_rank, "model_us": c.model_us,
-                                "assignment": c.plan.primary.assignment, "verified": False, "us": None,
-                                "skipped": "build failed or spilled"}
-    return [results[c.ident] for c in order]
+    return [results.get(c.ident) or c.row(skipped="build failed or spilled") for c in order]
 
 
 def _tune_line(entry: dict) -> str:

@@ -83,6 +83,13 @@ class ConstraintGraph:
         assert all(n in known for n in nodes), (name, nodes)
         self.constraints.append(Constraint(name, source, tuple(nodes), check, doc))
 
+    def restrict(self, assignment: Assignment) -> tuple[Assignment, list[str]]:
+        """`assignment` cut to this graph's nodes, and what is wrong with it: missing nodes, then the
+        constraints it breaks (e.g. a tuned plan read back after the graph changed)."""
+        a = {n.name: assignment.get(n.name) for n in self.nodes}
+        missing = [f"no value for {name}" for name, v in a.items() if v is None]
+        return a, missing or self.violations(a)
+
     def violations(self, assignment: Assignment) -> list[str]:
         out = []
         for c in self.constraints:

@@ -30,34 +30,6 @@ def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
     return out
 
 
-def _cta_lines(plan, views) -> list[str]:
-    out = [f"  => {plan.threads} threads, {plan.smem_bytes} B shared memory, grid {plan.tiles} blocks "
-           f"({views.batch} x {plan.tiles_m} x {plan.tiles_n}), index type {plan.index_type}"]
-    for ld in (plan.a, plan.b):
-        line = f"  {ld.operand}: {ld.kind}" + (f" x{ld.vector_elems}" if ld.kind == "cp_async" else "")
-        line += f", shared rows along {ld.smem_inner}"
-        if ld.runtime_align and ld.fallback:
-            line += (f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {ld.fallback.kind}"
-                     + (f" x{ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else ""))
-        out.append(line)
-    return out
-
-
-def _hopper_lines(plan, views) -> list[str]:
-    out = [f"  => {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.tiles} tiles "
-           f"({plan.tile_groups} x {plan.tiles_m} x {plan.tiles_n}) on a persistent grid, {plan.k_iters} k-iterations"]
-    for t in (plan.a, plan.b):
-        dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
-                         + f", box {d.box})" for d in t.dims)
-        out.append(f"  {t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
-    out.append(f"  C: {plan.c_vec}-element vector stores along {plan.c_unit or 'nothing'}")
-    out.extend(f"  note: {n}" for n in plan.notes)
-    return out
-
-
-DETAIL = {"cta": _cta_lines, "hopper": _hopper_lines}
-
-
 def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
     """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it."""
     views = analyse(spec)
@@ -115,7 +87,7 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
         out.append("")
         out.append(f"## Family {name} ({tag}): {fplan.summary}")
         out.extend(_graph_lines(graph, fplan))
-        out.extend(DETAIL[name](fplan, views))
+        out.extend(f"  {line}" for line in fplan.detail_lines())
     if tuned is not None:
         out.append("")
         out.extend(_tuned_lines(tuned))

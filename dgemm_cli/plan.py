@@ -60,14 +60,19 @@ class PlanDetail:
     family_plans: dict[str, tuple[Any, ConstraintGraph] | None]  # None: gated out
 
 
-def _family_graph(views: ProblemViews, arch: Arch, prefer: str | None) -> ConstraintGraph:
+def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
+    """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
+    return {name: module.gates(views, arch) for name, module in FAMILIES.items()}
+
+
+def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("family", tuple(FAMILIES), "the kernel family (dgemm_cli/families/)")
-    for name, module in FAMILIES.items():
-        for constraint, reason in module.gates(views, arch):
+    for name, reasons in gated.items():
+        for constraint, reason in reasons:
             g.constrain(f"{name}: {constraint}", "view" if "TMA" in constraint else "arch", ["family"],
                         lambda a, name=name, reason=reason: reason if a["family"] == name else None)
-    if prefer is not None and not g.violations({"family": prefer}):
+    if prefer is not None and not gated[prefer]:
         g.constrain("requested family", "problem", ["family"],
                     lambda a: f"--family {prefer} was asked for" if a["family"] != prefer else None)
     return g
@@ -77,23 +82,30 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     """`prefer`: take this family whenever its gates allow (gen --family), instead of the cheapest."""
     if prefer is not None and prefer not in FAMILIES:
         raise PlanError(f"unknown kernel family '{prefer}': use one of {', '.join(FAMILIES)}")
-    graph = _family_graph(views, arch, prefer)
-    solved: dict[str, tuple[Any, ConstraintGraph] | None] = {}
-    for name, module in FAMILIES.items():
-        gated = any(c.name.startswith(f"{name}: ") and c.check({"family": name}) for c in graph.constraints)
-        solved[name] = None if gated else module.plan_with_graph(views, arch)
+    gated = family_gates(views, arch)
+    graph = _family_graph(gated, prefer)
+    solved: dict[str, tuple[Any, ConstraintGraph] | None] = {
+        name: None if gated[name] else module.plan_with_graph(views, arch) for name, module in FAMILIES.items()}
     sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     primary = solved[sol.assignment["family"]][0]
-    fallback = None
-    if primary.family != FALLBACK and primary.runtime_align:
-        fallback = as_fallback(solved[FALLBACK][0])
+    fallback = as_fallback(solved[FALLBACK][0]) if needs_fallback(primary) else None
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+
+
+def needs_fallback(primary: Any) -> bool:
+    """The primary needs pointer alignment the spec does not promise: the cta plan goes beside it."""
+    return primary.family != FALLBACK and bool(primary.runtime_align)
+
+
+def fallback_plan(views: ProblemViews, arch: Arch) -> Any:
+    """The cta family's best plan, as a run-time fallback."""
+    return as_fallback(FAMILIES[FALLBACK].plan_with_graph(views, arch)[0])
 
 
 def as_fallback(plan: Any) -> Any:
     """The cta plan as a run-time fallback: the whole register file (min blocks 1). It runs only for
     pointers that fail the primary's check; under the 128-register cap three such kernels spilled."""
-    return dataclasses.replace(plan, min_blocks_per_sm=1)
+    return dataclasses.replace(plan, min_blocks_per_sm=1, runtime_fallback=True)
 
 
 def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Plan:

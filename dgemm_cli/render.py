@@ -136,8 +136,7 @@ RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "h
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,
                    env: jinja2.Environment) -> dict:
     base = base_context(spec, views, baseline, arch)
-    bodies = [RENDERERS[p.family](env, spec, views, p, {**base, "is_fallback": p is plan.fallback})
-              for p in plan.kernels]
+    bodies = [RENDERERS[p.family](env, spec, views, p, base) for p in plan.kernels]
     d = plan.family_decision
     dispatch = None
     if plan.fallback is not None:
@@ -241,10 +240,11 @@ def _views_dict(views: ProblemViews) -> dict:
 
 
 def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, plan: Plan | None = None,
-             directory: Path | None = None) -> Generated:
+             directory: Path | None = None, views: ProblemViews | None = None) -> Generated:
     """Analyse, plan and write one spec's directory (`out_root/<name>/` unless `directory` is given).
-    `family`: prefer this kernel family wherever its gates allow; `plan`: use this plan (tuned)."""
-    views = analyse(spec)
+    `family`: prefer this kernel family wherever its gates allow; `plan`: use this plan (tuned);
+    `views`: the spec's analysis, when the caller has it."""
+    views = views or analyse(spec)
     plan = plan or make_plan(views, arch, family)
     baseline = plan_baseline(views)
     files = render_sources(spec, views, plan, baseline, arch)

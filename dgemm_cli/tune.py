@@ -14,6 +14,7 @@ GPUs writes one file each and merges them with `deepgemm tune --merge`.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -26,8 +27,8 @@ from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection
 from dgemm_cli.errors import DeepGemmError
-from dgemm_cli.families import FALLBACK, FAMILIES
-from dgemm_cli.plan import Plan, as_fallback, plan_detail
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
@@ -48,6 +49,11 @@ class Candidate:
     model_rank: int  # 0: the cost model's pick within the family
     model_us: float
     plan: Plan
+
+    def row(self, **measured: Any) -> dict[str, Any]:
+        """This candidate's line in a database entry's `measured` list; unmeasured until told otherwise."""
+        return {"id": self.ident, "family": self.family, "model_rank": self.model_rank, "model_us": self.model_us,
+                "assignment": self.plan.primary.assignment, "verified": False, "us": None, **measured}
 
 
 def spec_hash(spec: Spec) -> str:
@@ -133,14 +139,14 @@ def candidates(views: ProblemViews, arch: Arch, level: int) -> list[Candidate]:
     count = LEVEL3_CAP if count is None else count
     if count == 0:
         return []
-    detail = plan_detail(views, arch)
-    fallback = as_fallback(detail.family_plans[FALLBACK][0])
+    gated = family_gates(views, arch)
+    fallback = fallback_plan(views, arch)
     out = []
     for name, module in FAMILIES.items():
-        if detail.family_plans[name] is None:  # gated out
+        if gated[name]:
             continue
         for rank, fplan in enumerate(module.candidates(views, arch, count)):
-            fb = fallback if fplan.family != FALLBACK and fplan.runtime_align else None
+            fb = fallback if needs_fallback(fplan) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
     return out
@@ -153,6 +159,20 @@ def pick(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(ok, key=lambda m: (m["us"], order.index(m["family"]), m["model_rank"])) if ok else None
 
 
+def make_entry(spec: Spec, arch: str, gpu: str, driver: str, level: int, measured: list[dict[str, Any]],
+               winner: dict[str, Any], final: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS."""
+    entry = {
+        "spec_hash": spec_hash(spec), "name": spec.name, "arch": arch, "gpu": gpu, "driver": driver,
+        "generator": __version__, "level": level,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
+                   "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},
+        "measured": measured,
+    }
+    return db_key(spec, arch, gpu, driver), entry
+
+
 def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
     """The winner of a database entry as a Plan, with the measured ranking as the family decision."""
     win = entry["winner"]
@@ -160,9 +180,7 @@ def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
     if family not in FAMILIES:
         raise TuningDbError(f"tuned family '{family}' is unknown to deepgemm {__version__}; tune again")
     primary = FAMILIES[family].plan_for(views, arch, win["assignment"])
-    fallback = None
-    if family != FALLBACK and primary.runtime_align:
-        fallback = as_fallback(plan_detail(views, arch).family_plans[FALLBACK][0])
+    fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
     best = {}
     for m in entry.get("measured", []):
         if m.get("verified") and isinstance(m.get("us"), (int, float)) and m["family"] != family:

@@ -84,6 +84,7 @@ class TilePlan:
     feasible: int
     cost_us: float  # the cost model's estimate, for ranking only
     assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
+    runtime_fallback: bool = False  # rendered beside another family's kernel, for pointers its check rejects
 
     def smem_tile(self, ld: LoaderPlan) -> SmemTile:
         extent = self.block_m if ld.operand == "A" else self.block_n
@@ -100,6 +101,20 @@ class TilePlan:
         return (f"{self.instruction}, tile {self.block_m}x{self.block_n}x{self.block_k}, {self.threads} threads, "
                 f"{self.stages} stages, A {loader(self.a)}, B {loader(self.b)}, {self.smem_bytes} B smem, "
                 f"{self.tiles} blocks")
+
+    def detail_lines(self) -> list[str]:
+        """What `explain` adds below the decisions: the grid and each loader."""
+        out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, grid {self.tiles} blocks "
+               f"({self.tiles // (self.tiles_m * self.tiles_n)} x {self.tiles_m} x {self.tiles_n}), "
+               f"index type {self.index_type}"]
+        for ld in (self.a, self.b):
+            line = f"{ld.operand}: {ld.kind}" + (f" x{ld.vector_elems}" if ld.kind == "cp_async" else "")
+            line += f", shared rows along {ld.smem_inner}"
+            if ld.runtime_align and ld.fallback:
+                line += (f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {ld.fallback.kind}"
+                         + (f" x{ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else ""))
+            out.append(line)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
@@ -350,12 +365,18 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
     return plan_with_graph(views, arch)[0]
 
 
+def _problem(views: ProblemViews, arch: Arch):
+    """The instruction (and its decision), the tiling graph for it and the cost model: what every way
+    of planning (the best plan, tuning candidates, a tuned assignment) starts from."""
+    instruction, instr_decision = choose_instruction(views, arch)
+    return instruction, instr_decision, build_tiling_graph(views, arch, instruction), _cost(views, arch, instruction)
+
+
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, ConstraintGraph]:
     """The plan and the tiling graph it was solved from (for `explain`)."""
-    instruction, instr_decision = choose_instruction(views, arch)
-    graph = build_tiling_graph(views, arch, instruction)
+    instruction, instr_decision, graph, cost = _problem(views, arch)
     try:
-        sol = solve(graph, _cost(views, arch, instruction))
+        sol = solve(graph, cost)
     except Unsatisfiable as exc:  # pragma: no cover - every spec has the gather/16x16 plan
         raise PlanError(f"{views.spec.source}: no tiling satisfies the constraints: {exc}") from None
     return _plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
@@ -363,9 +384,7 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, Constrai
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
     """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
-    instruction, instr_decision = choose_instruction(views, arch)
-    graph = build_tiling_graph(views, arch, instruction)
-    cost = _cost(views, arch, instruction)
+    instruction, instr_decision, graph, cost = _problem(views, arch)
     sol = solve(graph, cost, keep=count)
     return [_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
             for c, a in sol.ranked]
@@ -373,13 +392,10 @@ def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
 
 def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> TilePlan:
     """The plan of one given assignment (a tuned one, read back from the database)."""
-    instruction, instr_decision = choose_instruction(views, arch)
-    graph = build_tiling_graph(views, arch, instruction)
-    a = {n.name: assignment.get(n.name) for n in graph.nodes}
-    broken = graph.violations(a) if all(v is not None for v in a.values()) else ["missing nodes"]
+    instruction, instr_decision, graph, cost = _problem(views, arch)
+    a, broken = graph.restrict(assignment)
     if broken:
         raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    cost = _cost(views, arch, instruction)
     return _plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
 
 

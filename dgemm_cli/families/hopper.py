@@ -137,6 +137,19 @@ class HopperPlan:
                 f"A {self.a.major}-major, B {self.b.major}-major, {self.smem_bytes} B smem, {self.tiles} tiles "
                 f"on a persistent grid, raster group {self.raster_group}")
 
+    def detail_lines(self) -> list[str]:
+        """What `explain` adds below the decisions: the grid, the tensor maps, C's stores."""
+        out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.tiles} tiles "
+               f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on a persistent grid, "
+               f"{self.k_iters} k-iterations"]
+        for t in (self.a, self.b):
+            dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
+                             + f", box {d.box})" for d in t.dims)
+            out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
+        out.append(f"C: {self.c_vec}-element vector stores along {self.c_unit or 'nothing'}")
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
 
@@ -395,11 +408,19 @@ def plan(views: ProblemViews, arch: Arch) -> HopperPlan:
     return plan_with_graph(views, arch)[0]
 
 
+def _problem(views: ProblemViews, arch: Arch):
+    """The tiling graph and the cost model, once the gates allow the problem."""
+    blocked = gates(views, arch)
+    if blocked:
+        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
+                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+    return build_tiling_graph(views, arch), _cost(views, arch)
+
+
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, ConstraintGraph]:
-    _check_gates(views, arch)
-    graph = build_tiling_graph(views, arch)
+    graph, cost = _problem(views, arch)
     try:
-        sol = solve(graph, _cost(views, arch))
+        sol = solve(graph, cost)
     except Unsatisfiable as exc:  # pragma: no cover - 64x64, 1 consumer, 3 stages always fits
         raise PlanError(f"{views.spec.source}: no {NAME} tiling fits: {exc}") from None
     return _plan(views, sol.assignment, sol.decisions, sol.feasible, sol.cost), graph
@@ -407,30 +428,18 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, Constr
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[HopperPlan]:
     """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
-    _check_gates(views, arch)
-    graph = build_tiling_graph(views, arch)
-    cost = _cost(views, arch)
+    graph, cost = _problem(views, arch)
     sol = solve(graph, cost, keep=count)
     return [_plan(views, a, explain_assignment(graph, a, cost), sol.feasible, c) for c, a in sol.ranked]
 
 
 def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> HopperPlan:
     """The plan of one given assignment (a tuned one, read back from the database)."""
-    _check_gates(views, arch)
-    graph = build_tiling_graph(views, arch)
-    a = {n.name: assignment.get(n.name) for n in graph.nodes}
-    broken = graph.violations(a) if all(v is not None for v in a.values()) else ["missing nodes"]
+    graph, cost = _problem(views, arch)
+    a, broken = graph.restrict(assignment)
     if broken:
         raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    cost = _cost(views, arch)
     return _plan(views, a, explain_assignment(graph, a, cost), 1, cost(a))
-
-
-def _check_gates(views: ProblemViews, arch: Arch) -> None:
-    blocked = gates(views, arch)
-    if blocked:
-        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
-                        + "; ".join(f"{n}: {why}" for n, why in blocked))
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

@@ -81,7 +81,7 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k,
         "warps_m": plan.warps_m, "warps_n": plan.warps_n, "thread_m": plan.thread_m, "thread_n": plan.thread_n,
         "threads": plan.threads, "min_blocks": plan.min_blocks_per_sm, "reg_cap": REGISTER_CAP,
-        "is_fallback": base.get("is_fallback", False),
+        "is_fallback": plan.runtime_fallback,
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
         "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
