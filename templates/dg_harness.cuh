@@ -771,12 +771,16 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   const bool api_misaligned =
       dg_expect_rejected(st, st.dev[DG_A].ptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr + 1, "C misaligned by 1 byte");
 
-  std::vector<DgCaseResult> runs;
-  for (const long long seed : opt.seeds) {
+  // Fresh A and B for `seed`, uploaded to where st.ptr points.
+  const auto upload_inputs = [&](long long seed) {
     for (int x = DG_A; x <= DG_B; ++x) {
       dg_host_fill_random(st.host[x], p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), x == DG_A ? DG_RNG_A : DG_RNG_B);
       DG_CUDA(cudaMemcpyAsync(st.ptr[x], st.host[x].data(), st.host[x].size(), cudaMemcpyHostToDevice, st.stream));
     }
+  };
+  std::vector<DgCaseResult> runs;
+  for (const long long seed : opt.seeds) {
+    upload_inputs(seed);
     runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
     if (p.beta != 0.0f) runs.push_back(dg_verify_case(st, opt, seed, p.alpha, 0.0f));
   }
@@ -788,10 +792,7 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   if (shift && !opt.seeds.empty()) {
     const long long seed = opt.seeds.front() + 1000003;
     for (int x = 0; x < 3; ++x) st.ptr[x] = st.dev[x].ptr + (p.align[x] < 256 ? p.align[x] : 0);
-    for (int x = DG_A; x <= DG_B; ++x) {
-      dg_host_fill_random(st.host[x], p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), x == DG_A ? DG_RNG_A : DG_RNG_B);
-      DG_CUDA(cudaMemcpyAsync(st.ptr[x], st.host[x].data(), st.host[x].size(), cudaMemcpyHostToDevice, st.stream));
-    }
+    upload_inputs(seed);
     runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
     runs.back().shifted = true;
   }

@@ -32,10 +32,8 @@ NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
 
 BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
-SWIZZLE_BYTES = 128
 BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide
 TMA_MAX_RANK = 5
-TMA_MAX_BOX = 256
 TMA_STRIDE_ALIGN = 16
 TMA_BASE_ALIGN = 16
 TMA_MAX_STRIDE = 1 << 40
