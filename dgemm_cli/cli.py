@@ -20,7 +20,7 @@ from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, har
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.randspec import TMA_SHARE
+from dgemm_cli.randspec import SMALL_M_SHARE, TMA_SHARE
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, run_harness
 from dgemm_cli.spec import load_spec
@@ -265,8 +265,11 @@ def _require_gpu() -> None:
 @click.option("--seeds", default="1,2,3", show_default=True, help="Comma-separated seeds; fresh data for each.")
 @click.option("--samples", type=click.IntRange(1), default=256, show_default=True,
               help="Outputs also recomputed on the CPU in float64 to check the GPU reference.")
+@click.option("--repeat", type=click.IntRange(0), default=0, show_default=True,
+              help="Launch N more times on the first seed's data: C must come out bit-identical every time "
+                   "(run-to-run determinism).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
-def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, as_json: bool) -> None:
+def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, as_json: bool) -> None:
     """Check built kernels on the GPU against an independent float64 reference.
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
@@ -275,9 +278,11 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, a
 
     Pass: no NaN, no element off by more than max(8 tol (|ref| + rms), float32 accumulation bound),
     relative Frobenius error <= tol (1e-5 f32, 1e-2 f16/bf16) or within the accumulation bound,
-    padding untouched, null / misaligned pointers rejected. docs/DESIGN.md has the details."""
+    padding untouched, null / misaligned pointers rejected, and with --repeat N, N more launches
+    bit-identical to the first. docs/DESIGN.md has the details."""
     rows, all_ok = [], True
-    total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)])
+    total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
+                                 + (["--repeat", str(repeat)] if repeat else []))
     for i, run in enumerate(runs, 1):
         d, target = run.directory, run.arch
         r = run.report
@@ -315,6 +320,10 @@ def _verify_line(i: int, total: int, row: dict) -> str:
     for key in ("api_null_rejected", "api_misaligned_rejected"):
         if rep.get(key) is False:
             line += f"\n    {key}: false"
+    if rep.get("repeat_differed"):
+        line += f"\n    not deterministic: {rep['repeat_differed']} of {rep['repeat']} repeated launches changed C's bits"
+    elif rep.get("repeat"):
+        line += f"  ({rep['repeat']} repeats bit-identical)"
     return line
 
 
@@ -410,7 +419,9 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--tma-share", type=click.FloatRange(0.0, 1.0), default=TMA_SHARE, show_default=True,
               help="Share of 16-bit specs with TMA-friendly views (16-byte strides, sizes in the hundreds).")
-def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float) -> None:
+@click.option("--small-m-share", type=click.FloatRange(0.0, 1.0), default=SMALL_M_SHARE, show_default=True,
+              help="Share of decode-shaped specs (M = 1..64 rows, K in the hundreds to thousands), drawn first.")
+def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -418,7 +429,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float) -> None
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
-    for spec in random_specs(count, seed, tma_share):
+    for spec in random_specs(count, seed, tma_share, small_m_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

@@ -14,6 +14,7 @@ import random
 
 MAX_FLOPS = 2e9
 TMA_SHARE = 0.35  # specs whose views a TMA tensor map can take (16-byte strides), sized for the Hopper family
+SMALL_M_SHARE = 0.0  # decode-shaped specs (M <= 64, long K) for the small-M split-K family
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -94,7 +95,10 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
     return ("".join(a), "".join(b), "".join(c)), implicit, batch + ms + ns + ks + a_only + b_only
 
 
-def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE) -> dict:
+def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
+                small_m_share: float = SMALL_M_SHARE) -> dict:
+    if rng.random() < small_m_share:
+        return _small_m_spec(rng, name)
     if rng.random() < tma_share:
         return _tma_spec(rng, name)
     dtype = rng.choice(["f16", "bf16", "f32"])
@@ -142,9 +146,51 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE) -> 
     return spec
 
 
-def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE) -> list[dict]:
+def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE,
+                 small_m_share: float = SMALL_M_SHARE) -> list[dict]:
     rng = random.Random(seed)
-    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share) for i in range(count)]
+    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share) for i in range(count)]
+
+
+def _small_m_spec(rng: random.Random, name: str) -> dict:
+    """A decode-shaped product: M = 1..64 rows (one or two letters), K in the hundreds to thousands
+    (one or two letters, so that the split-K family has k-tiles to split), N up to a few thousand,
+    any dtype, permuted / padded / broadcast / offset views like the other random specs."""
+    dtype = rng.choice(["f16", "bf16", "f32"])
+    while True:
+        n_batch, n_m, n_n, n_k = (rng.random() < 0.25), rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
+        pool = iter(rng.sample(LETTERS, 8))
+        batch, ms, ns, ks = ([next(pool) for _ in range(c)] for c in (int(n_batch), n_m, n_n, n_k))
+        sizes = {x: rng.randint(1, 3) for x in batch}
+        m_total = rng.choice([1, 1, 2, 3, rng.randint(4, 17), rng.randint(1, 64)])
+        sizes[ms[0]] = m_total
+        if len(ms) == 2:  # split M into two letters whose product stays <= 64
+            sizes[ms[1]] = rng.randint(1, max(1, 64 // m_total))
+        for x in ns:
+            sizes[x] = rng.choice([rng.randint(1, 80), rng.randint(100, 3000)]) if len(ns) == 1 else rng.randint(1, 60)
+        for x in ks:
+            sizes[x] = rng.randint(33, 3000) if len(ks) == 1 else rng.randint(6, 70)
+        a, b, c = batch + ms + ks, batch + ks + ns, batch + ms + ns
+        for lst in (a, b, c):
+            rng.shuffle(lst)
+        letters = ("".join(a), "".join(b), "".join(c))
+        k_total = 1
+        for x in ks:
+            k_total *= sizes[x]
+        if k_total > 32 and _fits(letters, sizes):
+            break
+    operands = {op: {"strides": _strides(ls, sizes, rng, broadcast=op != "C")} for op, ls in zip("ABC", letters)}
+    if dtype != "f32" and rng.random() < 0.3:
+        operands["C"]["dtype"] = "f32"
+    for o in operands.values():
+        if rng.random() < 0.2:
+            o["offset"] = rng.randint(1, 37)
+        if rng.random() < 0.5:
+            o["align"] = 16
+            o.pop("offset", None)
+    return {"name": name, "arch": "sm_90a", "dtype": dtype, "contraction": f"{letters[0]},{letters[1]}->{letters[2]}",
+            "sizes": sizes, "operands": operands, "alpha": rng.choice([1.0, 0.5, -1.25]),
+            "beta": rng.choice([0.0, 0.0, 1.0, -2.0])}
 
 
 def _tma_spec(rng: random.Random, name: str) -> dict:

@@ -23,6 +23,7 @@ from dgemm_cli.plan import Plan, make_plan
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.renderers import hopper as hopper_renderer
+from dgemm_cli.renderers import splitk as splitk_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse, role_of
 
@@ -43,7 +44,7 @@ HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
 TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
-REQUIRES_ARCH = {"hopper": "sm_90a"}  # families whose instructions exist on one arch only
+REQUIRES_ARCH = {"hopper": "sm_90a", "splitk": "sm_90a"}  # families whose instructions exist on one arch only
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,8 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
 
 
 # One renderer per kernel family: the plan's `family` picks it.
-RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body}
+RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body,
+                                              "splitk": splitk_renderer.render_body}
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,

@@ -23,7 +23,8 @@
 // and C is not read at all when beta == 0.
 //
 // Command line (exactly one JSON object on stdout, always; diagnostics on stderr):
-//   <harness> verify [--seeds 1,2,3] [--samples 256]    exit 0 pass, 1 fail
+//   <harness> verify [--seeds 1,2,3] [--samples 256] [--repeat 0]    exit 0 pass, 1 fail
+//     --repeat N: N more launches on the first seed's data; C's buffer must come out bit-identical
 //   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1]   exit 0
 //   exit 2 bad command line, 3 no CUDA GPU, 4 any CUDA error (or an inconsistent kProblem/kBaseline).
 // Non-finite numbers are written as the strings "nan", "inf" and "-inf" (Python's float() reads them).
@@ -509,6 +510,7 @@ struct DgOptions {
   const char* command = nullptr;
   std::vector<long long> seeds{1, 2, 3};
   long long samples = 256;
+  long long repeat = 0;       // verify: launches that must reproduce the first one's bits
   long long warmup = 10;
   long long reps = 50;
   long long baseline = 1;    // bench: 0 times the kernel only (tuning measures many candidates)
@@ -740,6 +742,25 @@ static void dg_json_header(DgJson& j, const char* command, const DgProblem& p, c
   j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
 }
 
+// Run-to-run determinism: from the same inputs and the same C_old (what `start` holds), `repeats` launches
+// must leave C's whole buffer bit-identical to the first. Returns how many launches differed.
+static long long dg_repeat_check(DgVerifyState& st, const std::vector<unsigned char>& start, float alpha, float beta,
+                                 long long repeats) {
+  std::vector<unsigned char> first(start.size()), again(start.size());
+  long long differed = 0;
+  for (long long r = 0; r <= repeats; ++r) {
+    DG_CUDA(cudaMemcpyAsync(st.ptr[DG_C], start.data(), start.size(), cudaMemcpyHostToDevice, st.stream));
+    const cudaError_t launched = st.launch(st.ptr[DG_A], st.ptr[DG_B], st.ptr[DG_C], alpha, beta, st.stream);
+    if (launched != cudaSuccess) dg_die_cuda(launched, "kernel under test (launch returned)", __LINE__);
+    DG_CUDA(cudaGetLastError());
+    std::vector<unsigned char>& out = r == 0 ? first : again;
+    DG_CUDA(cudaMemcpyAsync(out.data(), st.ptr[DG_C], out.size(), cudaMemcpyDeviceToHost, st.stream));
+    DG_CUDA(cudaStreamSynchronize(st.stream));
+    if (r > 0 && memcmp(first.data(), again.data(), first.size()) != 0) ++differed;
+  }
+  return differed;
+}
+
 static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt, const cudaDeviceProp& prop) {
   DgVerifyState st;
   st.p = &p;
@@ -779,10 +800,17 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
     }
   };
   std::vector<DgCaseResult> runs;
+  long long repeat_differed = 0;
   for (const long long seed : opt.seeds) {
     upload_inputs(seed);
     runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
     if (p.beta != 0.0f) runs.push_back(dg_verify_case(st, opt, seed, p.alpha, 0.0f));
+    if (opt.repeat > 0 && seed == opt.seeds.front()) {
+      // C as the cases left it is a valid C_old (finite, sentinels in the holes).
+      std::vector<unsigned char> start(st.host_c_out.size());
+      DG_CUDA(cudaMemcpy(start.data(), st.ptr[DG_C], start.size(), cudaMemcpyDeviceToHost));
+      repeat_differed = dg_repeat_check(st, start, p.alpha, p.beta, opt.repeat);
+    }
   }
   // cudaMalloc gives 256-byte aligned pointers, so the cases above take a kernel's fast path. When the spec
   // promises less than 16 bytes for some operand, one more case passes base pointers exactly `align` bytes
@@ -798,7 +826,7 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   }
   DG_CUDA(cudaStreamDestroy(st.stream));
 
-  bool passed = api_null && api_misaligned;
+  bool passed = api_null && api_misaligned && repeat_differed == 0;
   double max_abs_err = 0.0, rel_err = 0.0;
   const DgCaseResult* first_fail = nullptr;
   for (const DgCaseResult& r : runs) {
@@ -817,6 +845,8 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   if (first_fail) dg_json_fail(j, p, *first_fail); else j.null("first_fail");
   j.boolean("api_null_rejected", api_null);
   j.boolean("api_misaligned_rejected", api_misaligned);
+  j.integer("repeat", opt.repeat);
+  j.integer("repeat_differed", repeat_differed);  // launches whose C bits differed from the first
   j.begin_array("runs");
   for (const DgCaseResult& r : runs) {
     j.begin();
@@ -1209,7 +1239,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
 // ------------------------------------------------------------------------------------------------
 
 [[noreturn]] static void dg_usage(const std::string& problem) {
-  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] | bench [--warmup 10] [--reps 50] [--baseline 0|1]");
+  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] [--repeat 0] | bench [--warmup 10] [--reps 50] [--baseline 0|1]");
 }
 
 // A whole decimal integer in [lo, hi], or false.
@@ -1249,6 +1279,8 @@ static DgOptions dg_parse_args(int argc, char** argv) {
       }
     } else if (verify && flag == "--samples") {
       ok = dg_parse_int(value, 1, LLONG_MAX, &opt.samples);
+    } else if (verify && flag == "--repeat") {
+      ok = dg_parse_int(value, 0, 1000000, &opt.repeat);
     } else if (!verify && flag == "--warmup") {
       ok = dg_parse_int(value, 0, 1000000, &opt.warmup);
     } else if (!verify && flag == "--reps") {

@@ -73,12 +73,18 @@ def test_full_reduction_output_given_a_stride_says_it_has_none(tmp_path):
 def test_full_reduction_plans_one_tile_and_renders():
     spec = spec_of("abc,bac->", dtype="f16", operands={"C": {"offset": 3, "dtype": "f32"}}, beta=0.5)
     views = analyse(spec)
+    # On sm_90a the one output tile spreads over a cluster (split-K); the cta family runs it in one block.
     plan = make_plan(views, get_arch("sm_90a"))
-    assert plan.family == "cta" and (plan.primary.tiles_m, plan.primary.tiles_n, plan.primary.tiles) == (1, 1, 1)
-    files = render_sources(spec, views, plan, plan_baseline(views), get_arch("sm_90a"))
-    cu = files["e.cu"]
-    assert "c_m_offset" not in cu and "c_n_offset" not in cu  # C has no roles: one element
-    assert "C_t* p = C + 0;" in cu and "C += 3;" in cu
+    tile = plan.primary.tile
+    assert plan.family == "splitk" and (tile.tiles_m, tile.tiles_n, tile.tiles) == (1, 1, 1)
+    assert plan.primary.splits >= 2 and plan.primary.blocks == plan.primary.splits
+    cta_plan = make_plan(views, get_arch("sm_90a"), prefer="cta")
+    assert (cta_plan.primary.tiles_m, cta_plan.primary.tiles_n, cta_plan.primary.tiles) == (1, 1, 1)
+    for p in (plan, cta_plan):
+        files = render_sources(spec, views, p, plan_baseline(views), get_arch("sm_90a"))
+        cu = files["e.cu"]
+        assert "c_m_offset" not in cu and "c_n_offset" not in cu  # C has no roles: one element
+        assert "C_t* p = C + 0;" in cu and "C += 3;" in cu
     assert "\n    0,\n" in files["e_harness.cu"]  # nc = 0: no output letters in the reference
     h = _harness_ctx(spec)
     assert h["nc"] == 0 and [d["letter"] for d in h["dims"]] == list("abc")

@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which of the four sets to gen and build
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall, RAND_SMALL small-M specs)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -36,6 +36,9 @@ if has verify || has bench || has sanitize; then
   case " $SETS " in *" rand "*)
     dg random-specs "$RAND" -o "$W/rs" --seed 7 > /dev/null
     dg gen "$W"/rs/*.yaml -o "$W/rand" > "$OUT/gen_rand.txt" 2>&1 || echo "gen random failed";; esac
+  case " $SETS " in *" randsmall "*)
+    dg random-specs "${RAND_SMALL:-40}" -o "$W/rss" --seed 21 --small-m-share 1.0 > /dev/null
+    dg gen "$W"/rss/*.yaml -o "$W/randsmall" --family splitk > "$OUT/gen_randsmall.txt" 2>&1 || echo "gen random small-M failed";; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
@@ -46,16 +49,16 @@ fi
 
 if has verify; then
   # shellcheck disable=SC2046
-  timeout "${T_VERIFY:-3600}" "$PY" -m dgemm_cli verify $(sets bench) --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+  timeout "${T_VERIFY:-3600}" "$PY" -m dgemm_cli verify $(sets bench) --repeat "${REPEAT:-0}" --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
   if [ -d "$W/bench" ]; then
     # 8192^3 takes minutes in the float64 reference: only when BIG_VERIFY=1.
     bench_dirs=$(ls -d "$W"/bench/*/ | grep -v -E "${BIG_VERIFY:+^$}sq8192")
-    timeout "${T_VERIFY_BENCH:-3600}" "$PY" -m dgemm_cli verify $bench_dirs --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+    timeout "${T_VERIFY_BENCH:-3600}" "$PY" -m dgemm_cli verify $bench_dirs --seeds 1 --repeat "${REPEAT:-0}" --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
   fi
 fi
 if has bench; then
   # shellcheck disable=SC2046
-  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"

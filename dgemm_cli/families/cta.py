@@ -157,7 +157,7 @@ def copy_elems(facts: OperandFacts, smem_inner: str, aligned: bool) -> int:
     return facts.vector_elems_aligned if aligned else facts.vector_elems
 
 
-def _threads(a: Assignment, instruction: str) -> int:
+def block_threads(a: Assignment, instruction: str) -> int:
     if instruction == MMA:
         return 32 * a["warps_m"] * a["warps_n"]
     return (a["block_m"] // a["thread_m"]) * (a["block_n"] // a["thread_n"])
@@ -177,21 +177,26 @@ def choose_instruction(views: ProblemViews, arch: Arch) -> tuple[str, Decision]:
     return sol.assignment["instruction"], sol.decisions[0]
 
 
-def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> ConstraintGraph:
+def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
+                       domains: dict[str, tuple[Any, ...]] | None = None) -> ConstraintGraph:
+    """`domains`: other value sets for the tile nodes (block_m, block_n, block_k, stages), for the
+    families that run this family's tiles with their own reach (splitk)."""
     a_facts, b_facts = views.operands["A"], views.operands["B"]
     elem = a_facts.elem_bytes
     g = ConstraintGraph()
     mma = instruction == MMA
-    g.node("block_m", (16, 32, 64, 128), "rows of C per block")
-    g.node("block_n", (16, 32, 64, 128), "columns of C per block")
-    g.node("block_k", (16, 32, 64) if mma else (8, 16, 32), "depth of one k-tile in shared memory")
+    dom = {"block_m": (16, 32, 64, 128), "block_n": (16, 32, 64, 128),
+           "block_k": (16, 32, 64) if mma else (8, 16, 32), "stages": (2, 3, 4), **(domains or {})}
+    g.node("block_m", dom["block_m"], "rows of C per block")
+    g.node("block_n", dom["block_n"], "columns of C per block")
+    g.node("block_k", dom["block_k"], "depth of one k-tile in shared memory")
     if mma:
         g.node("warps_m", (1, 2, 4), "warps along M (each warp owns a (block_m/warps_m) x (block_n/warps_n) tile)")
         g.node("warps_n", (1, 2, 4), "warps along N")
     else:
         g.node("thread_m", (1, 2, 4, 8), "outputs per thread along M")
         g.node("thread_n", (1, 2, 4, 8), "outputs per thread along N")
-    g.node("stages", (2, 3, 4), "shared-memory pipeline depth")
+    g.node("stages", dom["stages"], "shared-memory pipeline depth")
     g.node("smem_inner_a", ("k", "m"), "which role of A is contiguous in shared memory")
     g.node("smem_inner_b", ("k", "n"), "which role of B is contiguous in shared memory")
     g.node("loader_a", ("cp_async", "gather"), "how A tiles reach shared memory")
@@ -218,7 +223,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> Con
                     else "the FFMA main loop reads shared memory as [k][m] and [k][n]")
 
     def threads_ok(a: Assignment) -> str | None:
-        t = _threads(a, instruction)
+        t = block_threads(a, instruction)
         lo = 32 if mma else 64
         if not lo <= t <= 256 or t % 32:
             return f"{t} threads, want a multiple of 32 in [{lo}, 256]"
@@ -226,7 +231,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> Con
     g.constrain("threads per block", "arch", ["block_m", "block_n", *split], threads_ok)
 
     def accum_ok(a: Assignment) -> str | None:
-        acc = a["block_m"] * a["block_n"] // _threads(a, instruction)
+        acc = a["block_m"] * a["block_n"] // block_threads(a, instruction)
         return None if acc <= MAX_ACCUM_PER_THREAD else f"{acc} f32 accumulators per thread (> {MAX_ACCUM_PER_THREAD})"
     g.constrain("register budget", "arch", ["block_m", "block_n", *split], accum_ok,
                 "accumulators must stay in registers with room for fragments and addresses")
@@ -270,14 +275,14 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> Con
         def gather_regs(a: Assignment, loader: str = loader, extent: str = extent) -> str | None:
             if a[loader] != "gather":
                 return None
-            per_thread = math.ceil(a[extent] * a["block_k"] / _threads(a, instruction))
+            per_thread = math.ceil(a[extent] * a["block_k"] / block_threads(a, instruction))
             return (None if per_thread <= MAX_GATHER_PER_THREAD
                     else f"{per_thread} staged elements per thread (> {MAX_GATHER_PER_THREAD})")
         g.constrain(f"gather staging {facts.name}", "arch", [loader, "block_m", "block_n", "block_k", *split],
                     gather_regs, "a gather stages the next k-tile in registers while the current one computes")
 
     def live_regs(a: Assignment) -> str | None:
-        threads = _threads(a, instruction)
+        threads = block_threads(a, instruction)
         live = a["block_m"] * a["block_n"] // threads
         for x, extent in (("a", "block_m"), ("b", "block_n")):
             if a[f"loader_{x}"] == "gather":
@@ -301,10 +306,11 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     clk = arch.clock_ghz * 1e3  # clocks per µs
     rate = (arch.tc_flops_per_sm_clk if instruction == MMA else arch.fma_flops_per_sm_clk) * clk
     c_bytes = batch * m * n * views.operands["C"].elem_bytes
+    ab_bytes = batch * (m + n) * k * elem
 
     def cost(a: Assignment) -> float:
         bm, bn, bk = a["block_m"], a["block_n"], a["block_k"]
-        threads = _threads(a, instruction)
+        threads = block_threads(a, instruction)
         tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
         k_tiles = math.ceil(k / bk)
         limit = min(arch.smem_per_sm // tile_smem_bytes(a, elem), arch.max_threads_per_sm // threads,
@@ -322,7 +328,9 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
             tm, tn = a["thread_m"], a["thread_n"]
             issue = tm * tn / (tm * tn + tm + tn)  # FFMAs per shared-memory load
         math_us = tiles_per_sm * bm * bn * k_tiles * bk * 2 / (rate * issue * occupancy)
-        streamed = tiles * (bm + bn) * k_tiles * bk * elem * 0.5 + c_bytes  # half the re-reads hit L2
+        # Half the re-reads hit L2, but every input byte comes from DRAM once (the floor binds for
+        # small-M products, where each B byte is read by one tile).
+        streamed = max(tiles * (bm + bn) * k_tiles * bk * elem * 0.5, ab_bytes) + c_bytes
         mem_us = streamed / (arch.dram_gbps * 1e3 * min(1.0, busy_sms / (arch.sms / 2)))
         gathers = sum(a[f"loader_{x}"] == "gather" for x in "ab")
         latency_us = tiles_per_sm * k_tiles * 0.8 * (1 + gathers) / ((a["stages"] - 1) * resident)
@@ -353,7 +361,7 @@ def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPl
 def _min_blocks(a: Assignment, instruction: str) -> int:
     if "gather" in (a["loader_a"], a["loader_b"]):
         return 1
-    return max(1, 65536 // (_threads(a, instruction) * REGISTER_CAP))
+    return max(1, 65536 // (block_threads(a, instruction) * REGISTER_CAP))
 
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
@@ -379,14 +387,14 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, Constrai
         sol = solve(graph, cost)
     except Unsatisfiable as exc:  # pragma: no cover - every spec has the gather/16x16 plan
         raise PlanError(f"{views.spec.source}: no tiling satisfies the constraints: {exc}") from None
-    return _plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
+    return tile_plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
 
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
     """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
     instruction, instr_decision, graph, cost = _problem(views, arch)
     sol = solve(graph, cost, keep=count)
-    return [_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
+    return [tile_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
             for c, a in sol.ranked]
 
 
@@ -396,10 +404,10 @@ def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> TilePla
     a, broken = graph.restrict(assignment)
     if broken:
         raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    return _plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
+    return tile_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
 
 
-def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
           cost_us: float) -> TilePlan:
     bm, bn = a["block_m"], a["block_n"]
     tiles_m, tiles_n = math.ceil(views.m / bm), math.ceil(views.n / bn)
@@ -415,7 +423,7 @@ def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple
         instruction=instruction, block_m=bm, block_n=bn, block_k=a["block_k"],
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
-        threads=_threads(a, instruction), min_blocks_per_sm=_min_blocks(a, instruction), stages=a["stages"],
+        threads=block_threads(a, instruction), min_blocks_per_sm=_min_blocks(a, instruction), stages=a["stages"],
         smem_bytes=tile_smem_bytes(a, views.operands["A"].elem_bytes),
         a=loaders["A"], b=loaders["B"], elem_bytes=views.operands["A"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",
