@@ -321,7 +321,8 @@ def _verify_line(i: int, total: int, row: dict) -> str:
         if rep.get(key) is False:
             line += f"\n    {key}: false"
     if rep.get("repeat_differed"):
-        line += f"\n    not deterministic: {rep['repeat_differed']} of {rep['repeat']} repeated launches changed C's bits"
+        line += (f"\n    not deterministic: {rep['repeat_differed']} of {rep['repeat']} repeated launches "
+                 "changed C's bits")
     elif rep.get("repeat"):
         line += f"  ({rep['repeat']} repeats bit-identical)"
     return line

@@ -22,6 +22,7 @@ from dgemm_cli.baseline import CublasPlan, plan_baseline
 from dgemm_cli.plan import Plan, make_plan
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers import cta as cta_renderer
+from dgemm_cli.renderers import gemv as gemv_renderer
 from dgemm_cli.renderers import hopper as hopper_renderer
 from dgemm_cli.renderers import splitk as splitk_renderer
 from dgemm_cli.spec import Spec
@@ -132,7 +133,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
 
 # One renderer per kernel family: the plan's `family` picks it.
 RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body,
-                                              "splitk": splitk_renderer.render_body}
+                                              "splitk": splitk_renderer.render_body, "gemv": gemv_renderer.render_body}
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,

@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall, RAND_SMALL small-M specs)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -39,6 +39,9 @@ if has verify || has bench || has sanitize; then
   case " $SETS " in *" randsmall "*)
     dg random-specs "${RAND_SMALL:-40}" -o "$W/rss" --seed 21 --small-m-share 1.0 > /dev/null
     dg gen "$W"/rss/*.yaml -o "$W/randsmall" --family splitk > "$OUT/gen_randsmall.txt" 2>&1 || echo "gen random small-M failed";; esac
+  case " $SETS " in *" randgemv "*)  # the same small-M specs on the gemv family (those with M > 8 are gated out)
+    dg random-specs "${RAND_SMALL:-40}" -o "$W/rsg" --seed 21 --small-m-share 1.0 > /dev/null
+    dg gen "$W"/rsg/*.yaml -o "$W/randgemv" --family gemv > "$OUT/gen_randgemv.txt" 2>&1;; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
@@ -58,7 +61,7 @@ if has verify; then
 fi
 if has bench; then
   # shellcheck disable=SC2046
-  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small|gemv)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"

@@ -12,8 +12,8 @@ the families through a constraint graph; render dispatches on `family` through o
 
 from __future__ import annotations
 
-from dgemm_cli.families import cta, hopper, splitk
+from dgemm_cli.families import cta, gemv, hopper, splitk
 
 # In order of preference on equal cost; `cta` runs everything and is every other family's fallback.
-FAMILIES = {f.NAME: f for f in (hopper, splitk, cta)}
+FAMILIES = {f.NAME: f for f in (hopper, gemv, splitk, cta)}
 FALLBACK = cta.NAME

@@ -387,7 +387,8 @@ def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, Constrai
         sol = solve(graph, cost)
     except Unsatisfiable as exc:  # pragma: no cover - every spec has the gather/16x16 plan
         raise PlanError(f"{views.spec.source}: no tiling satisfies the constraints: {exc}") from None
-    return tile_plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
+    plan = tile_plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost)
+    return plan, graph
 
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:

@@ -29,7 +29,6 @@ SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block
            "deterministic DSMEM reduction (sm_90+)")
 MAX_M = 64  # rows of C one block tile holds; beyond it the tiled families' square tiles pay
 SPLITS = (2, 4, 8, 16)  # blocks of a cluster that share one output tile; 16 is a non-portable cluster
-PORTABLE_CLUSTER = 8
 RED_PAD = 4  # floats of padding per row of the partial tile in shared memory
 TILE_DOMAINS = {
     "block_m": (16, 32, 64),
@@ -80,7 +79,8 @@ class SplitKPlan:
         out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.splits} K slices; "
                f"{self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
         out.append(f"reduction: each block parks its {self.tile.block_m}x{self.tile.block_n} f32 partial in shared "
-                       f"memory; after a cluster barrier block r sums its share of the tile over ranks 0..{self.splits - 1} "
+                       "memory; after a cluster barrier block r sums its share of the tile over ranks "
+                   f"0..{self.splits - 1} "
                        "in order (bit-identical run to run)")
         out.extend(self.tile.detail_lines()[1:])
         return out
@@ -167,7 +167,9 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         in_flight = concurrent * min(a["stages"] - 1, per) * (bm + bn) * bk * elem
         # Few warps an SM leave the copies and the barriers of each k-tile exposed (as in the cta model).
         warps_per_sm = min(resident, math.ceil(blocks / arch.sms)) * threads / 32
-        bandwidth = min(dram, in_flight / MEMORY_LATENCY_US) * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY)
+        # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
+        bandwidth = (min(dram * min(blocks, arch.sms) / arch.sms, in_flight / MEMORY_LATENCY_US)
+                     * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY))
         mem_us = streamed / bandwidth
         waves = math.ceil(blocks / (arch.sms * resident))
         math_us = waves * bm * bn * per * bk * 2 / (rate / resident)

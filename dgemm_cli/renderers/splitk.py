@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import jinja2
 
-from dgemm_cli.families.splitk import PORTABLE_CLUSTER, SplitKPlan
-from dgemm_cli.renderers import Body
+from dgemm_cli.families.splitk import SplitKPlan
+from dgemm_cli.renderers import Body, launch_attributes
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
-NO_CLUSTER_LIMIT = "cudaFuncAttributeNonPortableClusterSizeAllowed"
-SMEM_LIMIT = "cudaFuncAttributeMaxDynamicSharedMemorySize"
-
 
 def context(spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> dict:
     k = cta_renderer.context(spec, views, plan.tile, base)
-    settings, why = [], []
-    if plan.smem_bytes > 48 * 1024:
-        settings.append((SMEM_LIMIT, "LAUNCH_SMEM_BYTES"))
-        why.append("more than 48 KB of dynamic shared memory needs an opt-in")
-    if plan.splits > PORTABLE_CLUSTER:
-        settings.append((NO_CLUSTER_LIMIT, "1"))
-        why.append(f"a cluster of {plan.splits} blocks is past the portable {PORTABLE_CLUSTER}")
+    settings, why = launch_attributes(plan.smem_bytes, "LAUNCH_SMEM_BYTES", plan.splits)
     return {
         **k,
         "splits": plan.splits, "kt_per_split": plan.k_tiles_per_split, "blocks": plan.blocks,
@@ -31,12 +22,8 @@ def context(spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> di
         # Reduction threads walk C's contiguous role, so that their stores coalesce.
         "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
         "func_attributes": settings,
-        "func_attributes_why": _sentence("; ".join(why) + ": once per device and instantiation.") if why else "",
+        "func_attributes_why": why,
     }
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> Body:

@@ -1,0 +1,271 @@
+"""Kernel family `gemv`: products with a handful of rows (M <= 8, single-token decode) on the CUDA cores,
+streaming B straight from memory into registers (pure).
+
+With M <= 8 a product reads every byte of B once and does at most 8 FMAs per element of it: the
+memory system bounds it, and shared-memory staging or tensor-core fragments only add latency. Each
+block stages its K slice of A in shared memory once, then its warps stream B with 16-byte vector
+loads, several in flight per thread, and multiply-add in f32:
+  - lanes along k when B is k-contiguous (nn.Linear's [N, K] weights) or has no contiguous dim: each
+    warp walks a few columns at a time over the K slice and sums its lanes with shuffles;
+  - lanes along n when B is n-contiguous ([K, N] weights): each lane owns a chunk of columns and the
+    warps of a block split the K slice, summed through shared memory.
+K may also be split over the blocks of a thread-block cluster, reduced in rank order through DSMEM
+(templates/common/_reduce.j2, as in the `splitk` family): bit-identical run to run, no workspace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
+from dgemm_cli.errors import PlanError
+from dgemm_cli.views import INT32_MAX, ProblemViews
+
+NAME = "gemv"
+SUMMARY = "M <= 8 rows on the CUDA cores: B streamed with 16-byte loads into registers, K split over a cluster"
+MAX_M = 8  # rows: beyond this the FMAs per byte of B outgrow what the CUDA cores hide behind memory
+SPLITS = (1, 2, 4, 8, 16)
+RED_PAD = 4  # floats of padding per row of a partial tile
+MAX_LIVE_REGS = 96  # loaded B elements (as 32-bit words) + accumulators per thread
+# Cost model constants (µs), only to rank candidates; docs/DESIGN.md says how they were set.
+LAUNCH_US = 2.0
+MEMORY_LATENCY_US = 1.0
+REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
+FMA_ISSUE = 0.5  # share of the FMA peak a loop of loads, conversions and FMAs reaches
+
+
+@dataclass(frozen=True)
+class GemvPlan:
+    family = NAME
+    lanes_along: str  # "k" or "n": the role consecutive lanes (and each lane's chunk) follow in B
+    chunk: int  # elements of B a lane handles at a time (a 16-byte vector when B allows it)
+    chunk_promised: int  # elements per load when B's pointer fails the 16-byte check (run-time fallback)
+    threads: int
+    block_n: int  # columns of C per block
+    cols: int  # lanes along k: columns a warp streams at once
+    unroll: int  # chunks along k in flight per column (lanes along k) or k rows in flight (lanes along n)
+    splits: int  # blocks of a cluster that split K
+    k_slice: int  # elements of K per block (a multiple of `chunk`)
+    tiles_n: int
+    blocks: int
+    red_pitch: int
+    partial_offset: int  # bytes: A's K slice comes first in shared memory, the partial sums after it
+    smem_bytes: int
+    elem_bytes: int
+    index_type: str
+    decisions: tuple[Decision, ...]
+    feasible: int
+    cost_us: float
+    assignment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def warps(self) -> int:
+        return self.threads // 32
+
+    @property
+    def warps_n(self) -> int:
+        """Lanes along n: warps side by side over the block's columns (the rest split the K slice)."""
+        return self.block_n // (32 * self.chunk) if self.lanes_along == "n" else 1
+
+    @property
+    def runtime_align(self) -> dict[str, int]:
+        """Nothing the launcher cannot handle itself: it checks B and picks the load width."""
+        return {}
+
+    @property
+    def b_check(self) -> int:
+        """Bytes B's view pointer must be aligned to for the wide loads; 0 when the spec promises them."""
+        return self.chunk * self.elem_bytes if self.chunk > self.chunk_promised else 0
+
+    @property
+    def summary(self) -> str:
+        lanes = (f"lanes along k, {self.cols} column(s) a warp at a time" if self.lanes_along == "k"
+                 else f"lanes along n, {self.warps // self.warps_n} warp(s) split the K slice")
+        return (f"FMA GEMV, {self.threads} threads, {self.block_n} columns a block, {lanes}, "
+                f"{self.chunk}-element chunks x{self.unroll} in flight, K split {self.splits} way(s)"
+                f"{' over a cluster' if self.splits > 1 else ''} ({self.k_slice} a block), {self.smem_bytes} B smem, "
+                f"{self.blocks} blocks")
+
+    def detail_lines(self) -> list[str]:
+        out = [f"=> {self.blocks} blocks = {self.blocks // self.splits} column tiles x {self.splits} K slice(s) of "
+               f"{self.k_slice}; {self.threads} threads; {self.smem_bytes} B shared memory (A's slice, partial sums)"]
+        if self.b_check:
+            out.append(f"B: {self.chunk}-element loads when its view pointer is {self.b_check}-byte aligned, else "
+                       f"{self.chunk_promised}-element loads (checked at run time)")
+        if self.splits > 1:
+            out.append(f"reduction: cluster of {self.splits}; block r sums its share of the tile over ranks "
+                       f"0..{self.splits - 1} in order (bit-identical run to run)")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
+
+
+def lanes_along(views: ProblemViews) -> tuple[str, int, int]:
+    """(role lanes follow, elements per chunk, elements per load as promised) from B's view."""
+    b = views.operands["B"]
+    if b.unit_role in ("k", "n") and views.roles[b.unit_role].size > 1:
+        return b.unit_role, b.vector_elems_aligned, b.vector_elems
+    return "k", 1, 1  # no contiguous k or n: element loads, lanes along k
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    if views.m > MAX_M:
+        return [("few rows", f"M = {views.m} rows: more than the {MAX_M} the CUDA cores keep up with at memory speed")]
+    _, chunk, _ = lanes_along(views)
+    most = max(SPLITS) if arch.cc >= (9, 0) else 1
+    if partial_offset(views, most, chunk) + views.m * (4 + RED_PAD) * 4 > arch.smem_per_block:
+        return [("A's K slice in shared memory", f"{views.m} x {_k_slice(views.k, most, chunk)} elements of A a block "
+                                                 f"(K = {views.k} over at most {most} blocks) exceed shared memory")]
+    return []
+
+
+def _k_slice(k: int, splits: int, chunk: int) -> int:
+    return math.ceil(math.ceil(k / splits) / chunk) * chunk
+
+
+def partial_offset(views: ProblemViews, splits: int, chunk: int) -> int:
+    """Bytes of A's K slice in shared memory, rounded up to 16: where the partial sums start."""
+    xs = views.m * _k_slice(views.k, splits, chunk) * views.operands["A"].elem_bytes
+    return -(-xs // 16) * 16
+
+
+def smem_bytes(views: ProblemViews, a: Assignment, orient: str, chunk: int) -> int:
+    slices = (a["threads"] // 32) // (a["block_n"] // (32 * chunk)) if orient == "n" else 1
+    return partial_offset(views, a["splits"], chunk) + slices * views.m * (a["block_n"] + RED_PAD) * 4
+
+
+def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    orient, chunk, _ = lanes_along(views)
+    elem = views.operands["B"].elem_bytes
+    m = views.m
+    g = ConstraintGraph()
+    g.node("threads", (128, 256), "threads per block")
+    if orient == "k":
+        g.node("block_n", (4, 8, 16, 32, 64, 128), "columns of C per block")
+        g.node("cols", (1, 2, 4, 8), "columns a warp streams at once (lanes along k)")
+    else:
+        g.node("block_n", tuple(32 * chunk * w for w in (1, 2, 4)), "columns of C per block (32 lanes x chunk x warps)")
+        g.node("cols", (1,), "columns a lane streams at once: its chunk (lanes along n)")
+    g.node("unroll", (1, 2, 4), "loads in flight per column and thread")
+    clusters = arch.cc >= (9, 0)
+    g.node("splits", SPLITS if clusters else (1,),
+           "blocks of a cluster that split K" if clusters else f"K splits ({arch.name} has no clusters: 1)")
+
+    if orient == "k":
+        g.constrain("column groups", "problem", ["threads", "block_n", "cols"],
+                    lambda a: None if a["block_n"] % (a["threads"] // 32 * a["cols"]) == 0
+                    else f"{a['block_n']} columns do not split into {a['threads'] // 32} warps x {a['cols']}")
+    else:
+        g.constrain("warps along n", "problem", ["threads", "block_n"],
+                    lambda a: None if (a["threads"] // 32) % (a["block_n"] // (32 * chunk)) == 0
+                    else f"{a['block_n'] // (32 * chunk)} warps along n do not divide {a['threads'] // 32}")
+
+    def regs(a: Assignment) -> str | None:
+        loaded = a["unroll"] * a["cols"] * math.ceil(chunk * elem / 4)
+        acc = m * a["cols"] * (chunk if orient == "n" else 1)
+        return None if loaded + acc <= MAX_LIVE_REGS else f"{loaded} loaded words + {acc} accumulators a thread"
+    g.constrain("register budget", "arch", ["cols", "unroll"], regs,
+                "loads in flight and accumulators stay in registers")
+
+    def every_split_works(a: Assignment) -> str | None:
+        ks = _k_slice(views.k, a["splits"], chunk)
+        if (a["splits"] - 1) * ks < views.k:
+            return None
+        return f"K = {views.k} leaves the last of {a['splits']} slices empty"
+    g.constrain("k slices", "problem", ["splits"], every_split_works, "each block of the cluster owns some of K")
+
+    def smem_ok(a: Assignment) -> str | None:
+        need = smem_bytes(views, a, orient, chunk)
+        return None if need <= arch.smem_per_block else f"{need} B > {arch.smem_per_block} B per block"
+    g.constrain("shared memory", "arch", ["threads", "block_n", "splits"], smem_ok,
+                "A's K slice and the partial sums live in shared memory")
+
+    def grid_ok(a: Assignment) -> str | None:
+        blocks = views.batch * math.ceil(views.n / a["block_n"]) * a["splits"]
+        return None if blocks <= INT32_MAX else f"{blocks} blocks exceed one launch's grid"
+    g.constrain("grid size", "arch", ["block_n", "splits"], grid_ok)
+    return g
+
+
+def _cost(views: ProblemViews, arch: Arch):
+    """Estimated µs, only to rank candidates: B's bytes at the bandwidth the loads in flight sustain
+    (Little's law, capped by DRAM), or the FMAs, plus staging A, the reduction and the launch."""
+    orient, chunk, _ = lanes_along(views)
+    elem = views.operands["B"].elem_bytes
+    m, n, k, batch = views.m, views.n, views.k, views.batch
+    dram = arch.dram_gbps * 1e3  # bytes per µs
+    fma_rate = arch.fma_flops_per_sm_clk / 2 * arch.clock_ghz * 1e3 * FMA_ISSUE  # FMAs per µs and SM
+
+    def cost(a: Assignment) -> float:
+        threads, bn, splits = a["threads"], a["block_n"], a["splits"]
+        tiles_n = math.ceil(n / bn)
+        blocks = batch * tiles_n * splits
+        smem = smem_bytes(views, a, orient, chunk)
+        resident = max(1, min(arch.smem_per_sm // smem, arch.max_threads_per_sm // threads, arch.max_blocks_per_sm))
+        concurrent = min(blocks, arch.sms * resident)
+        loads = a["unroll"] * a["cols"] * chunk * elem  # bytes a thread has in flight
+        in_flight = concurrent * threads * loads
+        b_bytes = batch * tiles_n * bn * k * elem
+        a_bytes = batch * m * k * views.operands["A"].elem_bytes * tiles_n  # from L2 after the first
+        busy = min(blocks, arch.sms)
+        # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
+        mem_us = (b_bytes + 0.1 * a_bytes) / min(dram * busy / arch.sms, in_flight / MEMORY_LATENCY_US)
+        math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
+        stage_us = 0.3 * math.ceil(blocks / (arch.sms * resident))  # staging A: a round trip per wave
+        reduce_us = REDUCE_US if splits > 1 else 0.0
+        return max(mem_us, math_us) + stage_us + reduce_us + LAUNCH_US + MEMORY_LATENCY_US
+
+    return cost
+
+
+def _problem(views: ProblemViews, arch: Arch):
+    blocked = gates(views, arch)
+    if blocked:
+        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
+                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+    return build_graph(views, arch), _cost(views, arch)
+
+
+def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[GemvPlan, ConstraintGraph]:
+    graph, cost = _problem(views, arch)
+    try:
+        sol = solve(graph, cost)
+    except Unsatisfiable as exc:  # pragma: no cover - 128 threads, unroll 1, no split always fits
+        raise PlanError(f"{views.spec.source}: no {NAME} plan fits: {exc}") from None
+    return _plan(views, sol.assignment, sol.decisions, sol.feasible, sol.cost), graph
+
+
+def candidates(views: ProblemViews, arch: Arch, count: int) -> list[GemvPlan]:
+    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
+    graph, cost = _problem(views, arch)
+    sol = solve(graph, cost, keep=count)
+    return [_plan(views, a, explain_assignment(graph, a, cost), sol.feasible, c) for c, a in sol.ranked]
+
+
+def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> GemvPlan:
+    """The plan of one given assignment (a tuned one, read back from the database)."""
+    graph, cost = _problem(views, arch)
+    a, broken = graph.restrict(assignment)
+    if broken:
+        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
+    return _plan(views, a, explain_assignment(graph, a, cost), 1, cost(a))
+
+
+def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+          cost_us: float) -> GemvPlan:
+    orient, chunk, promised = lanes_along(views)
+    tiles_n = math.ceil(views.n / a["block_n"])
+    return GemvPlan(
+        lanes_along=orient, chunk=chunk, chunk_promised=promised, threads=a["threads"], block_n=a["block_n"],
+        cols=a["cols"], unroll=a["unroll"], splits=a["splits"], k_slice=_k_slice(views.k, a["splits"], chunk),
+        tiles_n=tiles_n, blocks=views.batch * tiles_n * a["splits"], red_pitch=a["block_n"] + RED_PAD,
+        partial_offset=partial_offset(views, a["splits"], chunk),
+        smem_bytes=smem_bytes(views, a, orient, chunk), elem_bytes=views.operands["B"].elem_bytes,
+        index_type="long long" if views.needs_int64 else "int",
+        decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
+    )
+

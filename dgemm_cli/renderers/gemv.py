@@ -1,0 +1,38 @@
+"""Template context of the `gemv` family (templates/gemv/)."""
+
+from __future__ import annotations
+
+import jinja2
+
+from dgemm_cli.families.gemv import GemvPlan
+from dgemm_cli.renderers import Body, launch_attributes
+from dgemm_cli.spec import Spec
+from dgemm_cli.views import ProblemViews
+
+
+def context(spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> dict:
+    settings, why = launch_attributes(plan.smem_bytes, "SMEM_BYTES", plan.splits)
+    return {
+        **base,
+        "index_type": plan.index_type, "threads": plan.threads, "block_n": plan.block_n, "chunk": plan.chunk,
+        "chunk_promised": plan.chunk_promised, "b_check": plan.b_check, "lanes_along": plan.lanes_along,
+        "unroll": plan.unroll, "cols": plan.cols, "warps_n": plan.warps_n, "splits": plan.splits,
+        "k_slice": plan.k_slice, "tiles_n": plan.tiles_n, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
+        "partial_offset": plan.partial_offset, "smem_bytes": plan.smem_bytes,
+        "partial_slices": plan.warps // plan.warps_n if plan.lanes_along == "n" else 1,
+        "has_batch": bool(views.roles["batch"].segments),
+        "batch_ops": [base[x.lower()] for x in "ABC" if "batch" in base[x.lower()].roles],
+        # The final stores walk C's contiguous role, so that they coalesce.
+        "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
+        "func_attributes": settings, "func_attributes_why": why,
+    }
+
+
+def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> Body:
+    k = context(spec, views, plan, base)
+    text = env.get_template("gemv/body.cu.j2").render(k=k)
+    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
+    includes = {"cooperative_groups.h"} if plan.splits > 1 else set()
+    if k["func_attributes"]:
+        includes.add("atomic")
+    return Body("gemv", text, f"gemv: {plan.summary}", tuple(decisions), frozenset(includes))
