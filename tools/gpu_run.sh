@@ -42,6 +42,8 @@ if has verify || has bench || has sanitize; then
   case " $SETS " in *" randgemv "*)  # the same small-M specs on the gemv family (those with M > 8 are gated out)
     dg random-specs "${RAND_SMALL:-40}" -o "$W/rsg" --seed 21 --small-m-share 1.0 > /dev/null
     dg gen "$W"/rsg/*.yaml -o "$W/randgemv" --family gemv > "$OUT/gen_randgemv.txt" 2>&1;; esac
+  case " $SETS " in *" decodegemv "*)  # the decode benchmarks with M <= 8 on the gemv family, whatever the model picks
+    dg gen specs/bench/decode_[18]x*.yaml -o "$W/decodegemv" --family gemv > "$OUT/gen_decodegemv.txt" 2>&1 || echo "gen decode gemv failed";; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
