@@ -29,10 +29,11 @@ SUMMARY = "M <= 8 rows on the CUDA cores: B streamed with 16-byte loads into reg
 MAX_M = 8  # rows: beyond this the FMAs per byte of B outgrow what the CUDA cores hide behind memory
 SPLITS = (1, 2, 4, 8, 16)
 RED_PAD = 4  # floats of padding per row of a partial tile
-MAX_LIVE_REGS = 96  # loaded B elements (as 32-bit words) + accumulators per thread
+MAX_LIVE_REGS = 64  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
 # Cost model constants (µs), only to rank candidates; docs/DESIGN.md says how they were set.
 LAUNCH_US = 2.0
-MEMORY_LATENCY_US = 1.0
+MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
+LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
 FMA_ISSUE = 0.5  # share of the FMA peak a loop of loads, conversions and FMAs reaches
 
@@ -82,7 +83,7 @@ class GemvPlan:
 
     @property
     def summary(self) -> str:
-        lanes = (f"lanes along k, {self.cols} column(s) a warp at a time" if self.lanes_along == "k"
+        lanes = (f"lanes along k, {self.cols} column(s) a warp" if self.lanes_along == "k"
                  else f"lanes along n, {self.warps // self.warps_n} warp(s) split the K slice")
         return (f"FMA GEMV, {self.threads} threads, {self.block_n} columns a block, {lanes}, "
                 f"{self.chunk}-element chunks x{self.unroll} in flight, K split {self.splits} way(s)"
@@ -145,27 +146,28 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("threads", (128, 256), "threads per block")
     if orient == "k":
-        g.node("block_n", (4, 8, 16, 32, 64, 128), "columns of C per block")
-        g.node("cols", (1, 2, 4, 8), "columns a warp streams at once (lanes along k)")
+        g.node("block_n", (4, 8, 16, 32, 64), "columns of C per block (warps x columns a warp)")
+        g.node("cols", (1, 2, 4, 8), "columns of each warp (lanes along k)")
     else:
         g.node("block_n", tuple(32 * chunk * w for w in (1, 2, 4)), "columns of C per block (32 lanes x chunk x warps)")
         g.node("cols", (1,), "columns a lane streams at once: its chunk (lanes along n)")
-    g.node("unroll", (1, 2, 4), "loads in flight per column and thread")
+    g.node("unroll", (1, 2, 4), "chunks a round per column and thread (two rounds in flight)")
     clusters = arch.cc >= (9, 0)
     g.node("splits", SPLITS if clusters else (1,),
            "blocks of a cluster that split K" if clusters else f"K splits ({arch.name} has no clusters: 1)")
 
     if orient == "k":
-        g.constrain("column groups", "problem", ["threads", "block_n", "cols"],
-                    lambda a: None if a["block_n"] % (a["threads"] // 32 * a["cols"]) == 0
-                    else f"{a['block_n']} columns do not split into {a['threads'] // 32} warps x {a['cols']}")
+        g.constrain("columns per warp", "problem", ["threads", "block_n", "cols"],
+                    lambda a: None if a["block_n"] == a["threads"] // 32 * a["cols"]
+                    else f"{a['block_n']} columns are not {a['threads'] // 32} warps x {a['cols']}",
+                    "each warp streams its own columns over the whole K slice (one pipeline, no restart)")
     else:
         g.constrain("warps along n", "problem", ["threads", "block_n"],
                     lambda a: None if (a["threads"] // 32) % (a["block_n"] // (32 * chunk)) == 0
                     else f"{a['block_n'] // (32 * chunk)} warps along n do not divide {a['threads'] // 32}")
 
     def regs(a: Assignment) -> str | None:
-        loaded = a["unroll"] * a["cols"] * math.ceil(chunk * elem / 4)
+        loaded = 2 * a["unroll"] * a["cols"] * math.ceil(chunk * elem / 4)  # two rounds in flight
         acc = m * a["cols"] * (chunk if orient == "n" else 1)
         return None if loaded + acc <= MAX_LIVE_REGS else f"{loaded} loaded words + {acc} accumulators a thread"
     g.constrain("register budget", "arch", ["cols", "unroll"], regs,
@@ -207,13 +209,13 @@ def _cost(views: ProblemViews, arch: Arch):
         smem = smem_bytes(views, a, orient, chunk)
         resident = max(1, min(arch.smem_per_sm // smem, arch.max_threads_per_sm // threads, arch.max_blocks_per_sm))
         concurrent = min(blocks, arch.sms * resident)
-        loads = a["unroll"] * a["cols"] * chunk * elem  # bytes a thread has in flight
+        loads = 2 * a["unroll"] * a["cols"] * chunk * elem  # bytes a thread has in flight (two rounds)
         in_flight = concurrent * threads * loads
         b_bytes = batch * tiles_n * bn * k * elem
         a_bytes = batch * m * k * views.operands["A"].elem_bytes * tiles_n  # from L2 after the first
         busy = min(blocks, arch.sms)
         # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
-        mem_us = (b_bytes + 0.1 * a_bytes) / min(dram * busy / arch.sms, in_flight / MEMORY_LATENCY_US)
+        mem_us = (b_bytes + 0.1 * a_bytes) / min(dram * busy / arch.sms, in_flight / LOADED_LATENCY_US)
         math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
         stage_us = 0.3 * math.ceil(blocks / (arch.sms * resident))  # staging A: a round trip per wave
         reduce_us = REDUCE_US if splits > 1 else 0.0
