@@ -29,7 +29,7 @@ SUMMARY = "M <= 8 rows on the CUDA cores: B streamed with 16-byte loads into reg
 MAX_M = 8  # rows: beyond this the FMAs per byte of B outgrow what the CUDA cores hide behind memory
 SPLITS = (1, 2, 4, 8, 16)
 RED_PAD = 4  # floats of padding per row of a partial tile
-MAX_LIVE_REGS = 64  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
+MAX_LIVE_REGS = 80  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
 # Cost model constants (µs), only to rank candidates; docs/DESIGN.md says how they were set.
 LAUNCH_US = 2.0
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
@@ -116,12 +116,22 @@ def lanes_along(views: ProblemViews) -> tuple[str, int, int]:
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.m > MAX_M:
         return [("few rows", f"M = {views.m} rows: more than the {MAX_M} the CUDA cores keep up with at memory speed")]
-    _, chunk, _ = lanes_along(views)
+    orient, chunk, _ = lanes_along(views)
+    least = live_regs(views, orient, chunk, unroll=1, cols=1)
+    if least > MAX_LIVE_REGS:
+        return [("register budget", f"{least} live values a thread at the least (M = {views.m} rows x {chunk}-element "
+                                    f"chunks along n) exceed {MAX_LIVE_REGS}")]
     most = max(SPLITS) if arch.cc >= (9, 0) else 1
     if partial_offset(views, most, chunk) + views.m * (4 + RED_PAD) * 4 > arch.smem_per_block:
         return [("A's K slice in shared memory", f"{views.m} x {_k_slice(views.k, most, chunk)} elements of A a block "
                                                  f"(K = {views.k} over at most {most} blocks) exceed shared memory")]
     return []
+
+
+def live_regs(views: ProblemViews, orient: str, chunk: int, unroll: int, cols: int) -> int:
+    """Registers a thread keeps live across the loop: two rounds of loaded B words and the accumulators."""
+    loaded = 2 * unroll * cols * math.ceil(chunk * views.operands["B"].elem_bytes / 4)
+    return loaded + views.m * cols * (chunk if orient == "n" else 1)
 
 
 def _k_slice(k: int, splits: int, chunk: int) -> int:
@@ -141,8 +151,6 @@ def smem_bytes(views: ProblemViews, a: Assignment, orient: str, chunk: int) -> i
 
 def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     orient, chunk, _ = lanes_along(views)
-    elem = views.operands["B"].elem_bytes
-    m = views.m
     g = ConstraintGraph()
     g.node("threads", (128, 256), "threads per block")
     if orient == "k":
@@ -167,9 +175,8 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                     else f"{a['block_n'] // (32 * chunk)} warps along n do not divide {a['threads'] // 32}")
 
     def regs(a: Assignment) -> str | None:
-        loaded = 2 * a["unroll"] * a["cols"] * math.ceil(chunk * elem / 4)  # two rounds in flight
-        acc = m * a["cols"] * (chunk if orient == "n" else 1)
-        return None if loaded + acc <= MAX_LIVE_REGS else f"{loaded} loaded words + {acc} accumulators a thread"
+        live = live_regs(views, orient, chunk, a["unroll"], a["cols"])
+        return None if live <= MAX_LIVE_REGS else f"{live} loaded words + accumulators a thread"
     g.constrain("register budget", "arch", ["cols", "unroll"], regs,
                 "loads in flight and accumulators stay in registers")
 
