@@ -1,0 +1,151 @@
+"""The small-M families (splitk, gemv): gates, plan invariants over random decode-shaped views, rendering."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import gemv, splitk
+from dgemm_cli.plan import Plan, make_plan, plan_detail
+from dgemm_cli.randspec import random_spec
+from dgemm_cli.render import render_sources
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.views import analyse
+
+from .conftest import REPO
+
+SM90, SM80 = get_arch("sm_90a"), get_arch("sm_80")
+
+
+FAMILY_MODULES = {"splitk": splitk, "gemv": gemv}
+
+
+def _views(gemm: dict, **extra):
+    return analyse(parse_spec({"name": "g", "dtype": "f16", "gemm": gemm, **extra}))
+
+
+def test_gates_name_what_rules_each_family_out():
+    assert splitk.gates(_views({"m": 1, "n": 128, "k": 4096}), SM90) == []
+    assert gemv.gates(_views({"m": 1, "n": 128, "k": 4096}), SM90) == []
+    assert [c for c, _ in splitk.gates(_views({"m": 65, "n": 128, "k": 4096}), SM90)] == ["small M"]
+    assert [c for c, _ in splitk.gates(_views({"m": 1, "n": 128, "k": 32}), SM90)] == ["K to split"]
+    assert [c for c, _ in splitk.gates(_views({"m": 1, "n": 128, "k": 4096}), SM80)] == ["thread-block clusters"]
+    assert [c for c, _ in gemv.gates(_views({"m": gemv.MAX_M + 1, "n": 128, "k": 4096}), SM90)] == ["few rows"]
+
+
+def test_gemv_runs_without_clusters_on_sm80():
+    p, _ = gemv.plan_with_graph(_views({"m": 1, "n": 128, "k": 4096}), SM80)
+    assert p.splits == 1
+
+
+def test_decode_plans_a_small_m_family_and_explain_says_why_the_others_lost():
+    views = analyse(load_spec(REPO / "specs" / "decode_qk.yaml"))
+    detail = plan_detail(views, SM90)
+    assert detail.plan.family in ("gemv", "splitk")
+    rejected = {r.value for r in detail.plan.family_decision.rejected}
+    assert rejected == {"hopper", "cta", "gemv", "splitk"} - {detail.plan.family}
+
+
+def test_big_products_keep_their_families():
+    views = analyse(load_spec(REPO / "specs" / "square_bf16.yaml"))
+    assert make_plan(views, SM90).family == "hopper"
+
+
+def _check_splitk(p, views):
+    assert p.splits in splitk.SPLITS and p.blocks == p.tile.tiles * p.splits
+    assert (p.splits - 1) * p.k_tiles_per_split < p.k_tiles <= p.splits * p.k_tiles_per_split
+    assert p.smem_bytes >= p.tile.block_m * p.red_pitch * 4 and p.smem_bytes <= SM90.smem_per_block
+    assert p.tile.tiles_m == math.ceil(views.m / p.tile.block_m) and p.tile.block_m <= splitk.MAX_M
+
+
+def _check_gemv(p, views):
+    assert p.splits * p.k_slice >= views.k > (p.splits - 1) * p.k_slice and p.k_slice % p.chunk == 0
+    assert p.chunk * p.elem_bytes <= 16 and p.chunk % p.chunk_promised == 0
+    if p.lanes_along == "k":
+        assert p.block_n == p.warps * p.cols
+    else:
+        assert p.block_n % (32 * p.chunk) == 0 and p.warps % p.warps_n == 0
+    assert p.partial_offset % 16 == 0 and p.partial_offset >= views.m * p.k_slice * views.operands["A"].elem_bytes
+    assert p.smem_bytes <= SM90.smem_per_block and p.blocks == views.batch * p.tiles_n * p.splits
+    assert p.tiles_n * p.block_n >= views.n
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9))
+def test_every_candidate_of_a_random_decode_view_is_consistent(seed):
+    import random
+    views = analyse(parse_spec(random_spec(random.Random(seed), "r", small_m_share=1.0)))
+    for family, check in ((splitk, _check_splitk), (gemv, _check_gemv)):
+        if family.gates(views, SM90):
+            continue
+        for p in family.candidates(views, SM90, 6):
+            check(p, views)
+
+
+def _render(gemm: dict, family: str, **extra) -> str:
+    spec = parse_spec({"name": "g", "dtype": "f16", "gemm": gemm, **extra})
+    views = analyse(spec)
+    plan = make_plan(views, SM90, family)
+    assert plan.family == family
+    return render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
+
+
+def test_splitk_renders_a_cluster_launch_and_an_ordered_dsmem_sum():
+    cu = _render({"m": 3, "n": 100, "k": 3000}, "splitk")
+    assert "cudaLaunchAttributeClusterDimension" in cu and "cluster.val.clusterDim.x = SPLITS;" in cu
+    assert "for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)" in cu
+    assert cu.count("cluster.sync();") == 2 and "#include <cooperative_groups.h>" in cu
+
+
+@pytest.mark.parametrize("layout, lanes", [("col", "k"), ("row", "n")])
+def test_gemv_lanes_follow_b_and_check_its_pointer(layout, lanes):
+    cu = _render({"m": 1, "n": 4096, "k": 4096}, "gemv", operands={"B": {"layout": layout}})
+    assert f"along {lanes})" in cu
+    # B is promised 2-byte aligned: 16-byte loads only when its pointer passes the check.
+    assert "if (aligned(B, 16)) return launch_with<8>(A, B, C, alpha, beta, stream);" in cu
+    assert "return launch_with<1>(A, B, C, alpha, beta, stream);" in cu
+
+
+def test_gemv_without_a_split_launches_plainly():
+    spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
+                       "operands": {"B": {"layout": "col", "align": 16}}})
+    views = analyse(spec)
+    p = next(c for c in gemv.candidates(views, SM90, 64) if c.splits == 1)
+    plan = Plan(p, None, make_plan(views, SM90, "gemv").family_decision)
+    cu = render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
+    assert "<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>" in cu and "cooperative_groups" not in cu
+    assert "if (aligned(B, 16))" not in cu and "launch_with<1>" not in cu  # promised: one instantiation
+
+
+def test_random_specs_draw_decode_shapes():
+    import random
+    rng = random.Random(5)
+    for i in range(30):
+        views = analyse(parse_spec(random_spec(rng, f"r{i}", small_m_share=1.0)))
+        assert views.m <= 64 and views.k > 32
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["splitk", "gemv"])
+def test_random_decode_kernels_compile_without_spills(family, tmp_path):
+    import random
+
+    from dgemm_cli.build import build
+    from dgemm_cli.render import generate
+    from dgemm_cli.toolchain import find_nvcc
+    rng = random.Random(17)
+    built = 0
+    while built < 3:
+        spec = parse_spec(random_spec(rng, f"r{built}", small_m_share=1.0))
+        if FAMILY_MODULES[family].gates(analyse(spec), SM90):
+            continue
+        g = generate(spec, SM90, tmp_path, family=family)
+        report = build(g.directory, "sm_90a", find_nvcc())
+        assert report.ok, report.error
+        assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
+        built += 1
