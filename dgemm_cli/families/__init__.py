@@ -8,6 +8,8 @@ A family's plan has `family`, `summary`, `cost_us` (the cost model's estimate, c
 families), `decisions`, `feasible`, `smem_bytes`, `threads`, `runtime_align` (operand -> bytes the
 plan needs at run time beyond what the spec promises) and `to_dict()`. `dgemm_cli.plan` chooses among
 the families through a constraint graph; render dispatches on `family` through one table.
+`_solving.py` holds what every family does with its graph (best plan, ranked candidates, a tuned
+assignment's plan); a family describes its problem once as a `_solving.Problem`.
 """
 
 from __future__ import annotations
@@ -15,5 +17,6 @@ from __future__ import annotations
 from dgemm_cli.families import cta, gemv, hopper, splitk
 
 # In order of preference on equal cost; `cta` runs everything and is every other family's fallback.
+# hopper: TMA + wgmma (sm_90a); gemv: M <= 4 on the CUDA cores; splitk: M <= 64, K split over a cluster.
 FAMILIES = {f.NAME: f for f in (hopper, gemv, splitk, cta)}
 FALLBACK = cta.NAME

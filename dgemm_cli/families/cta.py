@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, solve
 from dgemm_cli.errors import PlanError
+from dgemm_cli.families._solving import Problem, best, of_assignment, ranked
 from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews
 
 NAME = "cta"
@@ -373,39 +374,27 @@ def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
     return plan_with_graph(views, arch)[0]
 
 
-def _problem(views: ProblemViews, arch: Arch):
-    """The instruction (and its decision), the tiling graph for it and the cost model: what every way
-    of planning (the best plan, tuning candidates, a tuned assignment) starts from."""
+def _problem(views: ProblemViews, arch: Arch) -> Problem:
+    """The instruction (decided first), the tiling graph for it and the cost model: what every way of
+    planning (the best plan, tuning candidates, a tuned assignment) starts from."""
     instruction, instr_decision = choose_instruction(views, arch)
-    return instruction, instr_decision, build_tiling_graph(views, arch, instruction), _cost(views, arch, instruction)
+    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch, instruction),
+                   _cost(views, arch, instruction),
+                   lambda a, decisions, feasible, cost: tile_plan(views, instruction, a, decisions, feasible, cost),
+                   (instr_decision,))
 
 
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, ConstraintGraph]:
     """The plan and the tiling graph it was solved from (for `explain`)."""
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    try:
-        sol = solve(graph, cost)
-    except Unsatisfiable as exc:  # pragma: no cover - every spec has the gather/16x16 plan
-        raise PlanError(f"{views.spec.source}: no tiling satisfies the constraints: {exc}") from None
-    plan = tile_plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost)
-    return plan, graph
+    return best(_problem(views, arch))
 
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
-    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    sol = solve(graph, cost, keep=count)
-    return [tile_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
-            for c, a in sol.ranked]
+    return ranked(_problem(views, arch), count)
 
 
 def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> TilePlan:
-    """The plan of one given assignment (a tuned one, read back from the database)."""
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    a, broken = graph.restrict(assignment)
-    if broken:
-        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    return tile_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
+    return of_assignment(_problem(views, arch), assignment)
 
 
 def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

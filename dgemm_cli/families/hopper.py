@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.errors import PlanError
+from dgemm_cli.families._solving import Problem, best, gated, of_assignment, ranked
 from dgemm_cli.views import ProblemViews, ViewSegment
 
 NAME = "hopper"
@@ -406,38 +407,23 @@ def plan(views: ProblemViews, arch: Arch) -> HopperPlan:
     return plan_with_graph(views, arch)[0]
 
 
-def _problem(views: ProblemViews, arch: Arch):
+def _problem(views: ProblemViews, arch: Arch) -> Problem:
     """The tiling graph and the cost model, once the gates allow the problem."""
-    blocked = gates(views, arch)
-    if blocked:
-        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
-                        + "; ".join(f"{n}: {why}" for n, why in blocked))
-    return build_tiling_graph(views, arch), _cost(views, arch)
+    gated(NAME, views.spec.source, gates(views, arch))
+    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
+                   lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
 
 
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, ConstraintGraph]:
-    graph, cost = _problem(views, arch)
-    try:
-        sol = solve(graph, cost)
-    except Unsatisfiable as exc:  # pragma: no cover - 64x64, 1 consumer, 3 stages always fits
-        raise PlanError(f"{views.spec.source}: no {NAME} tiling fits: {exc}") from None
-    return _plan(views, sol.assignment, sol.decisions, sol.feasible, sol.cost), graph
+    return best(_problem(views, arch))
 
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[HopperPlan]:
-    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
-    graph, cost = _problem(views, arch)
-    sol = solve(graph, cost, keep=count)
-    return [_plan(views, a, explain_assignment(graph, a, cost), sol.feasible, c) for c, a in sol.ranked]
+    return ranked(_problem(views, arch), count)
 
 
 def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> HopperPlan:
-    """The plan of one given assignment (a tuned one, read back from the database)."""
-    graph, cost = _problem(views, arch)
-    a, broken = graph.restrict(assignment)
-    if broken:
-        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    return _plan(views, a, explain_assignment(graph, a, cost), 1, cost(a))
+    return of_assignment(_problem(views, arch), assignment)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
-from dgemm_cli.errors import PlanError
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families import cta
+from dgemm_cli.families._solving import Problem, best, gated, of_assignment, ranked
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "splitk"
@@ -182,40 +182,25 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     return cost
 
 
-def _problem(views: ProblemViews, arch: Arch):
-    blocked = gates(views, arch)
-    if blocked:
-        raise PlanError(f"{views.spec.source}: the {NAME} family cannot run this problem: "
-                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+def _problem(views: ProblemViews, arch: Arch) -> Problem:
+    gated(NAME, views.spec.source, gates(views, arch))
     instruction, instr_decision = cta.choose_instruction(views, arch)
-    return (instruction, instr_decision, build_tiling_graph(views, arch, instruction),
-            _cost(views, arch, instruction))
+    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch, instruction),
+                   _cost(views, arch, instruction),
+                   lambda a, decisions, feasible, cost: _plan(views, instruction, a, decisions, feasible, cost),
+                   (instr_decision,))
 
 
 def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[SplitKPlan, ConstraintGraph]:
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    try:
-        sol = solve(graph, cost)
-    except Unsatisfiable as exc:  # pragma: no cover - 16x16x32, 2 stages, no split always fits
-        raise PlanError(f"{views.spec.source}: no {NAME} tiling fits: {exc}") from None
-    return _plan(views, instruction, sol.assignment, (instr_decision, *sol.decisions), sol.feasible, sol.cost), graph
+    return best(_problem(views, arch))
 
 
 def candidates(views: ProblemViews, arch: Arch, count: int) -> list[SplitKPlan]:
-    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    sol = solve(graph, cost, keep=count)
-    return [_plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), sol.feasible, c)
-            for c, a in sol.ranked]
+    return ranked(_problem(views, arch), count)
 
 
 def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> SplitKPlan:
-    """The plan of one given assignment (a tuned one, read back from the database)."""
-    instruction, instr_decision, graph, cost = _problem(views, arch)
-    a, broken = graph.restrict(assignment)
-    if broken:
-        raise PlanError(f"{views.spec.source}: the tuned {NAME} plan {assignment} no longer fits: {broken[0]}")
-    return _plan(views, instruction, a, (instr_decision, *explain_assignment(graph, a, cost)), 1, cost(a))
+    return of_assignment(_problem(views, arch), assignment)
 
 
 def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

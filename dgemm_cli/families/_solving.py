@@ -1,0 +1,53 @@
+"""What every family does with its tiling graph (pure): the best plan, the ranked candidates `tune`
+measures, and the plan of a tuned assignment. A family describes its problem once as a `Problem`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
+from dgemm_cli.errors import PlanError
+
+
+@dataclass(frozen=True)
+class Problem:
+    family: str
+    source: str  # the spec file, for errors
+    graph: ConstraintGraph
+    cost: Callable[[Assignment], float]
+    # (assignment, decisions, feasible, cost) -> the family's plan
+    make: Callable[[Assignment, tuple[Decision, ...], int, float], Any]
+    decided: tuple[Decision, ...] = ()  # decisions taken before the graph (the cta family's instruction)
+
+
+def gated(family: str, source: str, blocked: list[tuple[str, str]]) -> None:
+    """Planning a family its gates rule out is a caller's mistake the message explains."""
+    if blocked:
+        raise PlanError(f"{source}: the {family} family cannot run this problem: "
+                        + "; ".join(f"{n}: {why}" for n, why in blocked))
+
+
+def best(p: Problem) -> tuple[Any, ConstraintGraph]:
+    """The cheapest plan and the graph it was solved from (for `explain`). A family's gates must rule
+    out every problem its graph cannot satisfy; an unsatisfiable graph here is a planner bug."""
+    try:
+        sol = solve(p.graph, p.cost)
+    except Unsatisfiable as exc:
+        raise PlanError(f"{p.source}: no {p.family} plan satisfies the constraints: {exc}") from None
+    return p.make(sol.assignment, (*p.decided, *sol.decisions), sol.feasible, sol.cost), p.graph
+
+
+def ranked(p: Problem, count: int) -> list[Any]:
+    """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
+    sol = solve(p.graph, p.cost, keep=count)
+    return [p.make(a, (*p.decided, *explain_assignment(p.graph, a, p.cost)), sol.feasible, c) for c, a in sol.ranked]
+
+
+def of_assignment(p: Problem, assignment: Assignment) -> Any:
+    """The plan of one given assignment (a tuned one, read back from the database)."""
+    a, broken = p.graph.restrict(assignment)
+    if broken:
+        raise PlanError(f"{p.source}: the tuned {p.family} plan {assignment} no longer fits: {broken[0]}")
+    return p.make(a, (*p.decided, *explain_assignment(p.graph, a, p.cost)), 1, p.cost(a))
