@@ -33,7 +33,8 @@ MAX_M = 4
 SPLITS = (1, 2, 4, 8, 16)
 RED_PAD = 4  # floats of padding per row of a partial tile
 MAX_LIVE_REGS = 80  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
-# Cost model constants (µs), only to rank candidates; docs/DESIGN.md says how they were set.
+# Cost model constants (µs), only to rank candidates and families. Set a priori, then checked against
+# the level-1 tunes of the decode benchmarks (docs/RESULTS.md, 2026-11-30 second session).
 LAUNCH_US = 1.5  # as the hopper family: measured, gemv and hopper start alike ([1,4096]x[4096,14336])
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)

@@ -36,7 +36,8 @@ TILE_DOMAINS = {
     "block_k": (32, 64, 128),
     "stages": (2, 3, 4, 6, 8),
 }
-# Cost model constants (µs), only to rank candidates and families; docs/DESIGN.md says how they were set.
+# Cost model constants (µs), only to rank candidates and families. Set a priori, then checked against
+# the level-1 tunes of the decode benchmarks (docs/RESULTS.md, 2026-11-30 second session).
 LAUNCH_US = 2.0  # every launch: start-up, the first load's round trip, the last store
 MEMORY_LATENCY_US = 1.0  # DRAM round trip that bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum of one tile
