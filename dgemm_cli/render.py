@@ -159,6 +159,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "bodies": bodies, "primary": bodies[0].namespace, "fallback": bodies[1].namespace if dispatch else None,
         "dispatch": dispatch,
         "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),
+        "requirements": [r for b in bodies for r in b.requirements],
     }
 
 

@@ -122,6 +122,17 @@ def test_gemv_without_a_split_launches_plainly():
     assert "if (aligned(B, 16))" not in cu and "launch_with<1>" not in cu  # promised: one instantiation
 
 
+def test_generated_readme_states_the_cluster_requirements():
+    views = analyse(load_spec(REPO / "specs" / "decode_qk.yaml"))
+    spec = views.spec
+    for family, expect in (("splitk", True), ("cta", False)):
+        plan = make_plan(views, SM90, family)
+        readme = render_sources(spec, views, plan, plan_baseline(views), SM90)["README.md"]
+        assert ("## Requirements" in readme) == expect
+        if expect:
+            assert f"clusters of {plan.primary.splits} blocks" in readme and "bit-identical" in readme
+
+
 def test_random_specs_draw_decode_shapes():
     import random
     rng = random.Random(5)

@@ -14,6 +14,7 @@ class Body:
     title: str  # one line for the .cu header
     decisions: tuple[str, ...]
     includes: frozenset[str] = field(default_factory=frozenset)  # system headers the body needs
+    requirements: tuple[str, ...] = ()  # what the kernel asks of the GPU and the caller (the generated README)
 
 
 PORTABLE_CLUSTER = 8  # blocks a cluster may hold without cudaFuncAttributeNonPortableClusterSizeAllowed
@@ -33,3 +34,17 @@ def launch_attributes(smem_bytes: int, smem_symbol: str, cluster: int) -> tuple[
         return [], ""
     text = "; ".join(why) + ": once per device and instantiation."
     return settings, text[:1].upper() + text[1:]
+
+
+def cluster_requirements(splits: int) -> tuple[str, ...]:
+    """What a kernel whose K is split over a cluster of `splits` blocks asks of the GPU and gives back."""
+    if splits == 1:
+        return ()
+    out = [f"Thread-block clusters of {splits} blocks: compute capability 9.0 or later."]
+    if splits > PORTABLE_CLUSTER:
+        out.append(f"{splits} blocks a cluster is past the portable {PORTABLE_CLUSTER}: a GPU or MIG partition that "
+                   f"cannot co-schedule {splits} blocks makes the launch return a CUDA error "
+                   "(cudaOccupancyMaxActiveClusters tells beforehand).")
+    out.append("Deterministic: K is summed across the cluster in a fixed order, so repeated calls on the same "
+               "data give bit-identical results. No workspace and no state between calls.")
+    return tuple(out)

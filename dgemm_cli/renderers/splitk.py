@@ -6,7 +6,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.families.splitk import SplitKPlan
-from dgemm_cli.renderers import Body, launch_attributes
+from dgemm_cli.renderers import Body, cluster_requirements, launch_attributes
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
@@ -35,5 +35,6 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if k["dispatch"]:
         decisions.append(f"Run-time loader dispatch: {k['dispatch_desc']}")
     includes = {"cooperative_groups.h"} | ({"atomic"} if k["func_attributes"] else set())
-    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(includes))
+    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(includes),
+                cluster_requirements(plan.splits))
 
