@@ -6,7 +6,7 @@
 #   verify    every directory (specs and random: seeds 1,2,3; specs/bench: seed 1), JSON under $OUT
 #   bench     specs/bench and specs/ against cuBLAS (graph timing)
 #   indep     tools/independent_cublas.py: the same cuBLAS problems timed by PyTorch, same method
-#   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper-family kernels
+#   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper, splitk and gemv kernels
 #   tune      deepgemm tune TUNE_SPECS (default specs/*.yaml) at TUNE_LEVEL (default 1) into $OUT/tuning.json
 #   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
 #   pytest    the gpu-marked tests (pytest -m gpu)
@@ -69,15 +69,21 @@ if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
 fi
 if has sanitize; then
-  # The three smallest Hopper-family directories among the random ones (cheap under the sanitizer).
-  small=$("$PY" - "$W/randtma" <<'PYEOF'
+  # The smallest directories of each family among the random sets (cheap under the sanitizer): three
+  # Hopper, two splitk, two gemv.
+  small=$("$PY" - $(sets none) <<'PYEOF'
 import json, pathlib, sys
-rows = []
-for p in pathlib.Path(sys.argv[1]).glob("*/plan.json"):
-    plan = json.loads(p.read_text())
-    if plan["plan"]["family"] == "hopper":
-        rows.append((plan["plan"]["primary"]["tiles"] * plan["plan"]["primary"]["k_iters"], p.parent))
-print(" ".join(str(d) for _, d in sorted(rows)[:3]))
+rows = {"hopper": [], "splitk": [], "gemv": []}
+for root in sys.argv[1:]:
+    for p in pathlib.Path(root).glob("*/plan.json"):
+        plan = json.loads(p.read_text())["plan"]
+        fam, prim = plan["family"], plan["primary"]
+        if fam == "hopper":
+            rows[fam].append((prim["tiles"] * prim["k_iters"], str(p.parent)))
+        elif fam in rows:
+            rows[fam].append((prim["blocks"], str(p.parent)))
+keep = {"hopper": 3, "splitk": 2, "gemv": 2}
+print(" ".join(d for fam, n in keep.items() for _, d in sorted(rows[fam])[:n]))
 PYEOF
 )
   conv="$W/bench/conv_nchw_32x64x56x56_k64"
