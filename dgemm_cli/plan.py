@@ -62,7 +62,19 @@ class PlanDetail:
 
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
+    refuse_unrendered(views)
     return {name: module.gates(views, arch) for name, module in FAMILIES.items()}
+
+
+def refuse_unrendered(views: ProblemViews) -> None:
+    """What the spec language accepts but no family renders yet: an epilogue and a separate output view
+    D are parsed and checked (spec.py), and refused here rather than silently dropped."""
+    spec = views.spec
+    what = [x for x, there in (("`epilogue:`", bool(spec.epilogue)), ("`operands.D`", spec.D is not None)) if there]
+    if what:
+        raise PlanError(f"{spec.source}: {' and '.join(what)} parsed and checked, but no kernel family renders "
+                        "epilogues or a separate output view yet (issue 8); leave them out and apply the epilogue "
+                        "after the kernel for now")
 
 
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
@@ -99,6 +111,7 @@ def needs_fallback(primary: Any) -> bool:
 
 def fallback_plan(views: ProblemViews, arch: Arch) -> Any:
     """The cta family's best plan, as a run-time fallback."""
+    refuse_unrendered(views)
     return as_fallback(FAMILIES[FALLBACK].plan_with_graph(views, arch)[0])
 
 

@@ -30,7 +30,13 @@ ACCUM_TYPES = ("f32",)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
 OPERANDS = ("A", "B", "C")
 
-TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta"}
+TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue"}
+OUTPUT_VIEW = "D"  # the output view when it differs from the C that beta reads (cuBLASLt's C/D split)
+# Epilogue steps, applied in order to t = alpha * (A.B) + beta * C (cuBLASLt's order). docs/DESIGN.md has
+# the activations' formulas.
+ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
+EPILOGUE_STEPS = ("bias", "scale", "activation", "clamp", "residual")
+EPILOGUE_VIEW_KEYS = {"letters", "strides", "byte_strides", "dtype", "offset", "align"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align"}
 # Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
@@ -81,6 +87,27 @@ class OperandView:
 
 
 @dataclass(frozen=True)
+class EpilogueStep:
+    """One step of the epilogue: `bias` / `scale` / `residual` carry a view over some of C's letters
+    (all of them for `residual`), `activation` a name, `clamp` its bounds."""
+
+    kind: str  # one of EPILOGUE_STEPS
+    view: OperandView | None = None
+    activation: str | None = None
+    clamp: tuple[float, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.view is not None:
+            v = self.view
+            return {self.kind: {"letters": v.letters, "strides": list(v.strides), "offset": v.offset,
+                                "dtype": v.dtype, "align": v.align}}
+        if self.kind == "activation":
+            return {"activation": self.activation}
+        assert self.clamp is not None
+        return {"clamp": list(self.clamp)}
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str
     arch: str
@@ -98,6 +125,8 @@ class Spec:
     # What was read generously, e.g. "dtype 'half' read as f16"; `gen` prints them.
     notes: tuple[str, ...] = field(default=(), compare=False)
     implicit_output: bool = field(default=False, compare=False)  # written without `->`: numpy's rule gave C
+    epilogue: tuple[EpilogueStep, ...] = ()  # applied in order to alpha * (A.B) + beta * C
+    D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
@@ -122,10 +151,12 @@ class Spec:
                     "dtype": op.dtype,
                     "align": op.align,
                 }
-                for op in self.operands
+                for op in (*self.operands, *((self.D,) if self.D is not None else ()))
             },
             "alpha": self.alpha,
             "beta": self.beta,
+            # Only when present: a spec without an epilogue normalises (and hashes) as before.
+            **({"epilogue": [st.to_dict() for st in self.epilogue]} if self.epilogue else {}),
         }
 
 
@@ -289,9 +320,9 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if ("gemm" in top) == ("contraction" in top):
         raise ctx.fail("gemm/contraction", "need exactly one of `gemm:` and `contraction:`",
                        "write either `gemm: {m: .., n: .., k: ..}` or `contraction: \"mk,kn->mn\"` with `sizes:`")
-    operands = ctx.mapping(top.get("operands"), "operands", set(OPERANDS), "operands")
+    operands = ctx.mapping(top.get("operands"), "operands", {*OPERANDS, OUTPUT_VIEW}, "operands")
     op_maps = {op: ctx.mapping(operands.get(op), f"operands.{op}", OPERAND_KEYS, f"operand {op}")
-               for op in OPERANDS}
+               for op in (*OPERANDS, OUTPUT_VIEW)}
 
     if "gemm" in top:
         if "sizes" in top:
@@ -331,10 +362,79 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
                        "give A and B the same dtype (C may differ)")
     c_key = "operands.C.byte_strides" if "byte_strides" in op_maps["C"] else "operands.C.strides"
     _check_c_not_aliased(ctx, c, c_key)
+    d = None
+    if OUTPUT_VIEW in operands:
+        d = _operand(ctx, OUTPUT_VIEW, c.letters, sizes, op_maps[OUTPUT_VIEW], c.dtype, shorthand)
+        d_key = "operands.D.byte_strides" if "byte_strides" in op_maps[OUTPUT_VIEW] else "operands.D.strides"
+        _check_c_not_aliased(ctx, d, d_key)
+    epilogue = _epilogue(ctx, top.get("epilogue"), c, sizes)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
-                implicit_output=implicit_output)
+                implicit_output=implicit_output, epilogue=epilogue, D=d)
+
+
+def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int]) -> tuple[EpilogueStep, ...]:
+    """The `epilogue:` list: each item one step, `{bias: {letters: n, ...}}`, `{activation: gelu_tanh}`,
+    `{clamp: [lo, hi]}`, ... The views of bias / scale / residual take the operand keys (strides or
+    byte_strides in their letters' order, offset, dtype (default C's), align); dense by default."""
+    if raw is None:
+        return ()
+    example = "`epilogue: [{bias: {letters: n}}, {activation: gelu_tanh}]`"
+    if not isinstance(raw, list):
+        raise ctx.fail("epilogue", f"expected a list of steps, got {type(raw).__name__}", f"write e.g. {example}")
+    steps = []
+    for i, item in enumerate(raw):
+        key = f"epilogue[{i}]"
+        if isinstance(item, str) and item in ACTIVATIONS:
+            raise ctx.fail(key, f"'{item}' is an activation, written as a step of its own",
+                           f"write `{{activation: {item}}}`")
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ctx.fail(key, f"each step is a mapping with one key, got {item!r}",
+                           f"use one of {', '.join(EPILOGUE_STEPS)}, e.g. {example}")
+        (kind, value), = item.items()
+        if kind not in EPILOGUE_STEPS:
+            raise ctx.fail(f"{key}.{kind}", f"unknown epilogue step '{kind}'", _fix_naming(kind, EPILOGUE_STEPS))
+        key = f"{key}.{kind}"
+        if kind == "activation":
+            steps.append(EpilogueStep(kind, activation=ctx.choice(value, key, ACTIVATIONS, "activation")))
+        elif kind == "clamp":
+            if not isinstance(value, list) or len(value) != 2:
+                raise ctx.fail(key, f"expected [lo, hi], got {value!r}", "write e.g. `clamp: [-1.0, 1.0]`")
+            lo, hi = ctx.number(value[0], f"{key}[0]"), ctx.number(value[1], f"{key}[1]")
+            if lo > hi:
+                raise ctx.fail(key, f"lo {lo} > hi {hi}", "give the lower bound first")
+            steps.append(EpilogueStep(kind, clamp=(lo, hi)))
+        else:
+            steps.append(EpilogueStep(kind, view=_epilogue_view(ctx, key, kind, value, c, sizes)))
+    return tuple(steps)
+
+
+def _epilogue_view(ctx: _Ctx, key: str, kind: str, value: Any, c: OperandView,
+                   sizes: dict[str, int]) -> OperandView:
+    raw = dict(ctx.mapping(value, key, EPILOGUE_VIEW_KEYS, f"the {kind} view"))
+    if kind == "residual":
+        letters = raw.pop("letters", c.letters)
+        if not isinstance(letters, str) or sorted(letters) != sorted(c.letters):
+            raise ctx.fail(f"{key}.letters", f"a residual has C's letters ('{c.letters}'), got {letters!r}",
+                           "leave `letters:` out (C's order), or list C's letters in the residual's memory order")
+    else:
+        if "letters" not in raw:
+            raise ctx.fail(f"{key}.letters", "missing",
+                           f"say which of C's letters ('{c.letters}') the {kind} runs over, e.g. `letters: "
+                           f"{c.letters[-1:] or 'n'}`")
+        letters = raw.pop("letters")
+        if not isinstance(letters, str) or not _OPERAND_LETTERS.fullmatch(letters) or not letters:
+            raise ctx.fail(f"{key}.letters", f"{letters!r} is not a string of letters",
+                           f"write some of C's letters ('{c.letters}')")
+        stray = [x for x in letters if x not in c.letters]
+        if stray:
+            raise ctx.fail(f"{key}.letters", f"letter '{stray[0]}' is not one of C's ('{c.letters}')",
+                           f"a {kind} runs over C's letters only: use some of '{c.letters}'")
+        twice = next((x for x in letters if letters.count(x) > 1), None)
+        if twice is not None:
+            raise ctx.fail(f"{key}.letters", f"letter '{twice}' appears twice", "write each letter once")
+    return _operand(ctx, kind, letters, sizes, raw, c.dtype, "contraction", key=key)
 
 
 def _parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
@@ -404,8 +504,8 @@ def _parse_einsum(ctx: _Ctx, expr: Any) -> tuple[str, str, str, bool]:
 
 
 def _operand(ctx: _Ctx, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],
-             default_dtype: str, shorthand: str) -> OperandView:
-    key = f"operands.{op}"
+             default_dtype: str, shorthand: str, key: str | None = None) -> OperandView:
+    key = key or f"operands.{op}"
     dtype = ctx.dtype(raw.get("dtype", default_dtype), f"{key}.dtype")
     elem = DTYPE_BYTES[dtype]
     dims = tuple(sizes[x] for x in letters)
