@@ -67,14 +67,19 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
 
 
 def refuse_unrendered(views: ProblemViews) -> None:
-    """What the spec language accepts but no family renders yet: an epilogue and a separate output view
-    D are parsed and checked (spec.py), and refused here rather than silently dropped."""
+    """What the spec language accepts but no family renders yet: an epilogue, a separate output view D
+    and a run-time size are parsed and checked (spec.py), and refused here rather than silently dropped."""
     spec = views.spec
     what = [x for x, there in (("`epilogue:`", bool(spec.epilogue)), ("`operands.D`", spec.D is not None)) if there]
     if what:
         raise PlanError(f"{spec.source}: {' and '.join(what)} parsed and checked, but no kernel family renders "
                         "epilogues or a separate output view yet (issue 8); leave them out and apply the epilogue "
                         "after the kernel for now")
+    if spec.dynamic:
+        (x, (lo, hi)), = spec.dynamic.items()
+        raise PlanError(f"{spec.source}: the run-time size of '{x}' ({lo}..{hi}) is parsed and checked, but kernels "
+                        "for run-time M are not generated yet (issue 7); give it a fixed size (one spec per "
+                        "batch size) for now")
 
 
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:

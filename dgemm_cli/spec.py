@@ -127,6 +127,8 @@ class Spec:
     implicit_output: bool = field(default=False, compare=False)  # written without `->`: numpy's rule gave C
     epilogue: tuple[EpilogueStep, ...] = ()  # applied in order to alpha * (A.B) + beta * C
     D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
+    # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
+    dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
@@ -143,7 +145,8 @@ class Spec:
             "arch": self.arch,
             "accum": self.accum,
             "contraction": self.contraction,
-            "sizes": dict(self.sizes),
+            "sizes": {x: ({"min": self.dynamic[x][0], "max": n} if x in self.dynamic else n)
+                      for x, n in self.sizes.items()},
             "operands": {
                 op.name: {
                     "strides": list(op.strides),
@@ -192,6 +195,20 @@ class _Ctx:
             what = "negative" if value < 0 else f"less than {minimum}"
             raise self.fail(key, f"{value} is {what}", f"use an integer >= {minimum}")
         return value
+
+    def size(self, value: Any, key: str, letter: str, dynamic: dict[str, tuple[int, int]]) -> int:
+        """A size, or a run-time range `{min: a, max: b}` (recorded in `dynamic`; the max is returned)."""
+        if isinstance(value, dict):
+            rng = self.mapping(value, key, {"min", "max"}, "a run-time size")
+            for bound in ("min", "max"):
+                if bound not in rng:
+                    raise self.fail(f"{key}.{bound}", "missing", "write `{min: 1, max: 256}`")
+            lo, hi = self.integer(rng["min"], f"{key}.min", 1), self.integer(rng["max"], f"{key}.max", 1)
+            if lo > hi:
+                raise self.fail(key, f"min {lo} > max {hi}", "give the smaller bound as min")
+            dynamic[letter] = (lo, hi)
+            return hi
+        return self.integer(value, key, 1)
 
     def number(self, value: Any, key: str) -> float:
         # YAML 1.1 reads 1e-3 (no dot) as a string; accept what is plainly a number.
@@ -324,6 +341,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     op_maps = {op: ctx.mapping(operands.get(op), f"operands.{op}", OPERAND_KEYS, f"operand {op}")
                for op in (*OPERANDS, OUTPUT_VIEW)}
 
+    dynamic: dict[str, tuple[int, int]] = {}  # filled by ctx.size
     if "gemm" in top:
         if "sizes" in top:
             raise ctx.fail("sizes", "`sizes:` goes with `contraction:`, not with `gemm:`",
@@ -332,7 +350,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         for k in ("m", "n", "k"):
             if k not in gemm:
                 raise ctx.fail(f"gemm.{k}", "missing", f"add `{k}: <size>` to `gemm:`")
-        sizes = {k: ctx.integer(gemm[k], f"gemm.{k}", 1) for k in ("m", "n", "k")}
+        sizes = {k: ctx.size(gemm[k], f"gemm.{k}", k, dynamic) for k in ("m", "n", "k")}
         if "batch" in gemm:
             sizes = {"b": ctx.integer(gemm["batch"], "gemm.batch", 1), **sizes}
             letters = ("bmk", "bkn", "bmn")
@@ -350,13 +368,14 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         for letter in dict.fromkeys("".join(letters)):
             if letter not in raw:
                 raise ctx.fail(f"sizes.{letter}", "missing", f"add `{letter}: <size>` to `sizes:`")
-            sizes[letter] = ctx.integer(raw[letter], f"sizes.{letter}", 1)
+            sizes[letter] = ctx.size(raw[letter], f"sizes.{letter}", letter, dynamic)
         shorthand = "contraction"
 
     views = []
     for op, op_letters in zip(OPERANDS, letters):
         views.append(_operand(ctx, op, op_letters, sizes, op_maps[op], default_dtype, shorthand))
     a, b, c = views
+    _check_dynamic(ctx, dynamic, sizes, (a, b, c), op_maps, shorthand)
     if a.dtype != b.dtype:
         raise ctx.fail("operands.B.dtype", f"A is {a.dtype} but B is {b.dtype}",
                        "give A and B the same dtype (C may differ)")
@@ -371,7 +390,37 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
-                implicit_output=implicit_output, epilogue=epilogue, D=d)
+                implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic)
+
+
+def _check_dynamic(ctx: _Ctx, dynamic: dict[str, tuple[int, int]], sizes: dict[str, int],
+                   views: tuple[OperandView, ...], op_maps: dict[str, dict[str, Any]], shorthand: str) -> None:
+    """A run-time size is a row letter (in A and C, not in B: the tokens of a decode batch), one per
+    spec, and no stride may depend on it: the strides worked out for its largest size must hold for
+    every size (explicit strides, or layouts where the letter is outermost)."""
+    if not dynamic:
+        return
+    if len(dynamic) > 1:
+        second = list(dynamic)[1]
+        raise ctx.fail(f"sizes.{second}", f"{len(dynamic)} letters have run-time sizes ({', '.join(dynamic)})",
+                       "give one letter (the rows, e.g. the tokens of a decode batch) a range, the others sizes")
+    (x, (lo, _)), = dynamic.items()
+    where = f"gemm.{x}" if shorthand == "gemm" else f"sizes.{x}"
+    a, b, c = views
+    if x in b.letters or x not in a.letters or x not in c.letters:
+        raise ctx.fail(where, f"'{x}' has a run-time size but is not a row letter (in A and C, not in B)",
+                       "only the rows of A and C (M) may be sized at run time; give the other letters sizes")
+    smallest = dict(sizes, **{x: lo})
+    for view in views:
+        again = _operand(ctx, view.name, view.letters, smallest, op_maps[view.name], view.dtype, shorthand)
+        if again.strides != view.strides:
+            given = next((k for k in ("layout", "strides", "byte_strides") if k in op_maps[view.name]),
+                         "layout" if shorthand == "gemm" else "strides")
+            raise ctx.fail(f"operands.{view.name}.{given}",
+                           f"{view.name}'s strides {list(view.strides)} depend on the run-time size of '{x}' "
+                           f"({list(again.strides)} when it is {lo})",
+                           f"give explicit strides (elements) that hold for every size, or a layout where '{x}' "
+                           "is the outermost dim")
 
 
 def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int]) -> tuple[EpilogueStep, ...]:
