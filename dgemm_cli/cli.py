@@ -345,7 +345,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
     The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
     swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
     (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS.
-    ratio = baseline time / kernel time (> 1: faster than cuBLAS)."""
+    ratio = baseline time / kernel time (> 1: faster than cuBLAS). `copy_gbps` is a device-to-device
+    copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach."""
     rows, any_error = [], False
     _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
     if not as_json:
@@ -356,7 +357,7 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
         any_error |= run.exit_code != 0 or "error" in r
         row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
             "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
-            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates")}}
+            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates", "copy_gbps")}}
         rows.append(row)
         if as_json:
             continue

@@ -1179,6 +1179,21 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
       runner.cublas.destroy(runner.handle);
     }
   }
+
+  // What the memory system streams in the same run: a device-to-device copy of 3x L2 (from DRAM),
+  // graph-timed like the kernels, read + write bytes a second. A weight-streaming kernel approaches it.
+  double copy_gbps = NAN;
+  if (opt.baseline) {
+    size_t free_now = 0, total_now = 0;
+    DG_CUDA(cudaMemGetInfo(&free_now, &total_now));
+    if (2 * l2_target < free_now / 2) {
+      const DgDeviceBuffer src = dg_device_alloc(l2_target, 256), dst = dg_device_alloc(l2_target, 256);
+      const double copy_us = dg_graph_us(stream, 1, 16, opt.reps, [&](int) {
+        DG_CUDA(cudaMemcpyAsync(dst.ptr, src.ptr, l2_target, cudaMemcpyDeviceToDevice, stream));
+      });
+      copy_gbps = 2.0 * static_cast<double>(l2_target) / (copy_us * 1e-6) / 1e9;
+    }
+  }
   DG_CUDA(cudaStreamDestroy(stream));
 
   // Work and traffic: A and B count the unique elements they read (broadcast letters read once),
@@ -1224,6 +1239,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
     j.end();
   }
   j.end_array();
+  j.num("copy_gbps", copy_gbps);
   j.integer("sets", sets.nsets);
   j.integer("reps", opt.reps);
   j.end();

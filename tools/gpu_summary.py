@@ -57,6 +57,9 @@ def main() -> None:
             print(f"{r['name']:<28} {fmt(r['us']):>9} {fmt(r['tflops']):>8} {fmt(r['gbps']):>7} "
                   f"{fmt(r.get('us_stream')):>8} {fmt(r['baseline_us']):>9} {fmt(r['ratio']):>6}  "
                   f"{str(r.get('baseline_formulation') or r.get('baseline'))[:60]}")
+        copies = [r["copy_gbps"] for r in rows if isinstance(r.get("copy_gbps"), (int, float))]
+        if copies:
+            print(f"device copy of 3x L2, same runs: {fmt(min(copies))}..{fmt(max(copies))} GB/s (read + write)")
     indep = load(out, "indep.json")
     if indep:
         print("independent (torch, graph-timed):")
