@@ -411,8 +411,9 @@ def _check_dynamic(ctx: _Ctx, dynamic: dict[str, tuple[int, int]], sizes: dict[s
         raise ctx.fail(where, f"'{x}' has a run-time size but is not a row letter (in A and C, not in B)",
                        "only the rows of A and C (M) may be sized at run time; give the other letters sizes")
     smallest = dict(sizes, **{x: lo})
+    quiet = _Ctx(ctx.path)  # the views were read once already: no second round of notes
     for view in views:
-        again = _operand(ctx, view.name, view.letters, smallest, op_maps[view.name], view.dtype, shorthand)
+        again = _operand(quiet, view.name, view.letters, smallest, op_maps[view.name], view.dtype, shorthand)
         if again.strides != view.strides:
             given = next((k for k in ("layout", "strides", "byte_strides") if k in op_maps[view.name]),
                          "layout" if shorthand == "gemm" else "strides")

@@ -54,3 +54,8 @@ def test_explicit_strides_that_hold_for_every_size_are_accepted():
 def test_plan_refuses_run_time_sizes_until_their_kernels_exist():
     with pytest.raises(PlanError, match="run-time size of 'm' \\(1..256\\)"):
         make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+
+
+def test_aliases_are_noted_once_with_a_run_time_size():
+    s = parse_spec({"name": "d", "dtype": "half", "gemm": {"m": {"min": 1, "max": 8}, "n": 8, "k": 8}})
+    assert s.notes == ("dtype 'half' read as f16",)
