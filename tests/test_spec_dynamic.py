@@ -57,5 +57,6 @@ def test_plan_refuses_run_time_sizes_until_their_kernels_exist():
 
 
 def test_aliases_are_noted_once_with_a_run_time_size():
-    s = parse_spec({"name": "d", "dtype": "half", "gemm": {"m": {"min": 1, "max": 8}, "n": 8, "k": 8}})
-    assert s.notes == ("dtype 'half' read as f16",)
+    s = parse_spec({"name": "d", "gemm": {"m": {"min": 1, "max": 8}, "n": 8, "k": 8},
+                    "operands": {"A": {"dtype": "half"}, "B": {"dtype": "half"}}})
+    assert s.notes == ("operands.A.dtype 'half' read as f16", "operands.B.dtype 'half' read as f16")
