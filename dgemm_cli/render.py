@@ -45,7 +45,6 @@ HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
 TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
-REQUIRES_ARCH = {"hopper": "sm_90a", "splitk": "sm_90a"}  # families whose instructions exist on one arch only
 
 
 @dataclass(frozen=True)
@@ -222,8 +221,7 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "plan": plan.to_dict(),
         "baseline": _baseline_ctx(baseline),
         "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()},
-                  "requires_arch": sorted({REQUIRES_ARCH[p.family] for p in plan.kernels
-                                           if p.family in REQUIRES_ARCH})},
+                  "requires_arch": sorted({p.requires_arch for p in plan.kernels if p.requires_arch})},
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"
     return out

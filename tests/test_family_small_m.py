@@ -133,6 +133,17 @@ def test_generated_readme_states_the_cluster_requirements():
             assert f"clusters of {plan.primary.splits} blocks" in readme and "bit-identical" in readme
 
 
+def test_a_cluster_split_declares_the_arch_it_needs_in_plan_json():
+    import json
+    spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 128, "k": 4096}})
+    views = analyse(spec)
+    for arch, splits_wanted, needs in ((SM90, True, ["sm_90a"]), (SM80, False, [])):
+        plan = make_plan(views, arch, "gemv")
+        assert (plan.primary.splits > 1) == splits_wanted
+        files = render_sources(spec, views, plan, plan_baseline(views), arch)
+        assert json.loads(files["plan.json"])["build"]["requires_arch"] == needs
+
+
 def test_random_specs_draw_decode_shapes():
     import random
     rng = random.Random(5)

@@ -5,7 +5,8 @@
     plan_with_graph(views, arch) -> (plan, graph)   its best plan and the tiling graph it was solved from
 
 A family's plan has `family`, `summary`, `cost_us` (the cost model's estimate, comparable across
-families), `decisions`, `feasible`, `smem_bytes`, `threads`, `runtime_align` (operand -> bytes the
+families), `decisions`, `feasible`, `smem_bytes`, `threads`, `requires_arch` (the one arch its instructions need,
+or None), `runtime_align` (operand -> bytes the
 plan needs at run time beyond what the spec promises) and `to_dict()`. `dgemm_cli.plan` chooses among
 the families through a constraint graph; render dispatches on `family` through one table.
 `_solving.py` holds what every family does with its graph (best plan, ranked candidates, a tuned

@@ -91,6 +91,8 @@ class TilePlan:
         extent = self.block_m if ld.operand == "A" else self.block_n
         return smem_tile(ld.operand, ld.smem_inner, extent, self.block_k, self.elem_bytes)
 
+    requires_arch = None  # mma.sync / FFMA and cp.async: every arch in the table
+
     @property
     def runtime_dispatch(self) -> bool:
         return bool(self.a.runtime_align or self.b.runtime_align)

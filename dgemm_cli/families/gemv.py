@@ -67,6 +67,11 @@ class GemvPlan:
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def requires_arch(self) -> str | None:
+        """A K split runs over a thread-block cluster (sm_90a in the arch table); one block runs anywhere."""
+        return "sm_90a" if self.splits > 1 else None
+
+    @property
     def warps(self) -> int:
         return self.threads // 32
 

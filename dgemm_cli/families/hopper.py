@@ -123,6 +123,8 @@ class HopperPlan:
     notes: tuple[str, ...] = field(default=())
     assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
 
+    requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
+
     @property
     def runtime_align(self) -> dict[str, int]:
         return {x: n for x, n in (("A", self.a.runtime_align), ("B", self.b.runtime_align),

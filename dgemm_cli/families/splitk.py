@@ -60,6 +60,8 @@ class SplitKPlan:
     cost_us: float
     assignment: dict[str, Any] = field(default_factory=dict)
 
+    requires_arch = "sm_90a"  # thread-block clusters (the arch table's only one with them)
+
     @property
     def threads(self) -> int:
         return self.tile.threads
