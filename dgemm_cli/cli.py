@@ -490,6 +490,9 @@ def _tuning_db(db_path: Path | None) -> tuple[Path, dict]:
               help="0: the cost model alone (prints its ranking, measures nothing); 1, 2, 3: measure the 4, 16 or "
                    f"every feasible (at most {LEVEL3_CAP}) cheapest candidates of every kernel family.")
 @click.option("--arch", type=ARCH_CHOICE, help="Target arch; overrides the spec's `arch:`.")
+@click.option("--family", "families", multiple=True, type=click.Choice(list(FAMILIES)),
+              help="Measure only this kernel family's candidates (repeatable; default: every family the problem "
+                   "allows). The winner is then the fastest of these, and the database entry says so.")
 @click.option("--db", "db_path", type=click.Path(path_type=Path),
               help="Tuning database to read and write (default: $DEEPGEMM_TUNING_DB or the user cache dir); "
                    "a file a team can commit.")
@@ -505,8 +508,9 @@ def _tuning_db(db_path: Path | None) -> tuple[Path, dict]:
               help="Where the candidates are generated and built (WORK/<name>/<candidate>/).")
 @click.option("--nvcc", "nvcc_path", help="nvcc to use.")
 @click.option("--json", "as_json", is_flag=True, help="Print the database entries written, as JSON.")
-def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | None, merge_paths: tuple[Path, ...],
-         budget: float, reps: int, jobs: int, work: Path, nvcc_path: str | None, as_json: bool) -> None:
+def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[str, ...], db_path: Path | None,
+         merge_paths: tuple[Path, ...], budget: float, reps: int, jobs: int, work: Path, nvcc_path: str | None,
+         as_json: bool) -> None:
     """Pick each spec's plan by measurement and keep it in the tuning database.
 
     Candidates (the cost model's cheapest plans of every kernel family the problem allows) compile in
@@ -524,7 +528,7 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | 
         for spec in (load_spec(p) for p in specs):
             target = get_arch(arch or spec.arch)
             views = analyse(spec)
-            work_items.append((spec, target, views, tune_candidates(views, target, level)))
+            work_items.append((spec, target, views, tune_candidates(views, target, level, families)))
     except DeepGemmError as err:
         _fail(err)
     if level == 0:
@@ -560,7 +564,7 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, db_path: Path | 
         d, arch_name = dirs[(spec.name, winner["id"])]
         final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)], env).report
         key, entry = make_entry(spec, target.name, gpus[0].name, gpus[0].driver_version, level, measured,
-                                winner, final)
+                                winner, final, families)
         db["entries"][key] = entry
         save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
         entries.append(entry)

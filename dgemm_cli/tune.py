@@ -26,7 +26,7 @@ from typing import Any
 from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection
-from dgemm_cli.errors import DeepGemmError
+from dgemm_cli.errors import DeepGemmError, PlanError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback
 from dgemm_cli.spec import Spec
@@ -132,18 +132,21 @@ def lookup(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None = None) ->
     return max(hits, key=lambda e: e.get("date", "")) if hits else None
 
 
-def candidates(views: ProblemViews, arch: Arch, level: int) -> list[Candidate]:
+def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str, ...] = ()) -> list[Candidate]:
     """Every family's `LEVELS[level]` cheapest plans, each a whole Plan (with the cta fallback where
-    the candidate needs run-time pointer checks)."""
+    the candidate needs run-time pointer checks); `families`: only these (all when empty)."""
     count = LEVELS[level]
     count = LEVEL3_CAP if count is None else count
     if count == 0:
         return []
     gated = family_gates(views, arch)
+    if families and all(gated[f] for f in families):
+        raise PlanError(f"{views.spec.source}: {', '.join(families)} cannot run this problem: "
+                        + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))
     fallback = fallback_plan(views, arch)
     out = []
     for name, module in FAMILIES.items():
-        if gated[name]:
+        if gated[name] or (families and name not in families):
             continue
         for rank, fplan in enumerate(module.candidates(views, arch, count)):
             fb = fallback if needs_fallback(fplan) else None
@@ -160,11 +163,13 @@ def pick(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def make_entry(spec: Spec, arch: str, gpu: str, driver: str, level: int, measured: list[dict[str, Any]],
-               winner: dict[str, Any], final: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS."""
+               winner: dict[str, Any], final: dict[str, Any],
+               families: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
+    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS;
+    `families`: the families the tune was limited to (empty: all), recorded with the entry."""
     entry = {
         "spec_hash": spec_hash(spec), "name": spec.name, "arch": arch, "gpu": gpu, "driver": driver,
-        "generator": __version__, "level": level,
+        "generator": __version__, "level": level, "families": sorted(families) if families else "all",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
                    "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},

@@ -99,7 +99,9 @@ PYEOF
 fi
 if has tune; then
   # shellcheck disable=SC2086  # TUNE_SPECS is a list of globs
+  # TUNE_FAMILIES="gemv splitk": measure only those families' candidates.
   timeout "${T_TUNE:-3600}" "$PY" -m dgemm_cli tune ${TUNE_SPECS:-specs/*.yaml} --level "${TUNE_LEVEL:-1}" --db "$OUT/tuning.json" -j "$JOBS" \
+    $(for f in ${TUNE_FAMILIES:-}; do printf -- '--family %s ' "$f"; done) \
     --budget "${TUNE_BUDGET:-120}" -o "$W/tune" --json > "$OUT/tune.json" 2> "$OUT/tune_err.txt"
   stamp "tune rc=$?"
 fi
