@@ -17,6 +17,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, solve
 from dgemm_cli.errors import PlanError
 from dgemm_cli.families import FALLBACK, FAMILIES
+from dgemm_cli.families.solving import best
 from dgemm_cli.views import ProblemViews
 
 
@@ -102,7 +103,7 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     gated = family_gates(views, arch)
     graph = _family_graph(gated, prefer)
     solved: dict[str, tuple[Any, ConstraintGraph] | None] = {
-        name: None if gated[name] else module.plan_with_graph(views, arch) for name, module in FAMILIES.items()}
+        name: None if gated[name] else best(module.problem(views, arch)) for name, module in FAMILIES.items()}
     sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     primary = solved[sol.assignment["family"]][0]
     fallback = as_fallback(solved[FALLBACK][0]) if needs_fallback(primary) else None
@@ -117,7 +118,7 @@ def needs_fallback(primary: Any) -> bool:
 def fallback_plan(views: ProblemViews, arch: Arch) -> Any:
     """The cta family's best plan, as a run-time fallback."""
     refuse_unrendered(views)
-    return as_fallback(FAMILIES[FALLBACK].plan_with_graph(views, arch)[0])
+    return as_fallback(best(FAMILIES[FALLBACK].problem(views, arch))[0])
 
 
 def as_fallback(plan: Any) -> Any:

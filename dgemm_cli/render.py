@@ -124,6 +124,11 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
         "roles": roles, "offset_fns": offset_fns, "signature": sig, "includes": includes,
+        # Kernels that index tiles by batch move these operands' pointers to the batch's first element.
+        "has_batch": bool(views.roles["batch"].segments),
+        "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
+        # Element-wise stores of C walk its contiguous role (m or n), so that they coalesce.
+        "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),

@@ -28,6 +28,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection
 from dgemm_cli.errors import DeepGemmError, PlanError
 from dgemm_cli.families import FAMILIES
+from dgemm_cli.families.solving import of_assignment, ranked
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
@@ -148,7 +149,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
     for name, module in FAMILIES.items():
         if gated[name] or (families and name not in families):
             continue
-        for rank, fplan in enumerate(module.candidates(views, arch, count)):
+        for rank, fplan in enumerate(ranked(module.problem(views, arch), count)):
             fb = fallback if needs_fallback(fplan) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
@@ -184,7 +185,7 @@ def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
     family = win["family"]
     if family not in FAMILIES:
         raise TuningDbError(f"tuned family '{family}' is unknown to deepgemm {__version__}; tune again")
-    primary = FAMILIES[family].plan_for(views, arch, win["assignment"])
+    primary = of_assignment(FAMILIES[family].problem(views, arch), win["assignment"])
     fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
     best = {}
     for m in entry.get("measured", []):

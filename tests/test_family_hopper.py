@@ -6,6 +6,7 @@ import pytest
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.families import hopper
+from dgemm_cli.families.solving import ranked
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
@@ -22,7 +23,7 @@ def test_every_candidate_fits_the_register_pool_and_shared_memory(path):
     arch = get_arch("sm_90a")
     if hopper.gates(views, arch):
         return
-    for p in hopper.candidates(views, arch, 512):
+    for p in ranked(hopper.problem(views, arch), 512):
         entry = hopper.entry_regs(p.consumers, p.ctas_per_sm)
         assert entry * p.threads >= 128 * hopper.PRODUCER_REGS + 128 * p.consumers * p.consumer_regs
         assert p.consumer_regs % 8 == 0 and 24 <= p.consumer_regs <= 256

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.families import gemv, splitk
+from dgemm_cli.families.solving import best, ranked
 from dgemm_cli.plan import Plan, make_plan, plan_detail
 from dgemm_cli.randspec import random_spec
 from dgemm_cli.render import render_sources
@@ -39,7 +40,7 @@ def test_gates_name_what_rules_each_family_out():
 
 
 def test_gemv_runs_without_clusters_on_sm80():
-    p, _ = gemv.plan_with_graph(_views({"m": 1, "n": 128, "k": 4096}), SM80)
+    p, _ = best(gemv.problem(_views({"m": 1, "n": 128, "k": 4096}), SM80))
     assert p.splits == 1
 
 
@@ -83,7 +84,7 @@ def test_every_candidate_of_a_random_decode_view_is_consistent(seed):
     for family, check in ((splitk, _check_splitk), (gemv, _check_gemv)):
         if family.gates(views, SM90):
             continue
-        for p in family.candidates(views, SM90, 6):
+        for p in ranked(family.problem(views, SM90), 6):
             check(p, views)
 
 
@@ -115,7 +116,7 @@ def test_gemv_without_a_split_launches_plainly():
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
                        "operands": {"B": {"layout": "col", "align": 16}}})
     views = analyse(spec)
-    p = next(c for c in gemv.candidates(views, SM90, 64) if c.splits == 1)
+    p = next(c for c in ranked(gemv.problem(views, SM90), 64) if c.splits == 1)
     plan = Plan(p, None, make_plan(views, SM90, "gemv").family_decision)
     cu = render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
     assert "<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>" in cu and "cooperative_groups" not in cu

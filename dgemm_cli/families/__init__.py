@@ -2,15 +2,16 @@
 
     NAME, SUMMARY
     gates(views, arch) -> [(constraint, reason)]    what rules the family out of a problem ([]: nothing)
-    plan_with_graph(views, arch) -> (plan, graph)   its best plan and the tiling graph it was solved from
+    problem(views, arch) -> solving.Problem         its tiling graph, cost model and plan maker; solving.py
+                                                    turns it into the best plan (and its graph, for
+                                                    `explain`), the ranked candidates `tune` measures, or
+                                                    the plan of a tuned assignment
 
 A family's plan has `family`, `summary`, `cost_us` (the cost model's estimate, comparable across
 families), `decisions`, `feasible`, `smem_bytes`, `threads`, `requires_arch` (the one arch its instructions need,
 or None), `runtime_align` (operand -> bytes the
 plan needs at run time beyond what the spec promises) and `to_dict()`. `dgemm_cli.plan` chooses among
 the families through a constraint graph; render dispatches on `family` through one table.
-`_solving.py` holds what every family does with its graph (best plan, ranked candidates, a tuned
-assignment's plan); a family describes its problem once as a `_solving.Problem`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, solve
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families._solving import Problem, best, of_assignment, ranked
+from dgemm_cli.families.solving import Problem
 from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews
 
 NAME = "cta"
@@ -372,11 +372,7 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     return []
 
 
-def make_plan(views: ProblemViews, arch: Arch) -> TilePlan:
-    return plan_with_graph(views, arch)[0]
-
-
-def _problem(views: ProblemViews, arch: Arch) -> Problem:
+def problem(views: ProblemViews, arch: Arch) -> Problem:
     """The instruction (decided first), the tiling graph for it and the cost model: what every way of
     planning (the best plan, tuning candidates, a tuned assignment) starts from."""
     instruction, instr_decision = choose_instruction(views, arch)
@@ -384,19 +380,6 @@ def _problem(views: ProblemViews, arch: Arch) -> Problem:
                    _cost(views, arch, instruction),
                    lambda a, decisions, feasible, cost: tile_plan(views, instruction, a, decisions, feasible, cost),
                    (instr_decision,))
-
-
-def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[TilePlan, ConstraintGraph]:
-    """The plan and the tiling graph it was solved from (for `explain`)."""
-    return best(_problem(views, arch))
-
-
-def candidates(views: ProblemViews, arch: Arch, count: int) -> list[TilePlan]:
-    return ranked(_problem(views, arch), count)
-
-
-def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> TilePlan:
-    return of_assignment(_problem(views, arch), assignment)
 
 
 def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

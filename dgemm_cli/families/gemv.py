@@ -21,7 +21,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.families._solving import Problem, best, gated, of_assignment, ranked
+from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "gemv"
@@ -79,6 +79,10 @@ class GemvPlan:
     def warps_n(self) -> int:
         """Lanes along n: warps side by side over the block's columns (the rest split the K slice)."""
         return self.block_n // (32 * self.chunk) if self.lanes_along == "n" else 1
+
+    @property
+    def partial_slices(self) -> int:
+        return partial_slices(self.lanes_along, self.threads, self.block_n, self.chunk)
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -153,12 +157,17 @@ def partial_offset(views: ProblemViews, splits: int, chunk: int) -> int:
     return -(-xs // 16) * 16
 
 
+def partial_slices(orient: str, threads: int, block_n: int, chunk: int) -> int:
+    """Partial tiles in shared memory: one per warp row that splits the K slice (lanes along n), else one."""
+    return (threads // 32) // (block_n // (32 * chunk)) if orient == "n" else 1
+
+
 def smem_bytes(views: ProblemViews, a: Assignment, orient: str, chunk: int) -> int:
-    slices = (a["threads"] // 32) // (a["block_n"] // (32 * chunk)) if orient == "n" else 1
+    slices = partial_slices(orient, a["threads"], a["block_n"], chunk)
     return partial_offset(views, a["splits"], chunk) + slices * views.m * (a["block_n"] + RED_PAD) * 4
 
 
-def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     orient, chunk, _ = lanes_along(views)
     g = ConstraintGraph()
     g.node("threads", (128, 256), "threads per block")
@@ -252,22 +261,10 @@ def _cost(views: ProblemViews, arch: Arch):
     return cost
 
 
-def _problem(views: ProblemViews, arch: Arch) -> Problem:
+def problem(views: ProblemViews, arch: Arch) -> Problem:
     gated(NAME, views.spec.source, gates(views, arch))
-    return Problem(NAME, views.spec.source, build_graph(views, arch), _cost(views, arch),
+    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
                    lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
-
-
-def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[GemvPlan, ConstraintGraph]:
-    return best(_problem(views, arch))
-
-
-def candidates(views: ProblemViews, arch: Arch, count: int) -> list[GemvPlan]:
-    return ranked(_problem(views, arch), count)
-
-
-def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> GemvPlan:
-    return of_assignment(_problem(views, arch), assignment)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

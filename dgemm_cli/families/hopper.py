@@ -26,7 +26,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families._solving import Problem, best, gated, of_assignment, ranked
+from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.views import ProblemViews, ViewSegment
 
 NAME = "hopper"
@@ -405,27 +405,11 @@ def _cost(views: ProblemViews, arch: Arch):
     return cost
 
 
-def plan(views: ProblemViews, arch: Arch) -> HopperPlan:
-    return plan_with_graph(views, arch)[0]
-
-
-def _problem(views: ProblemViews, arch: Arch) -> Problem:
+def problem(views: ProblemViews, arch: Arch) -> Problem:
     """The tiling graph and the cost model, once the gates allow the problem."""
     gated(NAME, views.spec.source, gates(views, arch))
     return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
                    lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
-
-
-def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[HopperPlan, ConstraintGraph]:
-    return best(_problem(views, arch))
-
-
-def candidates(views: ProblemViews, arch: Arch, count: int) -> list[HopperPlan]:
-    return ranked(_problem(views, arch), count)
-
-
-def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> HopperPlan:
-    return of_assignment(_problem(views, arch), assignment)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

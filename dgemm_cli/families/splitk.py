@@ -21,7 +21,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families import cta
-from dgemm_cli.families._solving import Problem, best, gated, of_assignment, ranked
+from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "splitk"
@@ -185,25 +185,13 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     return cost
 
 
-def _problem(views: ProblemViews, arch: Arch) -> Problem:
+def problem(views: ProblemViews, arch: Arch) -> Problem:
     gated(NAME, views.spec.source, gates(views, arch))
     instruction, instr_decision = cta.choose_instruction(views, arch)
     return Problem(NAME, views.spec.source, build_tiling_graph(views, arch, instruction),
                    _cost(views, arch, instruction),
                    lambda a, decisions, feasible, cost: _plan(views, instruction, a, decisions, feasible, cost),
                    (instr_decision,))
-
-
-def plan_with_graph(views: ProblemViews, arch: Arch) -> tuple[SplitKPlan, ConstraintGraph]:
-    return best(_problem(views, arch))
-
-
-def candidates(views: ProblemViews, arch: Arch, count: int) -> list[SplitKPlan]:
-    return ranked(_problem(views, arch), count)
-
-
-def plan_for(views: ProblemViews, arch: Arch, assignment: Assignment) -> SplitKPlan:
-    return of_assignment(_problem(views, arch), assignment)
 
 
 def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

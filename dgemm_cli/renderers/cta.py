@@ -87,8 +87,6 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
         "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
         "loaders": variants, "cp_async_widths": sorted({lv.bytes for lv in variants if lv.kind == "cp_async"}),
-        "has_batch": bool(views.roles["batch"].segments),
-        "batch_ops": [base[x.lower()] for x in "ABC" if "batch" in base[x.lower()].roles],
         "dispatch": bool(conds), "dispatch_cond": " && ".join(conds), "dispatch_desc": dispatch_desc,
         # The register cap depends on the instantiation only when a fallback gathers.
         "async_trait": plan.min_blocks_per_sm > 1 and any(v.kind != "cp_async" for v in variants),

@@ -19,11 +19,7 @@ def context(spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> dict
         "unroll": plan.unroll, "cols": plan.cols, "warps_n": plan.warps_n, "splits": plan.splits,
         "k_slice": plan.k_slice, "tiles_n": plan.tiles_n, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
         "partial_offset": plan.partial_offset, "smem_bytes": plan.smem_bytes,
-        "partial_slices": plan.warps // plan.warps_n if plan.lanes_along == "n" else 1,
-        "has_batch": bool(views.roles["batch"].segments),
-        "batch_ops": [base[x.lower()] for x in "ABC" if "batch" in base[x.lower()].roles],
-        # The final stores walk C's contiguous role, so that they coalesce.
-        "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
+        "partial_slices": plan.partial_slices,
         "func_attributes": settings, "func_attributes_why": why,
     }
 

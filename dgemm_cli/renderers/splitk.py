@@ -19,8 +19,6 @@ def context(spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> di
         **k,
         "splits": plan.splits, "kt_per_split": plan.k_tiles_per_split, "blocks": plan.blocks,
         "red_pitch": plan.red_pitch, "launch_smem_bytes": plan.smem_bytes,
-        # Reduction threads walk C's contiguous role, so that their stores coalesce.
-        "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
         "func_attributes": settings,
         "func_attributes_why": why,
     }

@@ -1,5 +1,6 @@
 """What every family does with its tiling graph (pure): the best plan, the ranked candidates `tune`
-measures, and the plan of a tuned assignment. A family describes its problem once as a `Problem`."""
+measures, and the plan of a tuned assignment. A family describes its problem once as a `Problem`
+(its `problem(views, arch)`); plan.py and tune.py call these."""
 
 from __future__ import annotations
 
