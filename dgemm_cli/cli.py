@@ -20,7 +20,8 @@ from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, har
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.randspec import SMALL_M_SHARE, TMA_SHARE
+from dgemm_cli.plan import BucketPlan, Plan
+from dgemm_cli.randspec import DYNAMIC_SHARE, SMALL_M_SHARE, TMA_SHARE
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, run_harness
 from dgemm_cli.spec import load_spec
@@ -145,14 +146,25 @@ def _gen_summary(g) -> str:
         if rv.segments:
             segs = " ".join(s.label for s in rv.segments)
             lines.append(f"  {r:<5} {''.join(rv.letters):<6} {len(rv.segments)} segment(s): {segs}")
+    if isinstance(p, BucketPlan):
+        lines.append(f"  {p.why}")
+        for b in p.buckets:
+            lines.append(f"  {b.sizes(p.letter)}: {b.plan.family}: {b.plan.primary.summary}")
+            lines.extend(_fallback_lines(b.plan, "    "))
+        return "\n".join(lines)
     lines.append(f"  {p.family_decision.summary()}")
     lines.append(f"  {p.primary.family}: {p.primary.summary}")
     for d in p.primary.decisions:
         lines.append(f"    {d.summary()}")
-    if p.fallback is not None:
-        checks = ", ".join(f"{x} {n}-byte aligned" for x, n in p.primary.runtime_align.items())
-        lines.append(f"  run-time fallback when a pointer is not ({checks}): {p.fallback.family}: {p.fallback.summary}")
+    lines.extend(_fallback_lines(p, "  "))
     return "\n".join(lines)
+
+
+def _fallback_lines(p: Plan, indent: str) -> list[str]:
+    if p.fallback is None:
+        return []
+    checks = ", ".join(f"{x} {n}-byte aligned" for x, n in p.primary.runtime_align.items())
+    return [f"{indent}run-time fallback when a pointer is not ({checks}): {p.fallback.family}: {p.fallback.summary}"]
 
 
 @main.command(name="build")
@@ -423,7 +435,11 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
               help="Share of 16-bit specs with TMA-friendly views (16-byte strides, sizes in the hundreds).")
 @click.option("--small-m-share", type=click.FloatRange(0.0, 1.0), default=SMALL_M_SHARE, show_default=True,
               help="Share of decode-shaped specs (M = 1..64 rows, K in the hundreds to thousands), drawn first.")
-def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float) -> None:
+@click.option("--dynamic-share", type=click.FloatRange(0.0, 1.0), default=DYNAMIC_SHARE, show_default=True,
+              help="Share of specs with a row letter sized at run time ({min, max}: one kernel a bucket of sizes); "
+                   "applies to specs whose A and C strides are explicit.")
+def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
+                     dynamic_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -431,7 +447,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
-    for spec in random_specs(count, seed, tma_share, small_m_share):
+    for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

@@ -7,7 +7,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.constraints import ConstraintGraph
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.plan import plan_detail
+from dgemm_cli.plan import BucketPlan, plan_buckets, plan_detail
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import analyse, classify_letters
 
@@ -33,8 +33,6 @@ def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
 def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
     """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it."""
     views = analyse(spec)
-    detail = plan_detail(views, arch)
-    plan = detail.plan
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
     out.append("## Letters")
     if spec.implicit_output:
@@ -66,6 +64,12 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
     out.append("## Kernel family")
     for name, module in FAMILIES.items():
         out.append(f"  {name:<7} {module.SUMMARY}")
+    if spec.dynamic:
+        out.extend(_bucket_lines(plan_buckets(views, arch)))
+        out.extend(_baseline_lines(views))
+        return "\n".join(out)
+    detail = plan_detail(views, arch)
+    plan = detail.plan
     d = plan.family_decision
     out.append(f"  {d.summary()}")
     for r in d.rejected:
@@ -91,13 +95,35 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
     if tuned is not None:
         out.append("")
         out.extend(_tuned_lines(tuned))
+    out.extend(_baseline_lines(views))
+    return "\n".join(out)
+
+
+def _baseline_lines(views) -> list[str]:
     bl = plan_baseline(views)
-    out.append("")
-    out.append(f"## Baseline for bench: {bl.kind} ({bl.why})")
+    out = ["", f"## Baseline for bench: {bl.kind} ({bl.why})"]
     for call in bl.calls:
         out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}"
                    + (f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""))
-    return "\n".join(out)
+    return out
+
+
+def _bucket_lines(plan: BucketPlan) -> list[str]:
+    """A spec sized at run time: each bucket's family decision and plan (`explain` of a fixed-size spec
+    with the letter at the bucket's largest size shows a bucket's graphs in full)."""
+    out = ["", f"## Buckets of the run-time size: {plan.why}"]
+    for b in plan.buckets:
+        p = b.plan
+        out.append("")
+        out.append(f"### {b.sizes(plan.letter)}: {p.family}: {p.primary.summary}")
+        out.append(f"  {p.family_decision.summary()}")
+        for r in p.family_decision.rejected:
+            out.append(f"      {str(r.value):<10} rejected: {r.why}")
+        out.extend(f"  {d.summary()}" for d in p.primary.decisions)
+        if p.fallback is not None:
+            checks = ", ".join(f"{x} {n}-byte aligned" for x, n in p.primary.runtime_align.items())
+            out.append(f"  run-time fallback: {p.fallback.family} when a pointer fails the check ({checks})")
+    return out
 
 
 def _tuned_lines(entry: dict) -> list[str]:

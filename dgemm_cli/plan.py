@@ -18,7 +18,7 @@ from dgemm_cli.constraints import ConstraintGraph, Decision, solve
 from dgemm_cli.errors import PlanError
 from dgemm_cli.families import FALLBACK, FAMILIES
 from dgemm_cli.families.solving import best
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, analyse
 
 
 @dataclass(frozen=True)
@@ -64,23 +64,24 @@ class PlanDetail:
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
     refuse_unrendered(views)
-    return {name: module.gates(views, arch) for name, module in FAMILIES.items()}
+    gated = {name: module.gates(views, arch) for name, module in FAMILIES.items()}
+    if views.spec.dynamic:  # one kernel for a range of the run-time letter
+        for name, module in FAMILIES.items():
+            if not module.RUNTIME_ROWS:
+                gated[name].append(("rows at run time", f"{name} kernels are compiled for one M; the family serves "
+                                                        "only buckets of one size"))
+    return gated
 
 
 def refuse_unrendered(views: ProblemViews) -> None:
-    """What the spec language accepts but no family renders yet: an epilogue, a separate output view D
-    and a run-time size are parsed and checked (spec.py), and refused here rather than silently dropped."""
+    """What the spec language accepts but no family renders yet: an epilogue and a separate output view
+    D are parsed and checked (spec.py), and refused here rather than silently dropped."""
     spec = views.spec
     what = [x for x, there in (("`epilogue:`", bool(spec.epilogue)), ("`operands.D`", spec.D is not None)) if there]
     if what:
         raise PlanError(f"{spec.source}: {' and '.join(what)} parsed and checked, but no kernel family renders "
                         "epilogues or a separate output view yet (issue 8); leave them out and apply the epilogue "
                         "after the kernel for now")
-    if spec.dynamic:
-        (x, (lo, hi)), = spec.dynamic.items()
-        raise PlanError(f"{spec.source}: the run-time size of '{x}' ({lo}..{hi}) is parsed and checked, but kernels "
-                        "for run-time M are not generated yet (issue 7); give it a fixed size (one spec per "
-                        "batch size) for now")
 
 
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
@@ -127,5 +128,123 @@ def as_fallback(plan: Any) -> Any:
     return dataclasses.replace(plan, min_blocks_per_sm=1, runtime_fallback=True)
 
 
-def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Plan:
+def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Plan | BucketPlan:
+    """The plan of a spec: one kernel (and its run-time fallback), or for a spec with a letter sized at
+    run time, a kernel for each bucket of that size."""
+    if views.spec.dynamic:
+        return plan_buckets(views, arch, prefer)
     return plan_detail(views, arch, prefer).plan
+
+
+# Run-time sizes up to this get a kernel each: the gemv family keeps its rows in registers sized at
+# compile time, and it is the fastest family for 1..4 rows of a wide weight (docs/RESULTS.md).
+EXACT_ROWS = 4
+
+
+@dataclass(frozen=True)
+class RowsBucket:
+    """Sizes lo..hi of the run-time letter, served by one plan made for the largest of them."""
+
+    lo: int
+    hi: int
+    views: ProblemViews  # the bucket's problem: the letter at hi, run-time sized when lo < hi
+    plan: Plan
+
+    @property
+    def exact(self) -> bool:
+        return self.lo == self.hi
+
+    @property
+    def label(self) -> str:
+        """Part of a C++ identifier: m3, m5_8."""
+        return f"m{self.lo}" if self.exact else f"m{self.lo}_{self.hi}"
+
+    def sizes(self, letter: str) -> str:
+        return f"{letter} = {self.lo}" if self.exact else f"{letter} in {self.lo}..{self.hi}"
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """A spec whose letter `letter` is sized lo..hi at run time: one entry point that picks a bucket's
+    kernel by the size it is called with."""
+
+    letter: str
+    lo: int
+    hi: int
+    buckets: tuple[RowsBucket, ...]  # in order of size, covering lo..hi
+    why: str  # how the sizes were cut into buckets
+    tuned: dict[str, Any] | None = None
+
+    @property
+    def family(self) -> str:
+        """The families of the buckets' primary kernels, smallest sizes first."""
+        return "+".join(dict.fromkeys(b.plan.family for b in self.buckets))
+
+    @property
+    def kernels(self) -> tuple[Any, ...]:
+        return tuple(k for b in self.buckets for k in b.plan.kernels)
+
+    @property
+    def smem_bytes(self) -> int:
+        return max(k.smem_bytes for k in self.kernels)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "run_time": {"letter": self.letter, "min": self.lo, "max": self.hi, "why": self.why},
+            "buckets": [{"min": b.lo, "max": b.hi, **b.plan.to_dict()} for b in self.buckets],
+            "smem_bytes": self.smem_bytes,
+            "tuned": self.tuned,
+        }
+
+
+def row_buckets(lo: int, hi: int) -> list[tuple[int, int]]:
+    """Sizes lo..hi cut into buckets: one a size up to EXACT_ROWS, then up to each power of two (the
+    largest size of a bucket at most twice its smallest, so a tile planned for the largest wastes at
+    most half its rows on the smallest)."""
+    out = [(m, m) for m in range(lo, min(hi, EXACT_ROWS) + 1)]
+    start = max(lo, EXACT_ROWS + 1)
+    while start <= hi:
+        top = min(1 << (start - 1).bit_length(), hi)
+        out.append((start, top))
+        start = top + 1
+    return out
+
+
+def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None) -> BucketPlan:
+    """Plan each bucket of the run-time letter: a size of its own is an ordinary fixed-size problem
+    (every family may take it); a range is planned at its largest size among the families whose
+    kernels take M at run time. Neighbouring ranges whose best plans are the same share a kernel."""
+    spec = views.spec
+    run_time = spec.run_time_letter
+    assert run_time is not None
+    x, lo, hi = run_time
+    refuse_unrendered(views)
+    buckets: list[RowsBucket] = []
+    for blo, bhi in row_buckets(lo, hi):
+        bucket = _plan_bucket(spec, arch, prefer, blo, bhi)
+        prev = buckets[-1] if buckets else None
+        if prev is not None and not prev.exact and not bucket.exact and _same_kernels(prev.plan, bucket.plan):
+            bucket = _plan_bucket(spec, arch, prefer, prev.lo, bhi)
+            buckets[-1] = bucket
+        else:
+            buckets.append(bucket)
+    exact = [b for b in buckets if b.exact]
+    why = (f"{x} is sized {lo}..{hi} at run time: "
+           + (f"one kernel a size for {x} <= {EXACT_ROWS} (a family may hold the rows in registers sized at compile "
+              "time), " if exact else "")
+           + "ranges up to each power of two planned at their largest size by the families that take M at run "
+             "time; neighbouring ranges whose best plans agree share one kernel")
+    return BucketPlan(x, lo, hi, tuple(buckets), why)
+
+
+def _plan_bucket(spec, arch: Arch, prefer: str | None, lo: int, hi: int) -> RowsBucket:
+    views = analyse(spec.rows_bucket(lo, hi))
+    return RowsBucket(lo, hi, views, plan_detail(views, arch, prefer).plan)
+
+
+def _same_kernels(a: Plan, b: Plan) -> bool:
+    """The same family and tiling choices (sizes aside): one kernel made for the larger serves both."""
+    def key(plan: Plan) -> tuple:
+        return tuple((k.family, sorted(k.assignment.items())) for k in plan.kernels)
+    return key(a) == key(b)

@@ -5,7 +5,8 @@ up to 9 letters, sizes 1..300 a dim, random memory orders (permuted), padded str
 stride-0 broadcast on inputs, byte strides, alpha/beta. A share of the contractions take the forms
 numpy.einsum accepts beyond `ab,bc->ac`: no output letters (a full reduction), summed letters in one
 input only, an input with no letters (a scalar) and the implicit output (no `->`). Sizes are redrawn
-until the problem stays small enough to verify in well under a second.
+until the problem stays small enough to verify in well under a second. A share may size one row letter
+at run time (`{min, max}`, its strides drawn for the max).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import random
 MAX_FLOPS = 2e9
 TMA_SHARE = 0.35  # specs whose views a TMA tensor map can take (16-byte strides), sized for the Hopper family
 SMALL_M_SHARE = 0.0  # decode-shaped specs (M <= 64, long K) for the small-M split-K family
+DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`): one kernel a bucket of sizes
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -96,7 +98,34 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 
 
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
-                small_m_share: float = SMALL_M_SHARE) -> dict:
+                small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE) -> dict:
+    spec = _fixed_spec(rng, name, tma_share, small_m_share)
+    if rng.random() < dynamic_share:
+        _size_a_row_at_run_time(spec, rng)
+    return spec
+
+
+def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
+    """Give one row letter (in A and C, not B) of size >= 2 a run-time range ending at its size, when the
+    spec writes A's and C's strides explicitly (those were drawn for the largest size, so they hold for
+    every size). Leaves the spec fixed-size when no letter qualifies."""
+    if "gemm" in spec:
+        if any("layout" in spec["operands"][x] for x in "AC") or spec["gemm"]["m"] < 2:
+            return
+        sizes, x = spec["gemm"], "m"
+    else:
+        if "->" not in spec["contraction"]:
+            return
+        a, b, c = spec["contraction"].replace("->", ",").split(",")
+        rows = [y for y in a if y in c and y not in b and spec["sizes"][y] >= 2]
+        if not rows:
+            return
+        sizes, x = spec["sizes"], rng.choice(rows)
+    hi = sizes[x]
+    sizes[x] = {"min": rng.choice([1, 1, rng.randint(1, hi)]), "max": hi}
+
+
+def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float) -> dict:
     if rng.random() < small_m_share:
         return _small_m_spec(rng, name)
     if rng.random() < tma_share:
@@ -147,9 +176,9 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
 
 
 def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE,
-                 small_m_share: float = SMALL_M_SHARE) -> list[dict]:
+                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE) -> list[dict]:
     rng = random.Random(seed)
-    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share) for i in range(count)]
+    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share) for i in range(count)]
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:

@@ -7,6 +7,7 @@ harness and baseline tables), dispatches each kernel of the plan to its family's
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -19,7 +20,7 @@ import yaml
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
-from dgemm_cli.plan import Plan, make_plan
+from dgemm_cli.plan import BucketPlan, Plan, RowsBucket, make_plan
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.renderers import gemv as gemv_renderer
@@ -116,8 +117,9 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
                                          f"elem as promised ({f.vector_limit}), {f.vector_elems_aligned} if "
                                          f"16-byte aligned ({f.vector_limit_aligned})"})
     includes = sorted({INCLUDES[o.dtype] for o in ops.values() if o.dtype in INCLUDES})
-    sig = (f"const {ops['A'].ctype}* A, const {ops['B'].ctype}* B, {ops['C'].ctype}* C, float alpha, float beta, "
-           "cudaStream_t stream")
+    run_time = spec.run_time_letter
+    sig = (f"const {ops['A'].ctype}* A, const {ops['B'].ctype}* B, {ops['C'].ctype}* C, "
+           + ("int64_t m, " if run_time else "") + "float alpha, float beta, cudaStream_t stream")
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
@@ -129,9 +131,27 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
         # Element-wise stores of C walk its contiguous role (m or n), so that they coalesce.
         "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
+        **_run_time_ctx(spec, views),
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
+    }
+
+
+def _run_time_ctx(spec: Spec, views: ProblemViews) -> dict:
+    """The run-time letter, if any: `dyn` describes the spec's range (entry point, header, harness);
+    `rows_at_run_time` says this kernel serves a range of it, so M is a kernel argument
+    (M = m * M_UNIT rows: the letter is the outermost of the m role) rather than a constant."""
+    run_time = spec.run_time_letter
+    if run_time is None:
+        return {"dyn": None, "rows_at_run_time": False, "m_param": "", "m_arg": "", "m_desc": str(views.m)}
+    x, lo, hi = run_time
+    unit = views.m // hi
+    return {
+        "dyn": {"letter": x, "lo": lo, "hi": hi, "unit": unit, "edges": []},
+        "rows_at_run_time": lo < hi, "m_unit": unit, "m_param": ", index_t M", "m_arg": ", M",
+        "m_desc": f"{lo * unit}..{hi * unit} (run time: '{x}' = m in {lo}..{hi}" + (f", x {unit}" if unit > 1 else "")
+                  + ")",
     }
 
 
@@ -140,11 +160,39 @@ RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "h
                                               "splitk": splitk_renderer.render_body, "gemv": gemv_renderer.render_body}
 
 
-def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,
+def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,
                    env: jinja2.Environment) -> dict:
     base = base_context(spec, views, baseline, arch)
+    if isinstance(plan, BucketPlan):
+        routes = [_route(env, b.views.spec, b.views, b.plan, baseline, arch, b) for b in plan.buckets]
+        base["dyn"]["edges"] = sorted({e for b in plan.buckets for e in (b.lo, b.hi)})
+        family_why = f"one kernel per bucket of {plan.letter}, picked at run time ({plan.why})"
+        rejected = []
+    else:
+        routes = [_route(env, spec, views, plan, baseline, arch, None, base)]
+        family_why = plan.family_decision.summary()
+        rejected = [f"{r.value}: {r.why}" for r in plan.family_decision.rejected]
+    bodies = [b for r in routes for b in r["bodies"]]
+    return {
+        **base,
+        "family": plan.family, "family_why": family_why, "family_rejected": rejected,
+        "bodies": bodies, "routes": routes,
+        # A fixed-size spec's one route, as the header comment and the entry point name it.
+        "primary": routes[0]["primary"], "fallback": routes[0]["fallback"], "dispatch": routes[0]["dispatch"],
+        "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),
+        "requirements": list(dict.fromkeys(r for b in bodies for r in b.requirements)),
+    }
+
+
+def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan, baseline: CublasPlan, arch: Arch,
+           bucket: RowsBucket | None, base: dict | None = None) -> dict:
+    """One plan's kernels rendered, and how the entry point reaches them: `when` (a bucket's sizes of the
+    run-time letter m, tested in order) and `dispatch` (the pointer checks that pick the primary)."""
+    base = base or base_context(spec, views, baseline, arch)
     bodies = [RENDERERS[p.family](env, spec, views, p, base) for p in plan.kernels]
-    d = plan.family_decision
+    if bucket is not None:  # namespaces and titles name the bucket: m3_gemv, m5_8_splitk
+        bodies = [dataclasses.replace(b, namespace=f"{bucket.label}_{b.namespace}",
+                                      title=f"for {bucket.sizes('m')}: {b.title}") for b in bodies]
     dispatch = None
     if plan.fallback is not None:
         checks = plan.primary.runtime_align
@@ -156,14 +204,14 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
                      + "-byte aligned views (the spec promises " + ", ".join(f"{x}: {promised[x]}" for x in checks)
                      + f"), else {plan.fallback.family}"),
         }
+    rows_at_run_time = bucket is not None and not bucket.exact
     return {
-        **base,
-        "family": plan.family, "family_why": d.summary(),
-        "family_rejected": [f"{r.value}: {r.why}" for r in d.rejected],
         "bodies": bodies, "primary": bodies[0].namespace, "fallback": bodies[1].namespace if dispatch else None,
         "dispatch": dispatch,
-        "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),
-        "requirements": [r for b in bodies for r in b.requirements],
+        "when": None if bucket is None else (f"m == {bucket.lo}" if bucket.exact else f"m <= {bucket.hi}"),
+        "sizes": None if bucket is None else bucket.sizes("m"),
+        "summary": f"{plan.family}: {plan.primary.summary}",
+        "args": "A, B, C, m, alpha, beta, stream" if rows_at_run_time else "A, B, C, alpha, beta, stream",
     }
 
 
@@ -185,11 +233,17 @@ def _harness_ctx(spec: Spec) -> dict:
 
 
 def _baseline_ctx(bl: CublasPlan) -> dict:
+    # `scaled` (what grows with a run-time size) only where something does: a fixed-size spec's
+    # plan.json and harness stay as they were.
+    def scaled(x) -> dict:
+        return {"scaled": list(x.scaled)} if x.scaled else {}
+
     return {
         "available": int(bl.available), "kind": bl.kind, "why": bl.why,
         "copy": [int(c) for c in bl.copy],
-        "views": [{"size": list(v.size), "stride": list(v.stride)} for v in bl.views],
-        "calls": [{**vars(c), "swap": int(c.swap), "trans_x": int(c.trans_x), "trans_y": int(c.trans_y)}
+        "views": [{"size": list(v.size), "stride": list(v.stride), **scaled(v)} for v in bl.views],
+        "calls": [{**{f: x for f, x in vars(c).items() if f != "scaled"}, "swap": int(c.swap),
+                   "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c)}
                   for c in bl.calls],
     }
 

@@ -11,7 +11,7 @@ import difflib
 import keyword
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,30 @@ class Spec:
 
     def operand(self, name: str) -> OperandView:
         return {"A": self.A, "B": self.B, "C": self.C}[name]
+
+    @property
+    def run_time_letter(self) -> tuple[str, int, int] | None:
+        """(letter, min, max) of the one letter sized at run time, or None."""
+        if not self.dynamic:
+            return None
+        (x, (lo, hi)), = self.dynamic.items()
+        return x, lo, hi
+
+    def rows_bucket(self, lo: int, hi: int) -> Spec:
+        """The problem one kernel of a run-time-sized spec serves: the run-time letter at most `hi`.
+        With lo == hi it is an ordinary fixed-size spec; otherwise the letter stays run-time sized
+        over [lo, hi] (its size here is hi). Strides never depend on the letter (parse_spec checks)."""
+        rt = self.run_time_letter
+        assert rt is not None and rt[1] <= lo <= hi <= rt[2], f"bucket {lo}..{hi} outside {rt}"
+        x = rt[0]
+
+        def resized(op: OperandView) -> OperandView:
+            if x not in op.letters:
+                return op
+            return replace(op, sizes=tuple(hi if y == x else n for y, n in zip(op.letters, op.sizes)))
+
+        return replace(self, sizes={**self.sizes, x: hi}, A=resized(self.A), B=resized(self.B), C=resized(self.C),
+                       D=resized(self.D) if self.D is not None else None, dynamic={x: (lo, hi)} if lo < hi else {})
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised spec in the contraction form, every default filled in; `parse_spec`

@@ -136,6 +136,11 @@ def lookup(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None = None) ->
 def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str, ...] = ()) -> list[Candidate]:
     """Every family's `LEVELS[level]` cheapest plans, each a whole Plan (with the cta fallback where
     the candidate needs run-time pointer checks); `families`: only these (all when empty)."""
+    if views.spec.dynamic:
+        x, lo, hi = views.spec.run_time_letter
+        raise PlanError(f"{views.spec.source}: '{x}' is sized {lo}..{hi} at run time; tune measures one size, and "
+                        "tuning each bucket of a run-time size is not built yet. Tune fixed-size copies of the spec "
+                        "(one per size you care about); `gen` plans the run-time spec by the cost model")
     count = LEVELS[level]
     count = LEVEL3_CAP if count is None else count
     if count == 0:

@@ -9,7 +9,9 @@ Within a role, adjacent letters whose strides chain in *every* operand that hold
 (stride[outer] == stride[inner] * size[inner]) merge into one `ViewSegment`, so a kernel indexes
 the role as a few (size, stride) pairs instead of one pair per letter: the 1x1 convolution's h and
 w become one segment of 3136, a dense batched GEMM has one segment a role.
-Letters of size 1 never move an address and are dropped.
+Letters of size 1 never move an address and are dropped. A letter sized at run time (`{min, max}`,
+analysed at its max) is the outermost letter of its role, so its size enters no index math but the
+role's extent.
 
 Per operand we record the facts the planner needs: which role is contiguous (stride 1 on its
 innermost segment), how wide a vector load may be along it, and how far the view reaches.
@@ -182,11 +184,14 @@ def _role_view(role: str, spec: Spec) -> RoleView:
     if not letters:
         return RoleView(role, (), 1, ())
     strides = {h: {x: letter_stride(spec, h, x) for x in letters} for h in holders}
+    # A letter sized at run time goes outermost: its size then enters no stride and no modulo of the
+    # role's index math (only the role's extent), and nothing merges outside it.
+    first = [x for x in letters if x in spec.dynamic]
     # Try the letter order of each holder (largest stride outermost) and keep the one that merges
     # most: a permuted view of one operand must not stop the others from merging.
     best: tuple[ViewSegment, ...] | None = None
     for h in holders:
-        order = sorted(letters, key=lambda x, h=h: -strides[h][x])
+        order = first + sorted((x for x in letters if x not in first), key=lambda x, h=h: -strides[h][x])
         segs = merge_segments(order, spec.sizes, strides)
         if best is None or len(segs) < len(best):
             best = segs

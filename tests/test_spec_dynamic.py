@@ -1,15 +1,12 @@
 """Run-time sizes (issue 7's run-time M, the spec surface): a row letter given a range, the checks on it,
-the round trip, and the plan's refusal until kernels for run-time M are generated."""
+the round trip (planning and rendering them: tests/test_plan_dynamic.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dgemm_cli.arch import get_arch
-from dgemm_cli.errors import PlanError, SpecError
-from dgemm_cli.plan import make_plan
+from dgemm_cli.errors import SpecError
 from dgemm_cli.spec import parse_spec
-from dgemm_cli.views import analyse
 
 DECODE = {"name": "d", "gemm": {"m": {"min": 1, "max": 256}, "n": 14336, "k": 4096},
           "operands": {"B": {"layout": "col"}}}
@@ -49,11 +46,6 @@ def test_explicit_strides_that_hold_for_every_size_are_accepted():
     doc = {"name": "d", "gemm": {"m": {"min": 1, "max": 256}, "n": 64, "k": 64},
            "operands": {"C": {"strides": [1, 256]}}}
     assert parse_spec(doc).C.strides == (1, 256)
-
-
-def test_plan_refuses_run_time_sizes_until_their_kernels_exist():
-    with pytest.raises(PlanError, match="run-time size of 'm' \\(1..256\\)"):
-        make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
 
 
 def test_aliases_are_noted_once_with_a_run_time_size():

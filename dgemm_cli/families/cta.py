@@ -23,6 +23,9 @@ from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews
 
 NAME = "cta"
 SUMMARY = "CTA-tiled mma.sync m16n8k16 (f16/bf16) or FFMA (f32), cp.async / gather loaders, any arch, any view"
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): M enters only bounds
+# checks and the tile count, which the kernel takes at run time.
+RUNTIME_ROWS = True
 MMA = "mma.sync.m16n8k16"
 FFMA = "ffma"
 SMEM_PAD_BYTES = 16  # one 16-byte vector of padding per shared-memory row: conflict-free ldmatrix/cp.async

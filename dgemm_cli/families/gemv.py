@@ -26,6 +26,9 @@ from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "gemv"
 SUMMARY = "M <= 4 rows on the CUDA cores: B streamed with 16-byte loads into registers, K split over a cluster"
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): the rows are register
+# arrays sized at compile time (acc[M][...]); it serves exact-size buckets.
+RUNTIME_ROWS = False
 # Rows: beyond this the FMAs (and conversions) per byte of B outgrow what the CUDA cores hide behind
 # memory. Measured on the H200 (2026-11-30): [8,4096]x[4096,14336] ran 65 µs here against 34-36 µs
 # on the tensor-core families, while M = 1 streamed 3.6 TB/s. M = 2..4 is not measured yet.

@@ -31,6 +31,9 @@ from dgemm_cli.views import ProblemViews, ViewSegment
 
 NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): TMA tensor maps and the
+# persistent tile count hold M; not built for run-time M yet.
+RUNTIME_ROWS = False
 
 BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
 BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide

@@ -27,6 +27,9 @@ from dgemm_cli.views import INT32_MAX, ProblemViews
 NAME = "splitk"
 SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block cluster, "
            "deterministic DSMEM reduction (sm_90+)")
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): its block tile is the
+# cta family's: M enters only bounds checks and the tile count.
+RUNTIME_ROWS = True
 MAX_M = 64  # rows of C one block tile holds; beyond it the tiled families' square tiles pay
 SPLITS = (2, 4, 8, 16)  # blocks of a cluster that share one output tile; 16 is a non-portable cluster
 RED_PAD = 4  # floats of padding per row of the partial tile in shared memory

@@ -27,6 +27,7 @@ class LoaderView:
     per_thread: int  # work items (vectors or elements) per thread and k-tile
     reason: str
     rows_desc: str
+    extent_param: str  # ", index_t M" for A's loaders when M is a run-time argument, else ""
 
     @property
     def summary(self) -> str:
@@ -41,7 +42,7 @@ class LoaderView:
         return "(K - gk)" if self.inner_role == "k" else f"({self.other.upper()} - g{self.other})"
 
 
-def _loader_view(plan: TilePlan, ld: LoaderPlan, op) -> LoaderView:
+def _loader_view(plan: TilePlan, ld: LoaderPlan, op, rows_at_run_time: bool) -> LoaderView:
     tile = plan.smem_tile(ld)
     per_row = tile.inner // ld.vector_elems
     items = tile.rows * per_row
@@ -51,19 +52,20 @@ def _loader_view(plan: TilePlan, ld: LoaderPlan, op) -> LoaderView:
     return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * DTYPE_BYTES[op.dtype], ld.operand,
                       OTHER[ld.operand], ld.smem_inner, per_row, items % plan.threads != 0,
                       -(-items // plan.threads), ld.reason,
-                      f"{tile.rows} x {tile.inner}")
+                      f"{tile.rows} x {tile.inner}", ", index_t M" if rows_at_run_time and ld.operand == "A" else "")
 
 
 def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict:
     ops = {"A": base["a"], "B": base["b"]}
-    loaders = [_loader_view(plan, plan.a, ops["A"]), _loader_view(plan, plan.b, ops["B"])]
+    rows = base["rows_at_run_time"]
+    loaders = [_loader_view(plan, plan.a, ops["A"], rows), _loader_view(plan, plan.b, ops["B"], rows)]
     variants = list(loaders)
     fallback = [lv.struct for lv in loaders]
     conds = []
     for i, ld in enumerate((plan.a, plan.b)):
         if ld.runtime_align:
             assert ld.fallback is not None
-            fb = _loader_view(plan, ld.fallback, ops[ld.operand])
+            fb = _loader_view(plan, ld.fallback, ops[ld.operand], rows)
             fallback[i] = fb.struct
             if fb.struct != loaders[i].struct:
                 variants.append(fb)
@@ -84,6 +86,9 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "is_fallback": plan.runtime_fallback,
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
+        # With M a run-time argument the tile count along m is computed where it is needed.
+        "tiles_m_name": "tiles_m" if rows else "TILES_M",
+        "grid": f"unsigned((M + BM - 1) / BM) * {plan.tiles // plan.tiles_m}" if rows else str(plan.tiles),
         "k_tiles": -(-views.k // plan.block_k), "index_type": plan.index_type,
         "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
         "loaders": variants, "cp_async_widths": sorted({lv.bytes for lv in variants if lv.kind == "cp_async"}),

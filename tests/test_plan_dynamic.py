@@ -1,0 +1,163 @@
+"""Run-time M (issue 7): the run-time letter's place in the views, the buckets of its sizes, each bucket's
+plan, and the one entry point that picks a bucket's kernel (no GPU: the kernels run in tests/test_gpu_verify.py)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.plan import EXACT_ROWS, BucketPlan, make_plan, row_buckets
+from dgemm_cli.randspec import random_spec
+from dgemm_cli.render import render_sources
+from dgemm_cli.spec import parse_spec
+from dgemm_cli.views import analyse
+
+DECODE = {"name": "d", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 4096},
+          "operands": {"A": {"dtype": "f16"}, "B": {"dtype": "f16", "layout": "col"}, "C": {"dtype": "f16"}}}
+
+
+def test_buckets_are_single_sizes_then_ranges_up_to_powers_of_two():
+    assert row_buckets(1, 256) == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128),
+                                   (129, 256)]
+    assert row_buckets(16, 100) == [(16, 16), (17, 32), (33, 64), (65, 100)]
+    assert row_buckets(3, 3) == [(3, 3)] and row_buckets(6, 7) == [(6, 7)]
+
+
+@given(st.integers(1, 5000), st.integers(0, 5000))
+def test_buckets_cover_the_range_once_and_at_most_double(lo, width):
+    hi = lo + width
+    buckets = row_buckets(lo, hi)
+    assert buckets[0][0] == lo and buckets[-1][1] == hi
+    for (_, b), (c, _) in zip(buckets, buckets[1:]):
+        assert c == b + 1
+    for a, b in buckets:
+        assert a <= b and (a == b if b <= EXACT_ROWS else b <= 2 * a)
+
+
+def test_decode_buckets_take_gemv_for_single_rows_and_run_time_families_for_ranges():
+    plan = make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+    assert isinstance(plan, BucketPlan) and (plan.letter, plan.lo, plan.hi) == ("m", 1, 64)
+    assert [b.plan.family for b in plan.buckets if b.exact] == ["gemv"] * 4
+    for b in plan.buckets:
+        if not b.exact:
+            assert all(FAMILIES[k.family].RUNTIME_ROWS for k in b.plan.kernels), b.label
+            assert b.views.spec.dynamic == {"m": (b.lo, b.hi)} and b.views.m == b.hi
+    assert plan.to_dict()["run_time"] == {"letter": "m", "min": 1, "max": 64, "why": plan.why}
+
+
+def test_neighbouring_ranges_with_the_same_plan_share_one_kernel():
+    plan = make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+    ranges = [b for b in plan.buckets if not b.exact]
+    for left, right in zip(ranges, ranges[1:]):
+        key = [(k.family, k.assignment) for k in left.plan.kernels]
+        assert key != [(k.family, k.assignment) for k in right.plan.kernels]
+    # 5..8 and 9..16 take the same splitk tile (16 rows): one kernel serves both.
+    assert sum(1 for b in plan.buckets if not b.exact) < len(row_buckets(5, 64))
+
+
+def test_run_time_letter_goes_outermost_and_never_merges_as_an_inner_letter():
+    # s is outer by stride (s: 64 * 8 = t's max times its stride): at t = 64 the two would merge into
+    # one segment, which is wrong for any smaller t. The run-time letter goes first instead.
+    doc = {"name": "x", "contraction": "stk,kn->stn", "sizes": {"s": 3, "t": {"min": 1, "max": 64}, "k": 8, "n": 5},
+           "operands": {"A": {"strides": [512, 8, 1]}, "C": {"strides": [320, 5, 1]}}}
+    spec = parse_spec(doc)
+    m = analyse(spec).roles["m"]
+    assert m.segments[0].letters[0] == "t" and [s.letters for s in m.segments] == [("t",), ("s",)]
+    fixed = analyse(spec.rows_bucket(64, 64)).roles["m"]  # a single size: ordinary merging
+    assert [s.letters for s in fixed.segments] == [("s", "t")]
+
+
+def test_a_bucket_of_one_size_is_an_ordinary_fixed_size_problem():
+    spec = parse_spec(DECODE)
+    one = spec.rows_bucket(1, 1)
+    assert one.dynamic == {} and one.sizes["m"] == 1 and one.A.sizes == (1, 4096) and one.C.sizes == (1, 4096)
+    assert spec.rows_bucket(5, 8).dynamic == {"m": (5, 8)} and spec.rows_bucket(5, 8).A.strides == spec.A.strides
+
+
+def _sources(doc: dict, arch: str = "sm_90a") -> dict[str, str]:
+    spec = parse_spec(doc)
+    views = analyse(spec)
+    return render_sources(spec, views, make_plan(views, get_arch(arch)), plan_baseline(views), get_arch(arch))
+
+
+def test_entry_point_takes_m_checks_its_range_and_picks_buckets_in_order():
+    src = _sources(DECODE)
+    cu, header = src["d.cu"], src["d.h"]
+    assert "cudaError_t d(const __half* A, const __half* B, __half* C, int64_t m, float alpha, float beta, " \
+           "cudaStream_t stream)" in header
+    entry = cu[cu.index('extern "C"'):]
+    assert "if (m < 1 || m > 64) return cudaErrorInvalidValue;" in entry
+    conds = re.findall(r"if \((m [=<]= \d+)\)", entry)
+    assert conds[:4] == ["m == 1", "m == 2", "m == 3", "m == 4"]
+    assert conds[4:] == sorted(conds[4:], key=lambda c: int(c.split()[-1]))  # ranges by their largest size
+    assert "m1_gemv::launch(A, B, C, alpha, beta, stream)" in entry  # exact: M is a constant there
+    assert re.search(r"m5_\d+_splitk::launch\(A, B, C, m, alpha, beta, stream\)", entry)
+    assert entry.rstrip().endswith("}") and entry.count("return m") == entry.count("::launch(")
+
+
+def test_range_kernels_take_m_as_an_argument_and_exact_ones_keep_the_constant():
+    cu = _sources(DECODE)["d.cu"]
+    bodies = dict(re.findall(r"namespace (m\w+) \{\n(.*?)\}  // namespace \1", cu, re.S))
+    assert "constexpr index_t M = 1;" in bodies["m1_gemv"]
+    ranged = [body for name, body in bodies.items() if re.match(r"m\d+_\d+_", name)]
+    assert ranged
+    for body in ranged:
+        assert "constexpr index_t M =" not in body and "constexpr index_t M_UNIT = 1;" in body
+        assert "const index_t M = index_t(m) * M_UNIT;" in body
+        assert "(M + BM - 1) / BM" in body  # the grid follows M
+
+
+def test_run_time_rows_with_a_unit_merge_into_m():
+    # m = t * s: t at run time (outermost), s fixed and merged under it when its strides chain.
+    doc = {"name": "u", "contraction": "tsk,kn->tsn", "sizes": {"t": {"min": 3, "max": 40}, "s": 5, "k": 64, "n": 33},
+           "operands": {"A": {"dtype": "f32"}, "B": {"dtype": "f32"}, "C": {"dtype": "f32"}}}
+    cu = _sources(doc, "sm_80")["u.cu"]
+    assert "constexpr index_t M_UNIT = 5;" in cu and "M=15..200" in cu
+
+
+def test_fixed_size_specs_keep_their_signature():
+    src = _sources({"name": "f", "gemm": {"m": 8, "n": 64, "k": 64}})
+    assert "int64_t m" not in src["f.h"] and "m1_" not in src["f.cu"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10**6))
+def test_every_random_run_time_spec_plans_buckets_that_cover_its_range(seed):
+    doc = random_spec(random.Random(seed), "r", small_m_share=0.5, dynamic_share=1.0)
+    spec = parse_spec(doc)
+    if not spec.dynamic:
+        return
+    views = analyse(spec)
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert isinstance(plan, BucketPlan)
+    assert plan.buckets[0].lo == plan.lo and plan.buckets[-1].hi == plan.hi
+    for left, right in zip(plan.buckets, plan.buckets[1:]):
+        assert right.lo == left.hi + 1
+    for b in plan.buckets:
+        m = b.views.roles["m"]
+        if not b.exact:
+            assert m.segments[0].letters[0] == plan.letter  # outermost: its size enters no index math
+            assert all(FAMILIES[k.family].RUNTIME_ROWS for k in b.plan.kernels)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_sm_80_and_sm_90a_both_plan_run_time_specs(arch):
+    plan = make_plan(analyse(parse_spec(DECODE)), get_arch(arch))
+    assert {k.family for k in plan.kernels} <= set(FAMILIES)
+    if arch == "sm_80":
+        assert all(k.family in ("gemv", "cta") for k in plan.kernels)
+
+
+def test_tune_says_run_time_specs_are_tuned_as_fixed_size_copies():
+    from dgemm_cli.errors import PlanError
+    from dgemm_cli.tune import candidates
+
+    with pytest.raises(PlanError, match="sized 1..64 at run time; tune measures one size"):
+        candidates(analyse(parse_spec(DECODE)), get_arch("sm_90a"), 1)
