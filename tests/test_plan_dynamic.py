@@ -161,3 +161,32 @@ def test_tune_says_run_time_specs_are_tuned_as_fixed_size_copies():
 
     with pytest.raises(PlanError, match="sized 1..64 at run time; tune measures one size"):
         candidates(analyse(parse_spec(DECODE)), get_arch("sm_90a"), 1)
+
+
+UP = {"name": "up", "gemm": {"m": {"min": 1, "max": 128}, "n": 14336, "k": 4096},
+      "operands": {"A": {"dtype": "bf16", "align": 16}, "B": {"dtype": "bf16", "layout": "col", "align": 16},
+                   "C": {"dtype": "bf16", "align": 16}}}
+
+
+def test_hopper_ranges_encode_a_for_the_run_time_rows_and_count_tiles_from_them():
+    plan = make_plan(analyse(parse_spec(UP)), get_arch("sm_90a"))
+    ranged = [b for b in plan.buckets if not b.exact and b.plan.family == "hopper"]
+    assert ranged, [b.plan.family for b in plan.buckets]
+    cu = _sources(UP)["up.cu"]
+    body = cu[cu.index(f"namespace {ranged[-1].label}_hopper {{"):]
+    assert "bool encode_a(CUtensorMap* map, const void* view, cuuint64_t m_inner)" in body
+    assert "const cuuint64_t dims[2] = { 4096ull, m_inner };" in body
+    assert "e.a == A && e.b == B && e.m_inner == m_inner" in body  # a cached map is per M too
+    assert "tile_at(t, TILES_M)" in body and "constexpr int TILES_M" not in body.split("namespace")[1]
+
+
+def test_hopper_is_gated_when_the_run_time_letter_is_a_tile_loop():
+    from dgemm_cli.families import hopper
+
+    # m = t, s with s's stride not chaining under t: two m segments, t the outer one (a tile loop).
+    doc = {"name": "x", "contraction": "tsk,kn->tsn", "dtype": "f16",
+           "sizes": {"t": {"min": 1, "max": 64}, "s": 128, "k": 256, "n": 256},
+           "operands": {"A": {"strides": [65536, 256, 1]}, "C": {"strides": [65536, 256, 1]}}}
+    views = analyse(parse_spec(doc).rows_bucket(5, 8))
+    reasons = dict(hopper.gates(views, get_arch("sm_90a")))
+    assert "tile loop" in reasons["rows at run time"]

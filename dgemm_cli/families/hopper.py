@@ -31,9 +31,10 @@ from dgemm_cli.views import ProblemViews, ViewSegment
 
 NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
-# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): TMA tensor maps and the
-# persistent tile count hold M; not built for run-time M yet.
-RUNTIME_ROWS = False
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): yes when the letter is
+# the tiled m segment (the kernel takes M_INNER as an argument and encodes A's tensor map for it); gated below
+# when it is an outer m segment (a tile loop).
+RUNTIME_ROWS = True
 
 BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
 BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide
@@ -286,6 +287,9 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
         got = tma_operand(views, name, 128)
         if isinstance(got, str):
             out.append((f"TMA {name}", got))
+    if views.spec.dynamic and len(views.roles["m"].segments) > 1:
+        out.append(("rows at run time", "the run-time letter is an outer m segment, a tile loop: this family "
+                                        "takes only the tiled (innermost) m segment at run time"))
     return out
 
 

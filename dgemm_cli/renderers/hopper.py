@@ -32,11 +32,13 @@ def _coord(index: str, operand: str) -> str:
     return f"ko[{index[6:]}]"
 
 
-def _tma_ctx(t: TmaOperand, elem: int) -> dict:
+def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool) -> dict:
     box_bytes = t.stage_bytes // t.boxes_per_stage
     return {
         "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
-        "dims": [{"label": d.label, "size": d.size, "stride": d.stride_bytes, "box": d.box} for d in t.dims],
+        # With M a run-time argument, A's tiled m dim is sized by it when the map is encoded.
+        "dims": [{"label": d.label, "size": "m_inner" if rows_at_run_time and t.operand == "A" and d.index == "mn"
+                  else f"{d.size}ull", "stride": d.stride_bytes, "box": d.box} for d in t.dims],
         "coords": [_coord(d.index, t.operand) for d in t.dims], "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
@@ -48,7 +50,9 @@ def _tma_ctx(t: TmaOperand, elem: int) -> dict:
 
 def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
     c_elem = DTYPE_BYTES[spec.C.dtype]
-    ta, tb = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype]), _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype])
+    rows = base["rows_at_run_time"]
+    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows)
+    tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
     c_stride = {}
     for role in ("m", "n"):
         segs = views.roles[role].segments
@@ -65,6 +69,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "m_inner": plan.m_inner, "n_inner": plan.n_inner, "k_inner": plan.k_inner,
         "m_inner_label": plan.m_inner_label, "n_inner_label": plan.n_inner_label, "k_inner_label": plan.k_inner_label,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tile_groups": plan.tile_groups, "tiles": plan.tiles,
+        "tm_arg": ", TILES_M" if rows else "",
         "k_inner_tiles": -(-plan.k_inner // BLOCK_K), "k_iters": plan.k_iters,
         "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
         "ranks": sorted({ta["rank"], tb["rank"]}),
@@ -80,8 +85,9 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     text = env.get_template("hopper/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions]
     for t in (k["ta"], k["tb"]):
-        dims = ", ".join(f"{d['label']}:{d['size']}" + (f"@{d['stride']}B" if d["stride"] else "") + f" box {d['box']}"
-                         for d in t["dims"])
+        sizes = [d["size"].removesuffix("ull").replace("m_inner", "M at run time") for d in t["dims"]]
+        dims = ", ".join(f"{d['label']}:{size}" + (f"@{d['stride']}B" if d["stride"] else "") + f" box {d['box']}"
+                         for d, size in zip(t["dims"], sizes))
         decisions.append(f"TMA {t['name']}: {t['rank']}-d map [{dims}] (innermost first), {t['desc']}")
     if plan.tile_loops:
         decisions.append("tile loops (not tiled, one index per tile): "
