@@ -244,7 +244,8 @@ def _plan_bucket(spec, arch: Arch, prefer: str | None, lo: int, hi: int) -> Rows
 
 
 def _same_kernels(a: Plan, b: Plan) -> bool:
-    """The same family and tiling choices (sizes aside): one kernel made for the larger serves both."""
+    """The same family and tiling choices (sizes aside): one kernel made for the larger serves both. Only
+    the primaries count: a misaligned-pointer fallback is replanned for the merged bucket."""
     def key(plan: Plan) -> tuple:
-        return tuple((k.family, sorted(k.assignment.items())) for k in plan.kernels)
+        return plan.family, sorted(plan.primary.assignment.items()), plan.fallback is None
     return key(a) == key(b)
