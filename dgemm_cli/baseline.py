@@ -16,11 +16,19 @@ copying anything:
 uses the fastest. Only when none exists do operands go through a dense temp (the `.contiguous()` a
 user would do): A and B gathered before the GEMM, C computed into a temp and scattered back
 (gathered first when beta != 0), the copies timed with the GEMM.
+
+A spec whose row letter is sized at run time (`Spec.dynamic`) is planned at the letter's max. The
+views put that letter outermost in the m role, so it is the outermost letter of the first m segment
+and that segment's size is m times a constant: a count (m, n, k, batch), a dense temp's batch stride
+or a copied view's size that holds the segment is proportional to m, and nothing else depends on m
+(no stride does). Each call and view records which of its fields are (`scaled`); the harness runs
+size m with field = value / max * m. Formulations that hold only at the max are left out: the
+segment chained into the batch anywhere but outermost (the chain's stride test uses its size).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 
 from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment
@@ -35,6 +43,11 @@ MAX_FORMULATIONS = 8  # the harness's DG_MAX_CALLS
 class StridedView:
     size: tuple[int, ...]
     stride: tuple[int, ...]
+    scaled: tuple[int, ...] = ()  # dims whose size is proportional to the run-time letter's size
+
+    def at_size(self, m: int, hi: int) -> StridedView:
+        """The view when the run-time letter planned at `hi` is `m`."""
+        return replace(self, size=tuple(n // hi * m if d in self.scaled else n for d, n in enumerate(self.size)))
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,13 @@ class CublasCall:
     stride_y: int
     stride_c: int
     batch: int
+    # Fields proportional to the run-time letter's size (planned at its max): among m, n, k, batch and,
+    # for dense temps, the batch strides. Empty for a fixed-size spec.
+    scaled: tuple[str, ...] = ()
+
+    def at_size(self, m: int, hi: int) -> CublasCall:
+        """The call when the run-time letter planned at `hi` is `m`."""
+        return replace(self, **{f: getattr(self, f) // hi * m for f in self.scaled})
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,8 @@ class _Dim:
     label: str
     size: int
     stride: dict[str, int]
+    scaled: bool = False  # the size is proportional to the run-time letter's
+    scaled_strides: frozenset[str] = frozenset()  # operands whose stride is proportional to it (dense temps)
 
 
 def _col_major(rows: int, cols: int, s_rows: int, s_cols: int) -> int | None:
@@ -85,39 +107,43 @@ def _col_major(rows: int, cols: int, s_rows: int, s_cols: int) -> int | None:
     return ld if ld >= max(1, rows) else None
 
 
-def _operand_view(views: ProblemViews, name: str) -> StridedView:
+def _operand_view(views: ProblemViews, name: str, run_time: str | None) -> StridedView:
     roles = ("batch", *MATRIX_ROLES[name])
     segs = [s for r in roles for s in views.roles[r].segments]
-    return StridedView(tuple(s.size for s in segs), tuple(s.stride(name) for s in segs))
+    return StridedView(tuple(s.size for s in segs), tuple(s.stride(name) for s in segs),
+                       tuple(d for d, s in enumerate(segs) if run_time in s.letters))
 
 
 def _seg_stride(seg: ViewSegment, op: str) -> int:
     return dict(seg.strides).get(op, 0)
 
 
-def _chain(segs: list[ViewSegment]) -> _Dim | None:
-    """Segments as one batch dim, if they chain in A, B and C (outermost by C's stride first)."""
+def _chain(segs: list[ViewSegment], run_time: str | None) -> _Dim | None:
+    """Segments as one batch dim, if they chain in A, B and C (outermost by C's stride first) for every
+    size of the run-time letter: its segment's size enters the test unless it is the outermost."""
     if len(segs) <= 1:
-        return _single(tuple(segs))
+        return _single(tuple(segs), run_time)
     order = sorted(segs, key=lambda s: -_seg_stride(s, "C"))
     for outer, inner in zip(order, order[1:]):
-        if any(_seg_stride(outer, op) != _seg_stride(inner, op) * inner.size for op in "ABC"):
+        if run_time in inner.letters or any(_seg_stride(outer, op) != _seg_stride(inner, op) * inner.size
+                                            for op in "ABC"):
             return None
     inner = order[-1]
     size = 1
     for s in order:
         size *= s.size
-    return _Dim("".join(s.label for s in order), size, {op: _seg_stride(inner, op) for op in "ABC"})
+    return _Dim("".join(s.label for s in order), size, {op: _seg_stride(inner, op) for op in "ABC"},
+                scaled=run_time in order[0].letters)
 
 
-def _single(segs: tuple[ViewSegment, ...]) -> _Dim | None:
+def _single(segs: tuple[ViewSegment, ...], run_time: str | None) -> _Dim | None:
     """The segments of one role left for one cuBLAS dim: none (size 1) or exactly one."""
     if len(segs) > 1:
         return None
     if not segs:
         return _Dim("-", 1, {"A": 0, "B": 0, "C": 0})
     s = segs[0]
-    return _Dim(s.label, s.size, {op: _seg_stride(s, op) for op in "ABC"})
+    return _Dim(s.label, s.size, {op: _seg_stride(s, op) for op in "ABC"}, scaled=run_time in s.letters)
 
 
 def _fit(batch: _Dim, m: _Dim, n: _Dim, k: _Dim, swap: bool) -> CublasCall | None:
@@ -144,15 +170,20 @@ def _fit(batch: _Dim, m: _Dim, n: _Dim, k: _Dim, swap: bool) -> CublasCall | Non
     rows, cols = (n, m) if swap else (m, n)
     desc = (f"{'C^T=' if swap else 'C='}{xo}{'^T' if tx else ''}{yo}{'^T' if ty else ''} "
             f"m={rows.label} n={cols.label} k={k.label}" + (f" batch={batch.label}" if batch.size > 1 else ""))
+    # A leading dimension never scales: one valid for the largest rows or cols is valid for fewer.
+    scaled = tuple(f for f, d in (("m", rows), ("n", cols), ("k", k), ("batch", batch)) if d.scaled)
+    scaled += tuple(f for f, op in (("stride_x", xo), ("stride_y", yo), ("stride_c", "C"))
+                    if op in batch.scaled_strides)
     return CublasCall(desc, swap, tx, ty, rows.size, cols.size, k.size, ldx, ldy, ldc,
-                      batch.stride[xo], batch.stride[yo], batch.stride["C"], batch.size)
+                      batch.stride[xo], batch.stride[yo], batch.stride["C"], batch.size, scaled)
 
 
 def formulations(views: ProblemViews) -> list[CublasCall]:
     """The no-copy cuBLAS formulations of the problem that move the fewest segments into the batch,
     without duplicates."""
     roles = views.roles
-    k = _single(roles["k"].segments)
+    run_time = _run_time_letter(views)
+    k = _single(roles["k"].segments, run_time)
     if k is None:
         return []
     movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
@@ -165,8 +196,8 @@ def formulations(views: ProblemViews) -> list[CublasCall]:
             break
         to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
         left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
-        batch = _chain(list(roles["batch"].segments) + to_batch)
-        m, n = _single(left["m"]), _single(left["n"])
+        batch = _chain(list(roles["batch"].segments) + to_batch, run_time)
+        m, n = _single(left["m"], run_time), _single(left["n"], run_time)
         if batch is None or m is None or n is None or batch.size > INT32_MAX:
             continue
         if batch.size > 1 and batch.stride["C"] == 0:
@@ -183,23 +214,37 @@ def _key(c: CublasCall) -> tuple:
     return tuple(v for name, v in vars(c).items() if name != "desc")
 
 
+def _run_time_letter(views: ProblemViews) -> str | None:
+    """The letter sized at run time, if its size (its max here) is in the views at all: a max of 1 is
+    dropped with the other size-1 letters, and then nothing scales."""
+    letter = next(iter(views.spec.dynamic), None)
+    if letter is None or letter not in views.roles["m"].letters:
+        return None
+    # views.py puts it outermost in the m role; scaling a segment by it needs it outermost there.
+    seg = next(s for s in views.roles["m"].segments if letter in s.letters)
+    assert seg.letters[0] == letter, f"run-time letter {letter} is inside segment {seg.label}, not its outermost"
+    return letter
+
+
 def plan_baseline(views: ProblemViews) -> CublasPlan:
+    """cuBLAS's formulations of the problem (at the run-time letter's max; see the module comment)."""
     ab, c_dtype = views.operands["A"].dtype, views.operands["C"].dtype
     if (ab, c_dtype) not in SUPPORTED:
         return CublasPlan(False, f"unavailable: cuBLAS has no {ab} x {ab} -> {c_dtype} GEMM", "no such cuBLAS type mix")
     if max(views.m, views.n, views.k, views.batch) > INT32_MAX:
         return CublasPlan(False, "unavailable: a size exceeds cuBLAS's 32-bit int", "sizes beyond int")
-    views_abc = tuple(_operand_view(views, x) for x in "ABC")
+    run_time = _run_time_letter(views)
+    views_abc = tuple(_operand_view(views, x, run_time) for x in "ABC")
     calls = formulations(views)
     if calls:
         # Cheapest-looking first (fewest batches, then as listed): the harness measures them all anyway.
         calls = sorted(calls, key=lambda c: c.batch)[:MAX_FORMULATIONS]
         return CublasPlan(True, "cublas", f"{len(calls)} no-copy formulation(s), the fastest in the same run wins",
                           views=views_abc, calls=tuple(calls))
-    return _copy_plan(views, views_abc)
+    return _copy_plan(views, views_abc, run_time)
 
 
-def _copy_plan(views: ProblemViews, views_abc: tuple[StridedView, ...]) -> CublasPlan:
+def _copy_plan(views: ProblemViews, views_abc: tuple[StridedView, ...], run_time: str | None) -> CublasPlan:
     """No formulation exists: dense temps for the fewest operands that make one call fit."""
     forced = [x for x in "ABC" if _direct(views, x) is None]
     optional = [x for x in "ABC" if x not in forced]
@@ -207,8 +252,11 @@ def _copy_plan(views: ProblemViews, views_abc: tuple[StridedView, ...]) -> Cubla
     for extra in choices:  # all copied always fits: dense C^T = B^T A^T
         copy = {x: x in forced or (x in optional and extra[optional.index(x)]) for x in "ABC"}
         dims = {x: _dense(views, x) if copy[x] else _direct(views, x) for x in "ABC"}
-        batch = _Dim("batch", views.batch, {x: dims[x][0] for x in "ABC"})
-        role = {r: _Dim(r, views.roles[r].size, {x: dims[x][1].get(r, 0) for x in "ABC"}) for r in ("m", "n", "k")}
+        # A dense temp of A or C holds (batch, m, cols): its batch stride is m * cols.
+        scaled_strides = frozenset(x for x in "AC" if copy[x] and views.batch > 1 and run_time is not None)
+        batch = _Dim("batch", views.batch, {x: dims[x][0] for x in "ABC"}, scaled_strides=scaled_strides)
+        role = {r: _Dim(r, views.roles[r].size, {x: dims[x][1].get(r, 0) for x in "ABC"},
+                        scaled=r == "m" and run_time is not None) for r in ("m", "n", "k")}
         call = _fit(batch, role["m"], role["n"], role["k"], False) or _fit(batch, role["m"], role["n"], role["k"], True)
         if call is not None:
             break

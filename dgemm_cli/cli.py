@@ -23,7 +23,7 @@ from dgemm_cli.families import FAMILIES
 from dgemm_cli.plan import BucketPlan, Plan
 from dgemm_cli.randspec import DYNAMIC_SHARE, SMALL_M_SHARE, TMA_SHARE
 from dgemm_cli.render import generate
-from dgemm_cli.run import HarnessRun, harness_env, run_harness
+from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 from dgemm_cli.tune import (
@@ -245,12 +245,19 @@ def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, 
     return out
 
 
-def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str]) -> tuple[int, Iterator[HarnessRun]]:
+def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
+                   sizes_text: str | None = None) -> tuple[int, Iterator[HarnessRun]]:
     """How many harnesses, and their runs with `args`, one at a time (they share the GPU), produced
-    as each finishes so that progress can be printed."""
+    as each finishes so that progress can be printed. `sizes_text`: --m, the run-time sizes to run
+    (kernels of a fixed size take none)."""
     try:
+        sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
         _require_gpu()
         targets = _targets(dirs, arch)
+        extra = {d: size_args(d.name, read_plan(d), sizes) for d, _, _ in targets}
+        if sizes and not any(extra.values()):
+            raise DeepGemmError(f"--m {sizes_text}: none of these kernels has a run-time size (a `{{min, max}}` "
+                                "size in its spec). Fix: leave --m out")
     except DeepGemmError as err:
         _fail(err)
 
@@ -258,7 +265,7 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str]) ->
         env = harness_env()
         for d, target, harness in targets:
             try:
-                yield run_harness(d, harness, target, args, env)
+                yield run_harness(d, harness, target, args + extra[d], env)
             except DeepGemmError as err:
                 _fail(err)
 
@@ -279,9 +286,15 @@ def _require_gpu() -> None:
               help="Outputs also recomputed on the CPU in float64 to check the GPU reference.")
 @click.option("--repeat", type=click.IntRange(0), default=0, show_default=True,
               help="Launch N more times on the first seed's data: C must come out bit-identical every time "
-                   "(run-to-run determinism).")
+                   "(run-to-run determinism; at every run-time size).")
+@click.option("--m", "sizes", metavar="LIST",
+              help="Run-time sizes to verify, e.g. 1,8,64, for kernels whose spec sizes a row letter at run time "
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it. Default: 1, 2, 3, 7, 8, 9, 16, 17, "
+                   "63, 64, min and max, every bucket's first and last size and their neighbours, and 3 random "
+                   "sizes, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
-def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, as_json: bool) -> None:
+def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
+           as_json: bool) -> None:
     """Check built kernels on the GPU against an independent float64 reference.
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
@@ -291,10 +304,14 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     Pass: no NaN, no element off by more than max(8 tol (|ref| + rms), float32 accumulation bound),
     relative Frobenius error <= tol (1e-5 f32, 1e-2 f16/bf16) or within the accumulation bound,
     padding untouched, null / misaligned pointers rejected, and with --repeat N, N more launches
-    bit-identical to the first. docs/DESIGN.md has the details."""
+    bit-identical to the first. docs/DESIGN.md has the details.
+
+    A kernel whose spec sizes a row letter at run time is verified at each size of --m (one line a
+    size): the rows past the size are padding then, and must stay untouched; sizes outside the range
+    (-1, 0, min - 1, max + 1) must be refused with cudaErrorInvalidValue."""
     rows, all_ok = [], True
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
-                                 + (["--repeat", str(repeat)] if repeat else []))
+                                 + (["--repeat", str(repeat)] if repeat else []), sizes)
     for i, run in enumerate(runs, 1):
         d, target = run.directory, run.arch
         r = run.report
@@ -302,7 +319,9 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
         all_ok &= ok
         row = {"name": r.get("name", d.name), "arch": target, "passed": ok, "max_abs_err": r.get("max_abs_err"),
                "rel_err": r.get("rel_err"), "tol": r.get("tol"), "first_fail": r.get("first_fail"),
-               "error": r.get("error"), "directory": str(d), "report": r}
+               "error": r.get("error"), "directory": str(d), "report": r,
+               # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
+               "dynamic": r.get("dynamic"), "m_cases": r.get("m_cases")}
         rows.append(row)
         if not as_json:
             click.echo(_verify_line(i, total, row))
@@ -337,7 +356,29 @@ def _verify_line(i: int, total: int, row: dict) -> str:
                  "changed C's bits")
     elif rep.get("repeat"):
         line += f"  ({rep['repeat']} repeats bit-identical)"
-    return line
+    return line + "".join(_size_lines(rep))
+
+
+def _size_lines(rep: dict) -> list[str]:
+    """A kernel with a run-time size: which sizes outside its range it accepted, then one line a size."""
+    if not rep.get("dynamic"):
+        return []
+    letter, lo, hi = (rep["dynamic"][k] for k in ("letter", "lo", "hi"))
+    lines = []
+    accepted = [p["m"] for p in rep.get("api_m_probes", []) if not p["rejected"]]
+    if accepted:
+        lines.append(f"\n    {letter} outside {lo}..{hi} accepted (must be cudaErrorInvalidValue): "
+                     + ", ".join(f"{letter}={m}" for m in accepted))
+    for case in rep.get("m_cases", []):
+        size = f"{letter}={case['m']}"
+        line = (f"\n    {size:<8} {'PASS' if case['passed'] else 'FAIL'}  max_abs_err {_fmt(case['max_abs_err'])}  "
+                f"rel_err {_fmt(case['rel_err'])}")
+        if case.get("repeat_differed"):
+            line += f"  not deterministic: {case['repeat_differed']} repeated launches changed C's bits"
+        if case.get("first_fail"):
+            line += f"\n        first failure: {case['first_fail']}"
+        lines.append(line)
+    return lines
 
 
 @main.command()
@@ -345,8 +386,12 @@ def _verify_line(i: int, total: int, row: dict) -> str:
 @click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
 @click.option("--reps", type=click.IntRange(5), default=50, show_default=True, help="Timed samples (median).")
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed launches first.")
+@click.option("--m", "sizes", metavar="LIST",
+              help="Run-time sizes to time, e.g. 1,8,16,64, for kernels whose spec sizes a row letter at run time "
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it. Default: 1, 8, 16, 64, 128, 256, "
+                   "min and max, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
-def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_json: bool) -> None:
+def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, sizes: str | None, as_json: bool) -> None:
     """Time built kernels and cuBLAS on the same problem in the same run.
 
     Both sides are timed the same way, as a serving engine runs them: many launches captured into
@@ -358,9 +403,12 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
     swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
     (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS.
     ratio = baseline time / kernel time (> 1: faster than cuBLAS). `copy_gbps` is a device-to-device
-    copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach."""
+    copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach.
+
+    A kernel whose spec sizes a row letter at run time is timed at each size of --m, one line a size
+    (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size."""
     rows, any_error = [], False
-    _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)])
+    _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)], sizes)
     if not as_json:
         click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
                    f"{'µs':>10} {'ratio':>7}")
@@ -369,18 +417,23 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, as_j
         any_error |= run.exit_code != 0 or "error" in r
         row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
             "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
-            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates", "copy_gbps")}}
+            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates", "copy_gbps",
+            # A run-time size: its range, the size of the numbers above (the largest) and every size's row.
+            "m", "dynamic", "m_rows")}}
         rows.append(row)
         if as_json:
             continue
         if row["error"]:
             click.echo(f"{row['name']:<24} {row['arch']:<7} ERROR: {row['error']}")
-        else:
-            click.echo(f"{row['name']:<24} {row['arch']:<7} {_fmt(row['us']):>10} {_fmt(row['tflops']):>9} "
-                       f"{_fmt(row['gbps']):>8}   {str(row['baseline'])[:14]:<14} {_fmt(row['baseline_us']):>10} "
-                       f"{_fmt(row['ratio']):>7}")
-            if row["baseline_formulation"]:
-                click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}")
+            continue
+        letter = (row["dynamic"] or {}).get("letter")
+        for size in row["m_rows"] or [row]:
+            label = f"{row['name']} {letter}={size['m']}" if letter else row["name"]
+            click.echo(f"{label:<24} {row['arch']:<7} {_fmt(size['us']):>10} {_fmt(size['tflops']):>9} "
+                       f"{_fmt(size['gbps']):>8}   {str(size['baseline'])[:14]:<14} {_fmt(size['baseline_us']):>10} "
+                       f"{_fmt(size['ratio']):>7}")
+        if row["baseline_formulation"]:
+            click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)

@@ -2,6 +2,10 @@
 
 The harness prints one JSON object on stdout; its exit code says pass (0), fail (1), bad usage
 (2), no GPU (3) or a CUDA error (4).
+
+A kernel whose spec sizes a row letter at run time (`{min, max}`) takes that size as an argument; its
+harness runs a list of sizes (`--m`, or its own default list) and reports each (templates/dg_harness.cuh
+says how).
 """
 
 from __future__ import annotations
@@ -53,6 +57,41 @@ def harness_env() -> dict[str, str]:
     if cublas:
         env["DEEPGEMM_CUBLAS"] = cublas
     return env
+
+
+def run_time_range(plan: dict) -> tuple[str, int, int] | None:
+    """(letter, min, max) of the letter a generated kernel is sized by at run time, from its plan.json;
+    None for a fixed-size kernel."""
+    for letter, size in plan["spec"]["sizes"].items():
+        if isinstance(size, dict):
+            return letter, size["min"], size["max"]
+    return None
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """`--m 1,8,64` -> (1, 8, 64)."""
+    sizes = []
+    for item in text.split(","):
+        try:
+            sizes.append(int(item.strip()))
+        except ValueError:
+            raise DeepGemmError(f"--m {text}: '{item}' is not a whole number. Fix: give comma-separated sizes, "
+                                "e.g. --m 1,8,64") from None
+    return tuple(sizes)
+
+
+def size_args(name: str, plan: dict, sizes: tuple[int, ...]) -> list[str]:
+    """The harness arguments that run `sizes` of a kernel's run-time letter: none for a fixed-size kernel
+    (it takes no size) or when no sizes are asked for (the harness's default list), else `--m LIST`."""
+    run_time = run_time_range(plan)
+    if run_time is None or not sizes:
+        return []
+    letter, lo, hi = run_time
+    outside = [m for m in sizes if not lo <= m <= hi]
+    if outside:
+        raise DeepGemmError(f"--m {','.join(map(str, sizes))}: {outside[0]} is outside {name}'s run-time range "
+                            f"{lo}..{hi} of '{letter}'. Fix: give sizes in {lo}..{hi}")
+    return ["--m", ",".join(map(str, sizes))]
 
 
 def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str],

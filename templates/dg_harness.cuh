@@ -5,17 +5,26 @@
 // to dg_harness_main(). Build: nvcc -std=c++17 ... <name>_harness.cu <name>.cu -ldl (cudart and libdl
 // only: cuBLAS is dlopen'ed at run time, so the harness builds and runs without it).
 //
-// Aggregate-initializer field order (Python renders these positionally -- keep in sync):
+// Aggregate-initializer field order (Python renders these positionally -- keep in sync). The fields
+// after `|` describe a run-time size; a fixed-size problem leaves them out (zero):
 //   DgDim         { letter, role, size, {stride_A, stride_B, stride_C} }
 //   DgProblem     { name, arch, ndims, {DgDim...}, nc, {offset A, B, C}, {span A, B, C},
-//                   {dtype A, B, C}, {align A, B, C}, alpha, beta, tol }
-//   DgStridedView { ndims, {size...}, {stride...} }
-//   DgGemmCall    { desc, swap, trans_x, trans_y, m, n, k, ldx, ldy, ldc, stride_x, stride_y, stride_c, batch }
+//                   {dtype A, B, C}, {align A, B, C}, alpha, beta, tol | run_time_letter, run_time_lo,
+//                   nedges, edges }
+//   DgStridedView { ndims, {size...}, {stride...} | scaled }
+//   DgGemmCall    { desc, swap, trans_x, trans_y, m, n, k, ldx, ldy, ldc, stride_x, stride_y, stride_c, batch
+//                   | scaled }
 //   DgBaseline    { available, kind, {copy A, B, C}, {view A, view B, view C}, ncalls, {DgGemmCall...} }
 //
 // Pointer convention: `launch` receives the BASE pointers of the three buffers; the kernel applies
 // DgProblem::offset itself, exactly as the element-address formula below says. `align` is what the
 // caller promises for those base pointers.
+//
+// Run-time size: a problem may size one of C's row letters (role M, not in B) at run time, m in
+// [run_time_lo, its size]: the dims, spans and kBaseline describe the largest m, and `launch` then
+// takes m (DgLaunchRunTimeFn) and must return cudaErrorInvalidValue outside that range. The problem at
+// size m is the same views with that letter's size m (no stride depends on it); verify and bench run
+// a list of sizes on buffers allocated once for the largest, and the rows past m are holes of C.
 //
 // Semantics checked: C[c] = alpha * sum over the K letters of A[..] * B[..] + beta * C_old[c], where
 // the element address of operand X for a full letter assignment idx is
@@ -23,11 +32,22 @@
 // and C is not read at all when beta == 0.
 //
 // Command line (exactly one JSON object on stdout, always; diagnostics on stderr):
-//   <harness> verify [--seeds 1,2,3] [--samples 256] [--repeat 0]    exit 0 pass, 1 fail
+//   <harness> verify [--seeds 1,2,3] [--samples 256] [--repeat 0] [--m LIST]    exit 0 pass, 1 fail
 //     --repeat N: N more launches on the first seed's data; C's buffer must come out bit-identical
-//   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1]   exit 0
+//   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1] [--m LIST]   exit 0
+//     --m 1,8,64: the run-time sizes to run (only for a problem with one; default: dg_verify_sizes,
+//     dg_bench_sizes)
 //   exit 2 bad command line, 3 no CUDA GPU, 4 any CUDA error (or an inconsistent kProblem/kBaseline).
 // Non-finite numbers are written as the strings "nan", "inf" and "-inf" (Python's float() reads them).
+//
+// A problem with a run-time size reports everything a fixed-size one does, plus
+//   "dynamic": {"letter", "lo", "hi"}, and each run and first_fail names its "m";
+//   verify: "api_m_rejected" (every size outside [lo, hi] was refused), "api_m_probes": [{"m", "rejected"}],
+//     "m_cases": [{"m", "passed", "max_abs_err", "rel_err", "first_fail", "repeat_differed"}]; the top-level
+//     passed is the AND of all of it, max_abs_err / rel_err the worst size's, repeat_differed the sum;
+//   bench: "m_rows": [{"m", and the per-size fields below}], with the largest size's row also at the top
+//     level ("m" says which): us, tflops, gbps, us_stream, baseline, baseline_formulation, baseline_us,
+//     baseline_tflops, baseline_us_stream, ratio, baseline_candidates.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,6 +67,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define DG_MAX_DIMS 16
@@ -73,12 +94,25 @@ struct DgProblem {
   int align[3];              // bytes the caller promises for each base pointer (power of two, >= element size)
   float alpha, beta;         // the spec's values
   double tol;                // relative Frobenius tolerance
+  // A run-time size (all zero for a fixed-size problem): the letter's dim holds its largest size.
+  char run_time_letter;      // one of C's letters of role DG_M, not in B
+  long long run_time_lo;     // its smallest size
+  int nedges;                // the kernel's buckets of the size: each one's first and last, ascending
+  const long long* edges;
 };
 
 struct DgStridedView {       // an operand's view, in the order of its dense row-major temp (e.g. batch, rows, cols)
   int ndims;
   long long size[DG_MAX_DIMS];
   long long stride[DG_MAX_DIMS];   // element strides into the operand's buffer (offset applied separately from DgProblem::offset)
+  unsigned scaled;           // bit d: size[d] is proportional to the run-time size (given for the largest)
+};
+
+// DgGemmCall::scaled bits: the fields proportional to the run-time size (given for the largest). A
+// leading dimension never is; a batch stride is for a dense temp (batch x m x cols).
+enum {
+  DG_SCALE_M = 1, DG_SCALE_N = 2, DG_SCALE_K = 4, DG_SCALE_BATCH = 8,
+  DG_SCALE_STRIDE_X = 16, DG_SCALE_STRIDE_Y = 32, DG_SCALE_STRIDE_C = 64,
 };
 
 // One cublasGemmStridedBatchedEx call, column-major: Cmat(m x n, ldc) = op(X)(m x k) * op(Y)(k x n).
@@ -90,6 +124,7 @@ struct DgGemmCall {
   long long ldx, ldy, ldc;
   long long stride_x, stride_y, stride_c;   // batch strides in elements (0 = broadcast)
   long long batch;
+  unsigned scaled;           // DG_SCALE_* bits
 };
 
 #define DG_MAX_CALLS 8
@@ -103,9 +138,24 @@ struct DgBaseline {
   // Pointers: for a copied operand, its temp (offset 0); otherwise the buffer base + DgProblem::offset.
 };
 
+// The kernel's C entry point behind a wrapper that takes base pointers as void*: the fixed-size API, or
+// the run-time-size one, whose m is the size of DgProblem::run_time_letter.
 typedef cudaError_t (*DgLaunchFn)(const void* A, const void* B, void* C, float alpha, float beta, cudaStream_t stream);
+typedef cudaError_t (*DgLaunchRunTimeFn)(const void* A, const void* B, void* C, long long m, float alpha, float beta,
+                                         cudaStream_t stream);
 
 int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch);
+int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchRunTimeFn launch);
+
+// The kernel under test, whichever entry point it has: one call path for both, m ignored by a fixed-size one.
+struct DgKernel {
+  DgLaunchFn fixed = nullptr;
+  DgLaunchRunTimeFn run_time = nullptr;
+  cudaError_t operator()(const void* A, const void* B, void* C, long long m, float alpha, float beta,
+                         cudaStream_t stream) const {
+    return run_time ? run_time(A, B, C, m, alpha, beta, stream) : fixed(A, B, C, alpha, beta, stream);
+  }
+};
 
 // ------------------------------------------------------------------------------------------------
 // JSON output and fatal errors
@@ -250,7 +300,7 @@ __host__ __device__ inline unsigned long long dg_mix64(unsigned long long z) {
 }
 
 // Independent random streams under one seed: what each stream fills.
-enum { DG_RNG_A = 0, DG_RNG_B = 1, DG_RNG_C = 2, DG_RNG_SAMPLES = 3 };
+enum { DG_RNG_A = 0, DG_RNG_B = 1, DG_RNG_C = 2, DG_RNG_SAMPLES = 3, DG_RNG_SIZES = 4 };
 
 // Element i of a splitmix64 sequence whose starting state depends on (seed, stream): any element is
 // computed directly, so host and device fills agree and need no sequential state.
@@ -402,8 +452,117 @@ static void dg_reach(long long offset, int n, const long long* size, const long 
   }
 }
 
+// ------------------------------------------------------------------------------------------------
+// Run-time size
+// ------------------------------------------------------------------------------------------------
+
+// The dim of the run-time letter, or -1 for a fixed-size problem.
+static int dg_run_time_dim(const DgProblem& p) {
+  if (!p.run_time_letter) return -1;
+  for (int d = 0; d < p.nc; ++d)
+    if (p.dims[d].letter == p.run_time_letter) return d;
+  return -1;   // dg_check_problem refuses a letter C does not have
+}
+
+// The largest run-time size (the letter's size in kProblem), or 0 for a fixed-size problem.
+static long long dg_run_time_hi(const DgProblem& p) {
+  const int d = dg_run_time_dim(p);
+  return d < 0 ? 0 : p.dims[d].size;
+}
+
+// The problem at run-time size m: the same views with the letter's size m. A fixed-size problem as it is.
+static DgProblem dg_problem_at(const DgProblem& p, long long m) {
+  DgProblem q = p;
+  const int d = dg_run_time_dim(p);
+  if (d >= 0) q.dims[d].size = m;
+  return q;
+}
+
+// The baseline at run-time size m: each field given for the largest size that is proportional to the size,
+// scaled (it is a whole multiple of the largest size: dg_check_problem).
+static DgBaseline dg_baseline_at(const DgBaseline& bl, long long m, long long hi) {
+  DgBaseline b = bl;
+  const auto scale = [&](long long& field, bool scaled) {
+    if (scaled) field = field / hi * m;
+  };
+  for (DgStridedView& v : b.view)
+    for (int d = 0; d < v.ndims; ++d) scale(v.size[d], (v.scaled >> d) & 1u);
+  for (int c = 0; c < b.ncalls; ++c) {
+    DgGemmCall& call = b.calls[c];
+    scale(call.m, call.scaled & DG_SCALE_M);
+    scale(call.n, call.scaled & DG_SCALE_N);
+    scale(call.k, call.scaled & DG_SCALE_K);
+    scale(call.batch, call.scaled & DG_SCALE_BATCH);
+    scale(call.stride_x, call.scaled & DG_SCALE_STRIDE_X);
+    scale(call.stride_y, call.scaled & DG_SCALE_STRIDE_Y);
+    scale(call.stride_c, call.scaled & DG_SCALE_STRIDE_C);
+  }
+  return b;
+}
+
+// Sizes in [lo, hi], ascending, each once.
+static std::vector<long long> dg_sizes_within(std::vector<long long> sizes, long long lo, long long hi) {
+  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](long long m) { return m < lo || m > hi; }), sizes.end());
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// verify's sizes: the small ones and powers of two where tilings change, every bucket edge with its
+// neighbours (where the entry point switches kernels, and one past), both ends, and 3 sizes drawn from `seed`.
+static std::vector<long long> dg_verify_sizes(const DgProblem& p, unsigned long long seed) {
+  const long long lo = p.run_time_lo, hi = dg_run_time_hi(p);
+  std::vector<long long> sizes = {1, 2, 3, 7, 8, 9, 16, 17, 63, 64, lo, hi};
+  for (int e = 0; e < p.nedges; ++e)
+    for (long long near = -1; near <= 1; ++near) sizes.push_back(p.edges[e] + near);
+  for (int r = 0; r < 3; ++r)
+    sizes.push_back(lo + static_cast<long long>(dg_random_bits(seed, DG_RNG_SIZES, r) %
+                                                static_cast<unsigned long long>(hi - lo + 1)));
+  return dg_sizes_within(sizes, lo, hi);
+}
+
+// bench's sizes: decode batches from one token up, and both ends.
+static std::vector<long long> dg_bench_sizes(const DgProblem& p) {
+  const long long lo = p.run_time_lo, hi = dg_run_time_hi(p);
+  return dg_sizes_within({1, 8, 16, 64, 128, 256, lo, hi}, lo, hi);
+}
+
 // kProblem and kBaseline are generated, so an inconsistency is a generator bug; catching it here keeps
 // the harness itself from reading or writing outside its buffers.
+static void dg_check_run_time(const DgProblem& p, const DgBaseline& bl) {
+  const int d = dg_run_time_dim(p);
+  const long long hi = dg_run_time_hi(p);
+  if (p.run_time_letter) {
+    if (d < 0 || p.dims[d].role != DG_M || p.dims[d].stride[DG_B] != 0)
+      dg_die(4, dg_format("invalid problem: run-time letter '%c' is not a row letter of C", p.run_time_letter));
+    if (p.run_time_lo < 1 || p.run_time_lo > hi)
+      dg_die(4, dg_format("invalid problem: run-time range %lld..%lld", p.run_time_lo, hi));
+    if (p.nedges < 0 || (p.nedges > 0 && !p.edges)) dg_die(4, dg_format("invalid problem: %d bucket edges", p.nedges));
+    for (int e = 0; e < p.nedges; ++e)
+      if (p.edges[e] < p.run_time_lo || p.edges[e] > hi || (e > 0 && p.edges[e] < p.edges[e - 1]))
+        dg_die(4, dg_format("invalid problem: bucket edge %lld out of order or outside the run-time range", p.edges[e]));
+  } else if (p.run_time_lo || p.nedges) {
+    dg_die(4, "invalid problem: a run-time range without a run-time letter");
+  }
+  // What scales with the size is given for the largest, so it must be a whole multiple of it.
+  const auto check = [&](long long value, bool scaled, const char* what) {
+    if (scaled && (hi < 1 || value % hi != 0))
+      dg_die(4, dg_format("invalid baseline: %s %lld scales with a run-time size (largest %lld)", what, value, hi));
+  };
+  for (const DgStridedView& v : bl.view)
+    for (int k = 0; k < v.ndims; ++k) check(v.size[k], (v.scaled >> k) & 1u, "view size");
+  for (int c = 0; c < bl.ncalls && c < DG_MAX_CALLS; ++c) {
+    const DgGemmCall& call = bl.calls[c];
+    check(call.m, call.scaled & DG_SCALE_M, "m");
+    check(call.n, call.scaled & DG_SCALE_N, "n");
+    check(call.k, call.scaled & DG_SCALE_K, "k");
+    check(call.batch, call.scaled & DG_SCALE_BATCH, "batch");
+    check(call.stride_x, call.scaled & DG_SCALE_STRIDE_X, "stride_x");
+    check(call.stride_y, call.scaled & DG_SCALE_STRIDE_Y, "stride_y");
+    check(call.stride_c, call.scaled & DG_SCALE_STRIDE_C, "stride_c");
+  }
+}
+
 static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
   const char* names = "ABC";
   if (p.ndims < 1 || p.ndims > DG_MAX_DIMS || p.nc < 0 || p.nc > p.ndims)
@@ -443,6 +602,7 @@ static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
                             p.span[x]));
     }
   }
+  dg_check_run_time(p, bl);
 }
 
 // Device memory whose usable pointer is rounded up to `align` bytes. The extra `align` bytes also keep
@@ -514,9 +674,20 @@ struct DgOptions {
   long long warmup = 10;
   long long reps = 50;
   long long baseline = 1;    // bench: 0 times the kernel only (tuning measures many candidates)
+  std::vector<long long> sizes;   // --m: the run-time sizes to run; empty: dg_verify_sizes / dg_bench_sizes
 };
 
+// The sizes a command runs: --m or its default list for a run-time size; for a fixed-size problem one
+// entry, 0, which its entry point does not take.
+static std::vector<long long> dg_sizes(const DgProblem& p, const DgOptions& opt, bool verify) {
+  if (!p.run_time_letter) return {0};
+  if (!opt.sizes.empty()) return dg_sizes_within(opt.sizes, LLONG_MIN, LLONG_MAX);
+  return verify ? dg_verify_sizes(p, static_cast<unsigned long long>(opt.seeds.empty() ? 0 : opt.seeds.front()))
+                : dg_bench_sizes(p);
+}
+
 struct DgCaseResult {
+  long long m;               // the run-time size (0 for a fixed-size problem)
   long long seed;
   bool shifted;              // base pointers `align` bytes past a 256-byte boundary
   float alpha, beta;
@@ -533,10 +704,12 @@ struct DgCaseResult {
   double got, want;
 };
 
-// Everything one verify run holds: device buffers, their host images and the layout of C's view.
+// Everything one verify run holds: device buffers, their host images and the layout of C's view. Buffers
+// are sized for the largest run-time size; `p`, `m`, `count` and `in_view` are those of the size under test.
 struct DgVerifyState {
   const DgProblem* p;
-  DgLaunchFn launch;
+  long long m;                              // the run-time size passed to the kernel (0: fixed-size problem)
+  DgKernel kernel;
   cudaStream_t stream;
   long long count;                          // elements of C's view
   DgDeviceBuffer dev[3], dev_ref, dev_mag;
@@ -592,6 +765,7 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   const int c_type = p.dtype[DG_C], c_es = dg_elem_size(c_type);
   const unsigned sentinel = dg_sentinel_bits(c_type);
   DgCaseResult r = {};
+  r.m = st.m;
   r.seed = seed;
   r.alpha = alpha;
   r.beta = beta;
@@ -614,15 +788,15 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   DG_CUDA(cudaGetLastError());
   DG_CUDA(cudaStreamSynchronize(st.stream));
 
-  const cudaError_t launched = st.launch(st.ptr[DG_A], st.ptr[DG_B], st.ptr[DG_C], alpha, beta, st.stream);
+  const cudaError_t launched = st.kernel(st.ptr[DG_A], st.ptr[DG_B], st.ptr[DG_C], st.m, alpha, beta, st.stream);
   if (launched != cudaSuccess) dg_die_cuda(launched, "kernel under test (launch returned)", __LINE__);
   DG_CUDA(cudaGetLastError());
   DG_CUDA(cudaStreamSynchronize(st.stream));
 
   DG_CUDA(cudaMemcpyAsync(st.host_c_out.data(), st.ptr[DG_C], st.host_c_out.size(), cudaMemcpyDeviceToHost, st.stream));
-  DG_CUDA(cudaMemcpyAsync(st.host_ref.data(), st.dev_ref.ptr, st.host_ref.size() * sizeof(double),
+  DG_CUDA(cudaMemcpyAsync(st.host_ref.data(), st.dev_ref.ptr, static_cast<size_t>(st.count) * sizeof(double),
                           cudaMemcpyDeviceToHost, st.stream));
-  DG_CUDA(cudaMemcpyAsync(st.host_mag.data(), st.dev_mag.ptr, st.host_mag.size() * sizeof(double),
+  DG_CUDA(cudaMemcpyAsync(st.host_mag.data(), st.dev_mag.ptr, static_cast<size_t>(st.count) * sizeof(double),
                           cudaMemcpyDeviceToHost, st.stream));
   DG_CUDA(cudaStreamSynchronize(st.stream));
 
@@ -690,10 +864,11 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   r.passed = r.nan_elements == 0 && r.bad_elements == 0 && (r.rel_err <= p.tol || r.within_acc_bound) &&
              r.holes_written == 0 && r.ref_mismatch == 0;
   fprintf(stderr,
-          "dg_harness: verify seed=%lld alpha=%g beta=%g: %s rel_err=%.3g max_abs_err=%.3g bad=%lld nan=%lld "
+          "dg_harness: verify %sseed=%lld alpha=%g beta=%g: %s rel_err=%.3g max_abs_err=%.3g bad=%lld nan=%lld "
           "holes_written=%lld ref_mismatch=%lld\n",
-          seed, alpha, beta, r.passed ? "PASS" : "FAIL", r.rel_err, r.max_abs_err, r.bad_elements, r.nan_elements,
-          r.holes_written, r.ref_mismatch);
+          p.run_time_letter ? dg_format("%c=%lld ", p.run_time_letter, st.m).c_str() : "", seed, alpha, beta,
+          r.passed ? "PASS" : "FAIL", r.rel_err, r.max_abs_err, r.bad_elements, r.nan_elements, r.holes_written,
+          r.ref_mismatch);
   if (r.has_fail) fprintf(stderr, "dg_harness:   first bad element: got %.9g, want %.9g\n", r.got, r.want);
   if (r.holes_written) fprintf(stderr, "dg_harness:   first written hole: buffer element %lld\n", r.first_hole);
   return r;
@@ -702,8 +877,9 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
 // Calls the kernel with an argument it must reject. The call must return cudaErrorInvalidValue without
 // touching the device: a non-sticky error it may have left behind is cleared by reading it; a sticky one
 // (a fault) cannot be cleared and ends the run.
-static bool dg_expect_rejected(const DgVerifyState& st, const void* A, const void* B, void* C, const char* what) {
-  const cudaError_t e = st.launch(A, B, C, st.p->alpha, st.p->beta, st.stream);
+static bool dg_expect_rejected(const DgVerifyState& st, const void* A, const void* B, void* C, long long m,
+                               const char* what) {
+  const cudaError_t e = st.kernel(A, B, C, m, st.p->alpha, st.p->beta, st.stream);
   (void)cudaGetLastError();
   const cudaError_t sync = cudaStreamSynchronize(st.stream);
   if (sync != cudaSuccess)
@@ -718,6 +894,7 @@ static bool dg_expect_rejected(const DgVerifyState& st, const void* A, const voi
 static void dg_json_fail(DgJson& j, const DgProblem& p, const DgCaseResult& r) {
   if (!r.has_fail) { j.null("first_fail"); return; }
   j.begin("first_fail");
+  if (p.run_time_letter) j.integer("m", r.m);
   j.integer("seed", r.seed);
   j.num("alpha", r.alpha);
   j.num("beta", r.beta);
@@ -750,7 +927,7 @@ static long long dg_repeat_check(DgVerifyState& st, const std::vector<unsigned c
   long long differed = 0;
   for (long long r = 0; r <= repeats; ++r) {
     DG_CUDA(cudaMemcpyAsync(st.ptr[DG_C], start.data(), start.size(), cudaMemcpyHostToDevice, st.stream));
-    const cudaError_t launched = st.launch(st.ptr[DG_A], st.ptr[DG_B], st.ptr[DG_C], alpha, beta, st.stream);
+    const cudaError_t launched = st.kernel(st.ptr[DG_A], st.ptr[DG_B], st.ptr[DG_C], st.m, alpha, beta, st.stream);
     if (launched != cudaSuccess) dg_die_cuda(launched, "kernel under test (launch returned)", __LINE__);
     DG_CUDA(cudaGetLastError());
     std::vector<unsigned char>& out = r == 0 ? first : again;
@@ -761,11 +938,80 @@ static long long dg_repeat_check(DgVerifyState& st, const std::vector<unsigned c
   return differed;
 }
 
-static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt, const cudaDeviceProp& prop) {
+// Points the state at one run-time size: the problem there, its m and which elements of C's buffer its view
+// covers (the rest, the rows past m included, are holes whose sentinel must survive).
+static void dg_use_size(DgVerifyState& st, const DgProblem& at, long long m) {
+  if (st.p == &at) return;   // a fixed-size problem's one size: nothing changes between seeds
+  st.p = &at;
+  st.m = m;
+  st.count = dg_c_count(at);
+  st.in_view.assign(static_cast<size_t>(at.span[DG_C]), 0);
+  for (long long o = 0; o < st.count; ++o) {
+    unsigned char& mark = st.in_view[dg_c_address(at, o, nullptr)];
+    if (mark) dg_die(4, dg_format("invalid problem: C's view aliases (element %lld is reached twice)", o));
+    mark = 1;
+  }
+}
+
+// One run-time size's outcome (the whole problem's, for a fixed-size one).
+struct DgSizeResult {
+  long long m;
+  std::vector<DgCaseResult> runs;
+  long long repeat_differed = 0;
+  bool passed = true;
+  double max_abs_err = 0.0, rel_err = 0.0;
+  int first_fail = -1;        // index into runs
+};
+
+static void dg_summarize(DgSizeResult& s) {
+  s.passed = s.repeat_differed == 0;
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    const DgCaseResult& r = s.runs[i];
+    s.passed = s.passed && r.passed;
+    s.max_abs_err = dg_max_nan(s.max_abs_err, r.max_abs_err);
+    s.rel_err = dg_max_nan(s.rel_err, r.rel_err);
+    if (s.first_fail < 0 && r.has_fail) s.first_fail = static_cast<int>(i);
+  }
+}
+
+static void dg_json_run(DgJson& j, const DgProblem& p, const DgCaseResult& r) {
+  j.begin();
+  if (p.run_time_letter) j.integer("m", r.m);
+  j.integer("seed", r.seed);
+  j.boolean("shifted", r.shifted);
+  j.num("alpha", r.alpha);
+  j.num("beta", r.beta);
+  j.boolean("passed", r.passed);
+  j.num("max_abs_err", r.max_abs_err);
+  j.num("rel_err", r.rel_err);
+  j.boolean("within_acc_bound", r.within_acc_bound);
+  j.integer("bad_elements", r.bad_elements);
+  j.integer("nan_elements", r.nan_elements);
+  j.integer("holes_written", r.holes_written);
+  if (r.first_hole >= 0) j.integer("first_hole", r.first_hole); else j.null("first_hole");
+  j.integer("ref_mismatch", r.ref_mismatch);
+  dg_json_fail(j, p, r);
+  j.end();
+}
+
+static void dg_json_run_time_range(DgJson& j, const DgProblem& p) {
+  const char letter[2] = {p.run_time_letter, '\0'};
+  j.begin("dynamic");
+  j.str("letter", letter);
+  j.integer("lo", p.run_time_lo);
+  j.integer("hi", dg_run_time_hi(p));
+  j.end();
+}
+
+static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, const cudaDeviceProp& prop) {
+  const std::vector<long long> sizes = dg_sizes(p, opt, true);
+  std::vector<DgProblem> problems;   // the problem at each size, kept alive for st.p
+  for (const long long m : sizes) problems.push_back(dg_problem_at(p, m));
+
+  // Buffers for the largest size (the problem as given), allocated once.
   DgVerifyState st;
-  st.p = &p;
-  st.launch = launch;
-  st.count = dg_c_count(p);
+  st.p = nullptr;
+  st.kernel = kernel;
   DG_CUDA(cudaStreamCreate(&st.stream));
   for (int x = 0; x < 3; ++x) {
     // Room for the shifted pass: base pointers `align` bytes past a 256-byte boundary.
@@ -773,43 +1019,57 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
     st.ptr[x] = st.dev[x].ptr;
     st.host[x].resize(dg_buffer_bytes(p, x));
   }
-  st.dev_ref = dg_device_alloc(static_cast<size_t>(st.count) * sizeof(double), sizeof(double));
-  st.dev_mag = dg_device_alloc(static_cast<size_t>(st.count) * sizeof(double), sizeof(double));
+  const long long max_count = dg_c_count(p);
+  st.dev_ref = dg_device_alloc(static_cast<size_t>(max_count) * sizeof(double), sizeof(double));
+  st.dev_mag = dg_device_alloc(static_cast<size_t>(max_count) * sizeof(double), sizeof(double));
   st.host_c_out.resize(dg_buffer_bytes(p, DG_C));
-  st.host_ref.resize(static_cast<size_t>(st.count));
-  st.host_mag.resize(static_cast<size_t>(st.count));
+  st.host_ref.resize(static_cast<size_t>(max_count));
+  st.host_mag.resize(static_cast<size_t>(max_count));
   st.k_terms = 1;
   for (int d = p.nc; d < p.ndims; ++d) st.k_terms *= p.dims[d].size;
-  st.in_view.assign(static_cast<size_t>(p.span[DG_C]), 0);
-  for (long long o = 0; o < st.count; ++o) {
-    unsigned char& mark = st.in_view[dg_c_address(p, o, nullptr)];
-    if (mark) dg_die(4, dg_format("invalid problem: C's view aliases (element %lld is reached twice)", o));
-    mark = 1;
-  }
+  const long long hi = dg_run_time_hi(p);
+  dg_use_size(st, p, hi);
 
   // The API contract first: a kernel that faults here leaves no device to verify on anyway.
-  const bool api_null = dg_expect_rejected(st, nullptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr, "A = nullptr");
+  const bool api_null = dg_expect_rejected(st, nullptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr, hi, "A = nullptr");
   const bool api_misaligned =
-      dg_expect_rejected(st, st.dev[DG_A].ptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr + 1, "C misaligned by 1 byte");
+      dg_expect_rejected(st, st.dev[DG_A].ptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr + 1, hi, "C misaligned by 1 byte");
+  // A run-time size outside [lo, hi] must be refused before anything runs: the buffers are sized for hi.
+  std::vector<std::pair<long long, bool>> m_probes;
+  bool api_m = true;
+  if (p.run_time_letter) {
+    for (const long long m : dg_sizes_within({-1, 0, p.run_time_lo - 1, hi + 1}, LLONG_MIN, LLONG_MAX)) {
+      const std::string what = dg_format("%c = %lld (outside %lld..%lld)", p.run_time_letter, m, p.run_time_lo, hi);
+      const bool rejected = dg_expect_rejected(st, st.dev[DG_A].ptr, st.dev[DG_B].ptr, st.dev[DG_C].ptr, m,
+                                               what.c_str());
+      m_probes.emplace_back(m, rejected);
+      api_m = api_m && rejected;
+    }
+  }
 
-  // Fresh A and B for `seed`, uploaded to where st.ptr points.
+  // Fresh A and B for `seed`, uploaded to where st.ptr points. They cover the largest size: every size
+  // below reads a part of them, so one upload serves them all.
   const auto upload_inputs = [&](long long seed) {
     for (int x = DG_A; x <= DG_B; ++x) {
       dg_host_fill_random(st.host[x], p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), x == DG_A ? DG_RNG_A : DG_RNG_B);
       DG_CUDA(cudaMemcpyAsync(st.ptr[x], st.host[x].data(), st.host[x].size(), cudaMemcpyHostToDevice, st.stream));
     }
   };
-  std::vector<DgCaseResult> runs;
-  long long repeat_differed = 0;
+  std::vector<DgSizeResult> results(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) results[i].m = sizes[i];
   for (const long long seed : opt.seeds) {
     upload_inputs(seed);
-    runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
-    if (p.beta != 0.0f) runs.push_back(dg_verify_case(st, opt, seed, p.alpha, 0.0f));
-    if (opt.repeat > 0 && seed == opt.seeds.front()) {
-      // C as the cases left it is a valid C_old (finite, sentinels in the holes).
-      std::vector<unsigned char> start(st.host_c_out.size());
-      DG_CUDA(cudaMemcpy(start.data(), st.ptr[DG_C], start.size(), cudaMemcpyDeviceToHost));
-      repeat_differed = dg_repeat_check(st, start, p.alpha, p.beta, opt.repeat);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      dg_use_size(st, problems[i], sizes[i]);
+      std::vector<DgCaseResult>& runs = results[i].runs;
+      runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
+      if (p.beta != 0.0f) runs.push_back(dg_verify_case(st, opt, seed, p.alpha, 0.0f));
+      if (opt.repeat > 0 && seed == opt.seeds.front()) {
+        // C as the cases left it is a valid C_old (finite, sentinels in the holes).
+        std::vector<unsigned char> start(st.host_c_out.size());
+        DG_CUDA(cudaMemcpy(start.data(), st.ptr[DG_C], start.size(), cudaMemcpyDeviceToHost));
+        results[i].repeat_differed = dg_repeat_check(st, start, p.alpha, p.beta, opt.repeat);
+      }
     }
   }
   // cudaMalloc gives 256-byte aligned pointers, so the cases above take a kernel's fast path. When the spec
@@ -821,19 +1081,26 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
     const long long seed = opt.seeds.front() + 1000003;
     for (int x = 0; x < 3; ++x) st.ptr[x] = st.dev[x].ptr + (p.align[x] < 256 ? p.align[x] : 0);
     upload_inputs(seed);
-    runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
-    runs.back().shifted = true;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      dg_use_size(st, problems[i], sizes[i]);
+      results[i].runs.push_back(dg_verify_case(st, opt, seed, p.alpha, p.beta));
+      results[i].runs.back().shifted = true;
+    }
   }
   DG_CUDA(cudaStreamDestroy(st.stream));
 
-  bool passed = api_null && api_misaligned && repeat_differed == 0;
+  // The whole: every size's cases, the worst size's errors, the first failure in size order.
+  bool passed = api_null && api_misaligned && api_m;
   double max_abs_err = 0.0, rel_err = 0.0;
+  long long repeat_differed = 0;
   const DgCaseResult* first_fail = nullptr;
-  for (const DgCaseResult& r : runs) {
-    passed = passed && r.passed;
-    max_abs_err = dg_max_nan(max_abs_err, r.max_abs_err);
-    rel_err = dg_max_nan(rel_err, r.rel_err);
-    if (!first_fail && r.has_fail) first_fail = &r;
+  for (DgSizeResult& s : results) {
+    dg_summarize(s);
+    passed = passed && s.passed;
+    max_abs_err = dg_max_nan(max_abs_err, s.max_abs_err);
+    rel_err = dg_max_nan(rel_err, s.rel_err);
+    repeat_differed += s.repeat_differed;
+    if (!first_fail && s.first_fail >= 0) first_fail = &s.runs[s.first_fail];
   }
 
   DgJson j;
@@ -848,27 +1115,39 @@ static int dg_verify(const DgProblem& p, DgLaunchFn launch, const DgOptions& opt
   j.integer("repeat", opt.repeat);
   j.integer("repeat_differed", repeat_differed);  // launches whose C bits differed from the first
   j.begin_array("runs");
-  for (const DgCaseResult& r : runs) {
-    j.begin();
-    j.integer("seed", r.seed);
-    j.boolean("shifted", r.shifted);
-    j.num("alpha", r.alpha);
-    j.num("beta", r.beta);
-    j.boolean("passed", r.passed);
-    j.num("max_abs_err", r.max_abs_err);
-    j.num("rel_err", r.rel_err);
-    j.boolean("within_acc_bound", r.within_acc_bound);
-    j.integer("bad_elements", r.bad_elements);
-    j.integer("nan_elements", r.nan_elements);
-    j.integer("holes_written", r.holes_written);
-    if (r.first_hole >= 0) j.integer("first_hole", r.first_hole); else j.null("first_hole");
-    j.integer("ref_mismatch", r.ref_mismatch);
-    dg_json_fail(j, p, r);
-    j.end();
-  }
+  for (const DgSizeResult& s : results)
+    for (const DgCaseResult& r : s.runs) dg_json_run(j, p, r);
   j.end_array();
+  if (p.run_time_letter) {
+    dg_json_run_time_range(j, p);
+    j.boolean("api_m_rejected", api_m);
+    j.begin_array("api_m_probes");
+    for (const auto& probe : m_probes) {
+      j.begin();
+      j.integer("m", probe.first);
+      j.boolean("rejected", probe.second);
+      j.end();
+    }
+    j.end_array();
+    j.begin_array("m_cases");
+    for (const DgSizeResult& s : results) {
+      j.begin();
+      j.integer("m", s.m);
+      j.boolean("passed", s.passed);
+      j.num("max_abs_err", s.max_abs_err);
+      j.num("rel_err", s.rel_err);
+      if (s.first_fail >= 0) dg_json_fail(j, p, s.runs[s.first_fail]); else j.null("first_fail");
+      j.integer("repeat_differed", s.repeat_differed);
+      j.end();
+    }
+    j.end_array();
+  }
   j.end();
   dg_print_json(j.text());
+  if (p.run_time_letter) {
+    for (const DgSizeResult& s : results)
+      if (!s.passed) fprintf(stderr, "dg_harness: verify %s: FAILED at %c = %lld\n", p.name, p.run_time_letter, s.m);
+  }
   fprintf(stderr, "dg_harness: verify %s: %s\n", p.name, passed ? "PASSED" : "FAILED");
   return passed ? 0 : 1;
 }
@@ -1091,12 +1370,72 @@ static DgTiming dg_time(cudaStream_t stream, int nsets, const DgOptions& opt, Ru
   return t;
 }
 
-static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch, const DgOptions& opt,
+// One run-time size's timings (the whole problem's, for a fixed-size one).
+struct DgBenchRow {
+  long long m = 0;
+  DgTiming ours;
+  std::string baseline;      // the baseline's kind, or why it is unavailable or skipped
+  int best_call = -1;        // the fastest formulation, -1 if none ran
+  DgTiming best;
+  std::vector<DgTiming> call_times;   // per formulation
+  std::vector<std::string> call_errors;
+  double flops = 0.0, bytes = 0.0;
+};
+
+// Work and traffic: A and B count the unique elements they read (broadcast letters read once), C is
+// written, and read too when beta != 0.
+static void dg_work(const DgProblem& p, double* flops, double* bytes) {
+  *flops = 2.0;
+  *bytes = 0.0;
+  for (int d = 0; d < p.ndims; ++d) *flops *= static_cast<double>(p.dims[d].size);
+  for (int x = DG_A; x <= DG_B; ++x) {
+    double n = dg_elem_size(p.dtype[x]);
+    for (int d = 0; d < p.ndims; ++d)
+      if (p.dims[d].stride[x] != 0) n *= static_cast<double>(p.dims[d].size);
+    *bytes += n;
+  }
+  *bytes += static_cast<double>(dg_c_count(p)) * dg_elem_size(p.dtype[DG_C]) * (p.beta != 0.0f ? 2 : 1);
+}
+
+// The fields a fixed-size problem reports at the top level and a run-time size in each of "m_rows".
+static void dg_json_bench_row(DgJson& j, const DgBenchRow& r, const DgBaseline& bl) {
+  const double us = r.ours.graph_us, baseline_us = r.best.graph_us;
+  j.num("us", us);
+  j.num("tflops", r.flops / (us * 1e-6) / 1e12);
+  j.num("gbps", r.bytes / (us * 1e-6) / 1e9);
+  j.num("us_stream", r.ours.stream_us);
+  j.str("baseline", r.baseline.c_str());
+  if (r.best_call < 0) {
+    j.null("baseline_formulation");
+    j.null("baseline_us");
+    j.null("baseline_tflops");
+    j.null("baseline_us_stream");
+    j.null("ratio");
+  } else {
+    j.str("baseline_formulation", bl.calls[r.best_call].desc);
+    j.num("baseline_us", baseline_us);
+    j.num("baseline_tflops", r.flops / (baseline_us * 1e-6) / 1e12);
+    j.num("baseline_us_stream", r.best.stream_us);
+    j.num("ratio", baseline_us / us);
+  }
+  j.begin_array("baseline_candidates");
+  for (size_t c = 0; c < r.call_times.size(); ++c) {
+    j.begin();
+    j.str("formulation", bl.calls[c].desc);
+    if (r.call_errors[c].empty()) j.num("us", r.call_times[c].graph_us); else j.null("us");
+    if (!r.call_errors[c].empty()) j.str("error", r.call_errors[c].c_str());
+    j.end();
+  }
+  j.end_array();
+}
+
+static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, const DgOptions& opt,
                     const cudaDeviceProp& prop) {
   cudaStream_t stream;
   DG_CUDA(cudaStreamCreate(&stream));
 
-  // How many sets: enough to cover 3x L2, at most 64, and using at most half of the free memory.
+  // How many sets: enough to cover 3x L2, at most 64, and using at most half of the free memory. Sized for
+  // the largest run-time size; smaller ones use a part of each set.
   size_t set_bytes = 0, temp_bytes = 0;
   for (int x = 0; x < 3; ++x) {
     set_bytes += dg_buffer_bytes(p, x) + p.align[x];
@@ -1119,66 +1458,88 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
   }
   DG_CUDA(cudaStreamSynchronize(stream));
 
-  const DgTiming ours = dg_time(stream, sets.nsets, opt, [&](int i) {
-    const cudaError_t e = launch(sets.buf[DG_A][i].ptr, sets.buf[DG_B][i].ptr, sets.buf[DG_C][i].ptr, p.alpha, p.beta, stream);
-    if (e != cudaSuccess) dg_die_cuda(e, "kernel under test (launch returned)", __LINE__);
-  });
-
-  // The baseline, if it can run here; otherwise the reason it cannot. Every formulation is timed the
-  // same way as the kernel; the fastest is the baseline.
+  // The baseline, if it can run here (set up once, for the largest size); otherwise the reason it cannot.
   std::string baseline = bl.kind ? bl.kind : "";
-  DgTiming best;
-  int best_call = -1;
-  std::vector<DgTiming> call_times(static_cast<size_t>(bl.available && opt.baseline ? bl.ncalls : 0));
-  std::vector<std::string> call_errors(call_times.size());
+  DgBaselineRunner runner;
+  runner.sets = &sets;
+  runner.stream = stream;
+  bool cublas_ready = false;
+  int setup_status = 0;
   DgDeviceBuffer workspace;
   if (!opt.baseline) {
     baseline = "skipped (--baseline 0)";
   } else if (!bl.available) {
     if (baseline.rfind("unavailable", 0) != 0) baseline = "unavailable: " + baseline;   // the generator may say it already
   } else {
-    DgBaselineRunner runner;
-    runner.p = &p;
-    runner.bl = &bl;
-    runner.sets = &sets;
-    runner.stream = stream;
     std::string why;
     if (!dg_load_cublas(&runner.cublas, &why)) {
       baseline = "unavailable: " + why;
     } else if (const int created = runner.cublas.create(&runner.handle)) {
       baseline = "unavailable: cublasCreate returned " + dg_cublas_status(created);
     } else {
+      cublas_ready = true;
       for (int x = 0; x < 3; ++x)
         if (bl.copy[x]) runner.temp[x] = dg_device_alloc(dg_view_count(bl.view[x]) * dg_elem_size(p.dtype[x]), 256);
-      int st = runner.cublas.set_stream(runner.handle, stream);
-      if (st == 0 && runner.cublas.set_workspace) {
+      setup_status = runner.cublas.set_stream(runner.handle, stream);
+      if (setup_status == 0 && runner.cublas.set_workspace) {
         const size_t ws_bytes = 64u << 20;
         workspace = dg_device_alloc(ws_bytes, 256);
-        st = runner.cublas.set_workspace(runner.handle, workspace.ptr, ws_bytes);
+        setup_status = runner.cublas.set_workspace(runner.handle, workspace.ptr, ws_bytes);
       }
-      for (int c = 0; c < bl.ncalls; ++c) {
-        const DgGemmCall& call = bl.calls[c];
-        int cs = st;
+    }
+  }
+
+  const std::vector<long long> sizes = dg_sizes(p, opt, false);
+  const long long hi = dg_run_time_hi(p);
+  std::vector<DgBenchRow> rows;
+  for (const long long m : sizes) {
+    const DgProblem at = dg_problem_at(p, m);
+    const DgBaseline bl_at = dg_baseline_at(bl, m, hi);
+    DgBenchRow row;
+    row.m = m;
+    row.baseline = baseline;
+    dg_work(at, &row.flops, &row.bytes);
+    row.ours = dg_time(stream, sets.nsets, opt, [&](int i) {
+      const cudaError_t e = kernel(sets.buf[DG_A][i].ptr, sets.buf[DG_B][i].ptr, sets.buf[DG_C][i].ptr, m, at.alpha,
+                                   at.beta, stream);
+      if (e != cudaSuccess) dg_die_cuda(e, "kernel under test (launch returned)", __LINE__);
+    });
+
+    // Every formulation is timed the same way as the kernel; the fastest is the baseline.
+    row.call_times.resize(static_cast<size_t>(bl.available && opt.baseline ? bl.ncalls : 0));
+    row.call_errors.resize(row.call_times.size());
+    if (cublas_ready) {
+      runner.p = &at;
+      runner.bl = &bl_at;
+      for (int c = 0; c < bl_at.ncalls; ++c) {
+        const DgGemmCall& call = bl_at.calls[c];
+        int cs = setup_status;
         if (cs == 0 && std::max({call.m, call.n, call.k, call.ldx, call.ldy, call.ldc, call.batch}) > INT_MAX)
           cs = -1;
         if (cs == 0) cs = runner.run(call, 0);   // a trial call: cuBLAS may reject the types or the layout
         DG_CUDA(cudaStreamSynchronize(stream));
         if (cs != 0) {
-          call_errors[c] = cs < 0 ? "a cuBLAS dimension exceeds int" : "cuBLAS returned " + dg_cublas_status(cs);
+          row.call_errors[c] = cs < 0 ? "a cuBLAS dimension exceeds int" : "cuBLAS returned " + dg_cublas_status(cs);
           continue;
         }
-        call_times[c] = dg_time(stream, sets.nsets, opt, [&](int i) {
+        row.call_times[c] = dg_time(stream, sets.nsets, opt, [&](int i) {
           if (const int s = runner.run(call, i)) dg_die(4, "cublasGemmStridedBatchedEx returned " + dg_cublas_status(s));
         });
-        if (best_call < 0 || call_times[c].graph_us < best.graph_us) {
-          best_call = c;
-          best = call_times[c];
+        if (row.best_call < 0 || row.call_times[c].graph_us < row.best.graph_us) {
+          row.best_call = c;
+          row.best = row.call_times[c];
         }
       }
-      if (best_call < 0) baseline = "unavailable: " + call_errors[0];
-      runner.cublas.destroy(runner.handle);
+      if (row.best_call < 0) row.baseline = "unavailable: " + row.call_errors[0];
     }
+    const double us = row.ours.graph_us, baseline_us = row.best.graph_us;
+    fprintf(stderr, "dg_harness: bench %s%s: %.3f us (graph), %.3f us (stream), %.2f TFLOP/s; baseline %s: %s us\n",
+            p.name, p.run_time_letter ? dg_format(" %c=%lld", p.run_time_letter, m).c_str() : "", us,
+            row.ours.stream_us, row.flops / (us * 1e-6) / 1e12, row.baseline.c_str(),
+            std::isnan(baseline_us) ? "-" : dg_format("%.3f", baseline_us).c_str());
+    rows.push_back(std::move(row));
   }
+  if (cublas_ready) runner.cublas.destroy(runner.handle);
 
   // What the memory system streams in the same run: a device-to-device copy of 3x L2 (from DRAM),
   // graph-timed like the kernels, read + write bytes a second. A weight-streaming kernel approaches it.
@@ -1196,57 +1557,28 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
   }
   DG_CUDA(cudaStreamDestroy(stream));
 
-  // Work and traffic: A and B count the unique elements they read (broadcast letters read once),
-  // C is written, and read too when beta != 0.
-  double flops = 2.0, bytes = 0.0;
-  for (int d = 0; d < p.ndims; ++d) flops *= static_cast<double>(p.dims[d].size);
-  for (int x = DG_A; x <= DG_B; ++x) {
-    double n = dg_elem_size(p.dtype[x]);
-    for (int d = 0; d < p.ndims; ++d)
-      if (p.dims[d].stride[x] != 0) n *= static_cast<double>(p.dims[d].size);
-    bytes += n;
-  }
-  bytes += static_cast<double>(dg_c_count(p)) * dg_elem_size(p.dtype[DG_C]) * (p.beta != 0.0f ? 2 : 1);
-
-  const double us = ours.graph_us, baseline_us = best.graph_us;
+  // The top level is the largest size's row, so that a reader of fixed-size results reads it as one.
   DgJson j;
   dg_json_header(j, "bench", p, prop);
   j.str("method", "graph");
-  j.num("us", us);
-  j.num("tflops", flops / (us * 1e-6) / 1e12);
-  j.num("gbps", bytes / (us * 1e-6) / 1e9);
-  j.num("us_stream", ours.stream_us);
-  j.str("baseline", baseline.c_str());
-  if (best_call < 0) {
-    j.null("baseline_formulation");
-    j.null("baseline_us");
-    j.null("baseline_tflops");
-    j.null("baseline_us_stream");
-    j.null("ratio");
-  } else {
-    j.str("baseline_formulation", bl.calls[best_call].desc);
-    j.num("baseline_us", baseline_us);
-    j.num("baseline_tflops", flops / (baseline_us * 1e-6) / 1e12);
-    j.num("baseline_us_stream", best.stream_us);
-    j.num("ratio", baseline_us / us);
-  }
-  j.begin_array("baseline_candidates");
-  for (size_t c = 0; c < call_times.size(); ++c) {
-    j.begin();
-    j.str("formulation", bl.calls[c].desc);
-    if (call_errors[c].empty()) j.num("us", call_times[c].graph_us); else j.null("us");
-    if (!call_errors[c].empty()) j.str("error", call_errors[c].c_str());
-    j.end();
-  }
-  j.end_array();
+  dg_json_bench_row(j, rows.back(), bl);
   j.num("copy_gbps", copy_gbps);
   j.integer("sets", sets.nsets);
   j.integer("reps", opt.reps);
+  if (p.run_time_letter) {
+    j.integer("m", rows.back().m);
+    dg_json_run_time_range(j, p);
+    j.begin_array("m_rows");
+    for (const DgBenchRow& row : rows) {
+      j.begin();
+      j.integer("m", row.m);
+      dg_json_bench_row(j, row, bl);
+      j.end();
+    }
+    j.end_array();
+  }
   j.end();
   dg_print_json(j.text());
-  fprintf(stderr, "dg_harness: bench %s: %.3f us (graph), %.3f us (stream), %.2f TFLOP/s; baseline %s: %s us\n",
-          p.name, us, ours.stream_us, flops / (us * 1e-6) / 1e12, baseline.c_str(),
-          std::isnan(baseline_us) ? "-" : dg_format("%.3f", baseline_us).c_str());
   return 0;
 }
 
@@ -1255,7 +1587,8 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch,
 // ------------------------------------------------------------------------------------------------
 
 [[noreturn]] static void dg_usage(const std::string& problem) {
-  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] [--repeat 0] | bench [--warmup 10] [--reps 50] [--baseline 0|1]");
+  dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] [--repeat 0] [--m 1,8,64] | bench [--warmup 10] "
+                      "[--reps 50] [--baseline 0|1] [--m 1,8,64]");
 }
 
 // A whole decimal integer in [lo, hi], or false.
@@ -1265,6 +1598,20 @@ static bool dg_parse_int(const char* s, long long lo, long long hi, long long* o
   const long long v = strtoll(s, &end, 10);
   if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
   *out = v;
+  return true;
+}
+
+// A non-empty comma-separated list of integers in [lo, hi], or false.
+static bool dg_parse_list(const std::string& list, long long lo, long long hi, std::vector<long long>* out) {
+  out->clear();
+  if (list.empty()) return false;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    long long v;
+    if (!dg_parse_int(list.substr(start, comma - start).c_str(), lo, hi, &v)) return false;
+    out->push_back(v);
+    start = comma + 1;
+  }
   return true;
 }
 
@@ -1283,16 +1630,9 @@ static DgOptions dg_parse_args(int argc, char** argv) {
     const char* value = argv[i + 1];
     bool ok;
     if (verify && flag == "--seeds") {
-      opt.seeds.clear();
-      std::string list = value;
-      ok = !list.empty();
-      for (size_t start = 0; ok && start <= list.size();) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        long long seed;
-        ok = dg_parse_int(list.substr(start, comma - start).c_str(), 0, LLONG_MAX, &seed);
-        if (ok) opt.seeds.push_back(seed);
-        start = comma + 1;
-      }
+      ok = dg_parse_list(value, 0, LLONG_MAX, &opt.seeds);
+    } else if (flag == "--m") {
+      ok = dg_parse_list(value, LLONG_MIN, LLONG_MAX, &opt.sizes);   // the range is the problem's: dg_check_sizes
     } else if (verify && flag == "--samples") {
       ok = dg_parse_int(value, 1, LLONG_MAX, &opt.samples);
     } else if (verify && flag == "--repeat") {
@@ -1311,11 +1651,26 @@ static DgOptions dg_parse_args(int argc, char** argv) {
   return opt;
 }
 
-int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch) {
+// --m names sizes of the problem's run-time range, and only a problem with one takes it.
+static void dg_check_sizes(const DgProblem& p, const DgOptions& opt) {
+  if (opt.sizes.empty()) return;
+  if (!p.run_time_letter) dg_usage("--m: this kernel has no run-time size");
+  const long long hi = dg_run_time_hi(p);
+  for (const long long m : opt.sizes)
+    if (m < p.run_time_lo || m > hi)
+      dg_usage(dg_format("--m: %lld is outside the run-time range %lld..%lld of '%c'", m, p.run_time_lo, hi,
+                         p.run_time_letter));
+}
+
+static int dg_harness_run(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgKernel kernel) {
   dg_claim_stdout();
   g_dg_name = p.name;
   const DgOptions opt = dg_parse_args(argc, argv);
   dg_check_problem(p, bl);
+  if ((p.run_time_letter != 0) != (kernel.run_time != nullptr))
+    dg_die(4, p.run_time_letter ? "invalid harness: a run-time size, but the kernel's entry point takes no m"
+                                : "invalid harness: the kernel's entry point takes m, but the problem has no run-time size");
+  dg_check_sizes(p, opt);
 
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
@@ -1326,5 +1681,17 @@ int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline&
   DG_CUDA(cudaGetDevice(&device));
   cudaDeviceProp prop;
   DG_CUDA(cudaGetDeviceProperties(&prop, device));
-  return opt.command == std::string("verify") ? dg_verify(p, launch, opt, prop) : dg_bench(p, bl, launch, opt, prop);
+  return opt.command == std::string("verify") ? dg_verify(p, kernel, opt, prop) : dg_bench(p, bl, kernel, opt, prop);
+}
+
+int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchFn launch) {
+  DgKernel kernel;
+  kernel.fixed = launch;
+  return dg_harness_run(argc, argv, p, bl, kernel);
+}
+
+int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchRunTimeFn launch) {
+  DgKernel kernel;
+  kernel.run_time = launch;
+  return dg_harness_run(argc, argv, p, bl, kernel);
 }

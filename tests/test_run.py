@@ -109,3 +109,95 @@ def test_not_built_says_how(tmp_path, command):
     g = generate(parse_spec({"name": "fresh", "gemm": {"m": 8, "n": 8, "k": 8}}), get_arch("sm_90a"), tmp_path)
     out = _dg(env, command, g.directory)
     assert out.returncode == 4 and "deepgemm build" in out.stderr
+
+
+# ------------------------------------------------------------------------------- run-time sizes
+
+DYNAMIC_SPEC = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 16}, "n": 8, "k": 8}}
+
+# A harness that insists on being asked for sizes 1 and 8 and reports them as dg_harness.cuh does.
+DYNAMIC_VERIFY = """case "$*" in *"--m 1,8"*) ;; *) echo '{"error":"asked for '"$*"'"}'; exit 4;; esac
+echo '{"command":"verify","name":"dyn","arch":"sm_90a","passed":false,"tol":0.01,"max_abs_err":0.5,"rel_err":0.1,
+"first_fail":{"m":8,"seed":1,"index":{"m":7,"n":0},"got":0,"want":1.5},"api_null_rejected":true,
+"api_misaligned_rejected":true,"repeat":0,"repeat_differed":0,"runs":[],"dynamic":{"letter":"m","lo":1,"hi":16},
+"api_m_rejected":false,"api_m_probes":[{"m":0,"rejected":true},{"m":17,"rejected":false}],
+"m_cases":[{"m":1,"passed":true,"max_abs_err":0.002,"rel_err":0.0003,"first_fail":null,"repeat_differed":0},
+{"m":8,"passed":false,"max_abs_err":0.5,"rel_err":0.1,"first_fail":{"m":8,"seed":1,"index":{"m":7,"n":0},
+"got":0,"want":1.5},"repeat_differed":0}]}' | tr -d '\\n'
+echo
+exit 1"""
+DYNAMIC_BENCH = """echo '{"command":"bench","name":"dyn","arch":"sm_90a","us":3.0,"tflops":0.5,"gbps":50.0,
+"baseline":"cublas","baseline_us":4.0,"ratio":1.33,"baseline_formulation":"C^T=B^TA","m":16,"dynamic":{"letter":"m","lo":1,"hi":16},
+"m_rows":[{"m":1,"us":2.0,"tflops":0.1,"gbps":20.0,"baseline":"cublas","baseline_us":5.0,"ratio":2.5},
+{"m":16,"us":3.0,"tflops":0.5,"gbps":50.0,"baseline":"cublas","baseline_us":4.0,"ratio":1.33}]}' | tr -d '\\n'
+echo"""
+# A fixed-size kernel's harness takes no sizes.
+FIXED_REFUSES_M = """case "$*" in *--m*) echo '{"error":"got --m"}'; exit 2;; esac
+""" + PASS
+
+
+def _dynamic_dir(tmp_path: Path, harness: str) -> Path:
+    g = generate(parse_spec(DYNAMIC_SPEC), get_arch("sm_90a"), tmp_path / "gen")
+    exe = g.directory / "build" / "sm_90a" / "dyn_harness"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n" + harness)
+    exe.chmod(0o755)
+    return g.directory
+
+
+def test_verify_passes_the_sizes_and_prints_one_line_a_size(tmp_path):
+    env = _fake_gpu_env(tmp_path)
+    dyn = _dynamic_dir(tmp_path, DYNAMIC_VERIFY)
+    fixed = _kernel_dir(tmp_path, "good", FIXED_REFUSES_M)
+    out = _dg(env, "verify", dyn, fixed, "--m", "1,8")
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("[1/2] dyn (sm_90a) FAIL")
+    assert "m outside 1..16 accepted (must be cudaErrorInvalidValue): m=17" in out.stdout
+    assert any(ln.split()[:2] == ["m=1", "PASS"] for ln in lines)
+    assert any(ln.split()[:2] == ["m=8", "FAIL"] for ln in lines)
+    assert "[2/2] good (sm_90a) PASS" in out.stdout  # the fixed-size kernel got no --m
+    rows = {r["name"]: r for r in json.loads(_dg(env, "verify", dyn, fixed, "--m", "1,8", "--json").stdout)}
+    assert rows["dyn"]["dynamic"] == {"letter": "m", "lo": 1, "hi": 16}
+    assert [c["m"] for c in rows["dyn"]["m_cases"]] == [1, 8]
+    assert rows["good"]["dynamic"] is None and rows["good"]["m_cases"] is None and rows["good"]["passed"]
+
+
+def test_bench_prints_one_row_a_size(tmp_path):
+    env = _fake_gpu_env(tmp_path)
+    dyn = _dynamic_dir(tmp_path, DYNAMIC_BENCH)
+    out = _dg(env, "bench", dyn)
+    assert out.returncode == 0, out.stderr
+    _, first, second, formulation = out.stdout.splitlines()
+    assert first.split() == ["dyn", "m=1", "sm_90a", "2", "0.1", "20", "cublas", "5", "2.5"]
+    assert second.split()[:4] == ["dyn", "m=16", "sm_90a", "3"]
+    assert "C^T=B^TA" in formulation
+    (row,) = json.loads(_dg(env, "bench", dyn, "--json").stdout)
+    assert row["us"] == 3.0 and row["m"] == 16 and [r["m"] for r in row["m_rows"]] == [1, 16]
+
+
+@pytest.mark.parametrize("sizes, words", [
+    ("0,8", "--m 0,8: 0 is outside dyn's run-time range 1..16 of 'm'. Fix: give sizes in 1..16"),
+    ("1,17", "17 is outside dyn's run-time range 1..16"),
+    ("1,x", "--m 1,x: 'x' is not a whole number. Fix:"),
+])
+@pytest.mark.parametrize("command", ["verify", "bench"])
+def test_sizes_the_kernel_cannot_take_are_refused_before_running(tmp_path, command, sizes, words):
+    env = _fake_gpu_env(tmp_path)
+    dyn = _dynamic_dir(tmp_path, "echo HARNESS-STARTED >&2; exit 9")
+    out = _dg(env, command, dyn, "--m", sizes)
+    assert out.returncode == 2 and words in out.stderr and "HARNESS-STARTED" not in out.stderr, out.stderr
+
+
+def test_sizes_for_fixed_size_kernels_only_are_refused(tmp_path):
+    env = _fake_gpu_env(tmp_path)
+    fixed = _kernel_dir(tmp_path, "good", PASS)
+    out = _dg(env, "verify", fixed, "--m", "1,8")
+    assert out.returncode == 2 and "none of these kernels has a run-time size" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["verify", "bench"])
+def test_help_teaches_the_sizes(command):
+    out = subprocess.run([sys.executable, "-m", "dgemm_cli", command, "--help"], capture_output=True, text=True,
+                         cwd=REPO, check=False)
+    assert "--m LIST" in out.stdout and "run time" in out.stdout

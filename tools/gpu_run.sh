@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -44,6 +44,9 @@ if has verify || has bench || has sanitize; then
     dg gen "$W"/rss/*.yaml -o "$W/randgemv" --family gemv > "$OUT/gen_randgemv.txt" 2>&1;; esac
   case " $SETS " in *" decodegemv "*)  # the decode benchmarks with M <= 8 on the gemv family, whatever the model picks
     dg gen specs/bench/decode_[18]x*.yaml -o "$W/decodegemv" --family gemv > "$OUT/gen_decodegemv.txt" 2>&1 || echo "gen decode gemv failed";; esac
+  case " $SETS " in *" randdyn "*)  # run-time M: random specs (half decode-shaped) with a row letter sized at run time
+    dg random-specs "${RAND_DYN:-30}" -o "$W/rsd" --seed 31 --small-m-share 0.5 --dynamic-share 1.0 > /dev/null
+    dg gen "$W"/rsd/*.yaml -o "$W/randdyn" > "$OUT/gen_randdyn.txt" 2>&1 || echo "gen random run-time M failed";; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac
@@ -63,7 +66,7 @@ if has verify; then
 fi
 if has bench; then
   # shellcheck disable=SC2046
-  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small|gemv)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small|gemv|dyn)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
@@ -77,6 +80,8 @@ rows = {"hopper": [], "splitk": [], "gemv": []}
 for root in sys.argv[1:]:
     for p in pathlib.Path(root).glob("*/plan.json"):
         plan = json.loads(p.read_text())["plan"]
+        if "buckets" in plan:  # run-time M: the bucket of the largest size stands for the directory
+            plan = plan["buckets"][-1]
         fam, prim = plan["family"], plan["primary"]
         if fam == "hopper":
             rows[fam].append((prim["tiles"] * prim["k_iters"], str(p.parent)))

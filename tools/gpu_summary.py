@@ -41,11 +41,18 @@ def main() -> None:
         print(f"{name}: {len(rows) - len(fails)}/{len(rows)} passed")
         for r in fails[:14]:
             rep = r.get("report", {})
-            runs = [(x.get("shifted"), x.get("passed"), x.get("bad_elements"), x.get("nan_elements"),
-                     x.get("holes_written"), fmt(x.get("rel_err"))) for x in rep.get("runs", [])]
+            # A run-time size: its failing runs first (the runs name their m), and the sizes that failed.
+            runs = sorted(rep.get("runs", []), key=lambda x: bool(x.get("passed")))
+            runs = [((x["m"],) if "m" in x else ()) + (x.get("shifted"), x.get("passed"), x.get("bad_elements"),
+                                                       x.get("nan_elements"), x.get("holes_written"),
+                                                       fmt(x.get("rel_err"))) for x in runs]
             print("  FAIL", r["name"], r.get("error"), "rel", fmt(r.get("rel_err")),
                   json.dumps(r.get("first_fail"))[:160], "api", rep.get("api_null_rejected"),
                   rep.get("api_misaligned_rejected"), runs[:4])
+            if rep.get("dynamic"):
+                failed_sizes = [c["m"] for c in rep.get("m_cases", []) if not c["passed"]]
+                print(f"       {rep['dynamic']['letter']} in {rep['dynamic']['lo']}..{rep['dynamic']['hi']}: failed at "
+                      f"{failed_sizes}, sizes outside the range refused: {rep.get('api_m_rejected')}")
     rows = load(out, "bench.json") or []
     if rows:
         print(f"{'kernel':<28} {'us':>9} {'TFLOP/s':>8} {'GB/s':>7} {'us_strm':>8} {'base us':>9} {'ratio':>6}  "
@@ -54,9 +61,13 @@ def main() -> None:
             if r.get("error"):
                 print(f"{r['name']:<28} ERROR {r['error'][:100]}")
                 continue
-            print(f"{r['name']:<28} {fmt(r['us']):>9} {fmt(r['tflops']):>8} {fmt(r['gbps']):>7} "
-                  f"{fmt(r.get('us_stream')):>8} {fmt(r['baseline_us']):>9} {fmt(r['ratio']):>6}  "
-                  f"{str(r.get('baseline_formulation') or r.get('baseline'))[:60]}")
+            # A run-time size: one row a size (m_rows), named by it.
+            letter = (r.get("dynamic") or {}).get("letter")
+            for size in r.get("m_rows") or [r]:
+                name = f"{r['name']} {letter}={size['m']}" if letter else r["name"]
+                print(f"{name:<28} {fmt(size['us']):>9} {fmt(size['tflops']):>8} {fmt(size['gbps']):>7} "
+                      f"{fmt(size.get('us_stream')):>8} {fmt(size['baseline_us']):>9} {fmt(size['ratio']):>6}  "
+                      f"{str(size.get('baseline_formulation') or size.get('baseline'))[:60]}")
         copies = [r["copy_gbps"] for r in rows if isinstance(r.get("copy_gbps"), (int, float))]
         if copies:
             print(f"device copy of 3x L2, same runs: {fmt(min(copies))}..{fmt(max(copies))} GB/s (read + write)")

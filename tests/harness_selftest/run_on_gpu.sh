@@ -7,8 +7,10 @@ out=${OUT:-/tmp/dg_selftest}
 mkdir -p "$out"
 flags="-std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -Xcompiler -Wall -I templates -ldl"
 src=tests/harness_selftest/selftest_harness.cu
-for v in "case1:1:" "case2:2:" "case3:3:" "broken1:1:-DSELFTEST_BROKEN=1" "broken1_batched:3:-DSELFTEST_BROKEN=1" \
-         "broken2:1:-DSELFTEST_BROKEN=2" "broken3:1:-DSELFTEST_BROKEN=3" "bad_baseline:1:-DSELFTEST_BAD_BASELINE"; do
+for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "broken1:1:-DSELFTEST_BROKEN=1" \
+         "broken1_batched:3:-DSELFTEST_BROKEN=1" "broken2:1:-DSELFTEST_BROKEN=2" "broken3:1:-DSELFTEST_BROKEN=3" \
+         "broken4:4:-DSELFTEST_BROKEN=4" "broken5:4:-DSELFTEST_BROKEN=5" "broken1_run_time:5:-DSELFTEST_BROKEN=1" \
+         "bad_baseline:1:-DSELFTEST_BAD_BASELINE"; do
   IFS=: read -r name c d <<<"$v"
   nvcc $flags -DSELFTEST_CASE=$c $d $src -o "$out/$name" 2>"$out/$name.build.log" &
 done
@@ -34,7 +36,17 @@ check 0 "$out/case2" verify --seeds 7 --samples 4
 check 0 "$out/case2" bench --reps 20
 check 0 "$out/case3" verify --seeds 1
 check 0 "$out/case3" bench
+check 0 "$out/case4" verify --repeat 3
+check 0 "$out/case4" verify --m 2,3,40 --seeds 5
+check 0 "$out/case4" bench --reps 10
+check 0 "$out/case5" verify
+check 0 "$out/case5" bench --reps 10 --m 2,17,40
+check 2 "$out/case4" verify --m 41
+check 2 "$out/case1" bench --m 4
 check 1 "$out/broken1" verify
+check 1 "$out/broken4" verify --seeds 1
+check 1 "$out/broken5" verify --seeds 1
+check 1 "$out/broken1_run_time" verify --seeds 1
 check 1 "$out/broken1_batched" verify --seeds 1
 check 1 "$out/broken2" verify --seeds 1
 check 4 "$out/broken3" verify --seeds 1
@@ -44,5 +56,7 @@ CUDA_VISIBLE_DEVICES= check 3 "$out/case1" verify
 if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case1" verify >/dev/null 2>"$out/memcheck1.txt"; echo "memcheck case1 verify rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case2" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck2.txt"; echo "memcheck case2 bench rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case5" verify --seeds 1 >/dev/null 2>"$out/memcheck5.txt"; echo "memcheck case5 verify rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case5" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck5b.txt"; echo "memcheck case5 bench rc=$?"
   tail -n 3 "$out"/memcheck*.txt
 fi

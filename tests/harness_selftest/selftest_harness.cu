@@ -7,10 +7,15 @@
 //   2  the same problem with the baseline forced through dense temps of A and C ("copy+cublas").
 //   3  a batched bf16 x bf16 -> f32 contraction with two summed letters, B broadcast over the batch and a
 //     padded C: big enough for the bench to mean something.
+//   4  an f16 GEMM whose m is sized at run time (2..40), A and C padded and offset: the entry point takes m.
+//   5  case 4 with the baseline forced through dense temps of A and C, whose sizes scale with m.
 // Planted bugs, each of which the harness must catch (verify exits 1, or 4 for the fault):
 //   -DSELFTEST_BROKEN=1  drop the last summed term and write one hole
 //   -DSELFTEST_BROKEN=2  read C even when beta == 0 (the NaN poison must show up)
 //   -DSELFTEST_BROKEN=3  no argument checks: the A = nullptr probe faults
+//   -DSELFTEST_BROKEN=4  (cases 4, 5) ignore m and compute every row up to the largest size: rows past m
+//                        are holes then, and they get written
+//   -DSELFTEST_BROKEN=5  (cases 4, 5) accept an m outside the range (clamped into it) instead of refusing it
 // -DSELFTEST_BAD_BASELINE gives case 1's baseline ldc < m: bench must report the baseline unavailable.
 //
 // Build from the repository root (no warnings expected):
@@ -75,6 +80,34 @@ static const DgProblem kProblem = {
 // Row-major C (m x n, ld 800) is column-major (n x m): swap, Cmat(768 x 1024) = B(768 x 1024) * A(1024 x 1024).
 static const DgBaseline kBaseline = {
     1, "cublas", {0, 0, 0}, {}, 1, {{"C^T=BA batch=b", 1, 0, 0, 768, 1024, 1024, 768, 1024, 800, 0, 1048576, 819200, 3}}};
+#elif SELFTEST_CASE == 4 || SELFTEST_CASE == 5
+typedef __half TA;
+typedef __half TB;
+typedef __half TC;
+#define SELFTEST_RUN_TIME 1
+// C[m, n=24] = A[m, k=33] B[k, n] with m in 2..40 at run time: A rows padded to 40 at offset 5, C rows
+// padded to 32 at offset 3 (holes in every row, before the view and, for m < 40, the rows past m).
+// spans: A 5 + 39*40 + 32 + 1 = 1598; B 32*24 + 23 + 1 = 792; C 3 + 39*32 + 23 + 1 = 1275.
+static const long long kEdges[] = {2, 4, 5, 16, 17, 40};
+static const DgProblem kProblem = {
+    "selftest_run_time", "sm_90a", 3,
+    {{'m', DG_M, 40, {40, 0, 32}}, {'n', DG_N, 24, {0, 1, 1}}, {'k', DG_K, 33, {1, 24, 0}}},
+    2, {5, 0, 3}, {1598, 792, 1275}, {DG_F16, DG_F16, DG_F16}, {2, 2, 2}, 1.5f, 0.5f, 1e-2,
+    'm', 2, 6, kEdges};
+#if SELFTEST_CASE == 4
+// Row-major C is column-major (n x m, ldc 32): swap, Cmat(24 x m) = B(24 x 33, ld 24) * A(33 x m, ld 40); the
+// call's n is m (given for 40).
+static const DgBaseline kBaseline = {
+    1, "cublas", {0, 0, 0}, {}, 1,
+    {{"C^T=BA m=n[24] n=m[40] k=k[33]", 1, 0, 0, 24, 40, 33, 24, 40, 32, 0, 0, 0, 1, DG_SCALE_N}}};
+#else
+// A gathered into a dense m x 33 temp and C into a dense m x 24 one (their m dims scale): Cmat(24 x m, ld 24)
+// = B(24 x 33, ld 24) * A(33 x m, ld 33).
+static const DgBaseline kBaseline = {
+    1, "copy+cublas", {1, 0, 1},
+    {{2, {40, 33}, {40, 1}, 1u << 0}, {}, {2, {40, 24}, {32, 1}, 1u << 0}},
+    1, {{"C^T=BA", 1, 0, 0, 24, 40, 33, 24, 33, 24, 0, 0, 0, 1, DG_SCALE_N}}};
+#endif
 #else
 #error "unknown SELFTEST_CASE"
 #endif
@@ -119,18 +152,40 @@ __global__ void selftest_naive_kernel(DgProblem p, const TA* A, const TB* B, TC*
   C[c] = TC(out);
 }
 
-static cudaError_t launch(const void* A, const void* B, void* C, float alpha, float beta, cudaStream_t s) {
+// The problem `p` (kProblem, or kProblem at a run-time size).
+static cudaError_t launch_problem(const DgProblem& p, const void* A, const void* B, void* C, float alpha, float beta,
+                                  cudaStream_t s) {
 #if SELFTEST_BROKEN != 3
   if (!A || !B || !C) return cudaErrorInvalidValue;
   const void* ptrs[3] = {A, B, C};
   for (int x = 0; x < 3; ++x)
-    if (reinterpret_cast<uintptr_t>(ptrs[x]) % kProblem.align[x] != 0) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(ptrs[x]) % p.align[x] != 0) return cudaErrorInvalidValue;
 #endif
   long long count = 1;
-  for (int d = 0; d < kProblem.nc; ++d) count *= kProblem.dims[d].size;
+  for (int d = 0; d < p.nc; ++d) count *= p.dims[d].size;
   selftest_naive_kernel<<<static_cast<unsigned>((count + 127) / 128), 128, 0, s>>>(
-      kProblem, static_cast<const TA*>(A), static_cast<const TB*>(B), static_cast<TC*>(C), alpha, beta, count);
+      p, static_cast<const TA*>(A), static_cast<const TB*>(B), static_cast<TC*>(C), alpha, beta, count);
   return cudaGetLastError();
 }
+
+#ifdef SELFTEST_RUN_TIME
+static cudaError_t launch(const void* A, const void* B, void* C, long long m, float alpha, float beta,
+                          cudaStream_t s) {
+  const long long lo = kProblem.run_time_lo, hi = dg_run_time_hi(kProblem);
+#if SELFTEST_BROKEN == 5
+  m = std::min(std::max(m, lo), hi);
+#else
+  if (m < lo || m > hi) return cudaErrorInvalidValue;
+#endif
+#if SELFTEST_BROKEN == 4
+  m = hi;
+#endif
+  return launch_problem(dg_problem_at(kProblem, m), A, B, C, alpha, beta, s);
+}
+#else
+static cudaError_t launch(const void* A, const void* B, void* C, float alpha, float beta, cudaStream_t s) {
+  return launch_problem(kProblem, A, B, C, alpha, beta, s);
+}
+#endif
 
 int main(int argc, char** argv) { return dg_harness_main(argc, argv, kProblem, kBaseline, launch); }
