@@ -66,7 +66,7 @@ if has verify; then
 fi
 if has bench; then
   # shellcheck disable=SC2046
-  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small|gemv|dyn)?$') --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-3600}" "$PY" -m dgemm_cli bench $(sets rand | grep -v -E 'rand(tma|small|gemv|dyn)?$') --reps "${REPS:-20}" ${BENCH_M:+--m "$BENCH_M"} --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 if has indep; then
   "$PY" tools/independent_cublas.py --json "$OUT/indep.json" > "$OUT/indep.txt" 2>&1; stamp "indep rc=$?"
