@@ -20,7 +20,7 @@ from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, har
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.plan import BucketPlan, Plan
+from dgemm_cli.plan import BucketPlan, Plan, plan_buckets
 from dgemm_cli.randspec import DYNAMIC_SHARE, SMALL_M_SHARE, TMA_SHARE
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
@@ -28,6 +28,7 @@ from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 from dgemm_cli.tune import (
     LEVEL3_CAP,
+    bucket_entries,
     default_db_path,
     load_db,
     lookup,
@@ -36,6 +37,7 @@ from dgemm_cli.tune import (
     pick,
     save_db,
     tuned_plan,
+    tuning_problems,
 )
 from dgemm_cli.tune import candidates as tune_candidates
 from dgemm_cli.views import analyse
@@ -118,9 +120,9 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
             for note in spec.notes:  # before planning: they say how the spec was read, whatever follows
                 click.echo(f"note: {path}: {note}", err=True)
             target = get_arch(arch or spec.arch)
-            entry = lookup(db, spec, target.name, gpus[0].name if gpus else None) if db["entries"] else None
+            gpu = gpus[0].name if gpus else None
             views = analyse(spec)
-            tuned = tuned_plan(views, target, entry) if entry else None
+            tuned = _tuned(db, spec, views, target, gpu) if db["entries"] else None
             g = generate(spec, target, out, family, plan=tuned, views=views)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)
@@ -136,6 +138,19 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
                               indent=2))
     if failed:
         sys.exit(2)
+
+
+def _tuned(db: dict, spec, views, target, gpu: str | None) -> Plan | BucketPlan | None:
+    """The measured plan of a spec from the tuning database, if `tune` measured it; for a run-time spec,
+    its buckets' measured plans (the cost model plans the buckets not measured)."""
+    if not spec.dynamic:
+        entry = lookup(db, spec, target.name, gpu)
+        return tuned_plan(views, target, entry) if entry else None
+    entries = bucket_entries(db, spec, target.name, gpu)
+    if not entries:
+        return None
+    tuned = {b: tuned_plan(analyse(spec.rows_bucket(*b)), target, e) for b, e in entries.items()}
+    return plan_buckets(views, target, tuned=tuned)
 
 
 def _gen_summary(g) -> str:
@@ -596,8 +611,9 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
         work_items = []
         for spec in (load_spec(p) for p in specs):
             target = get_arch(arch or spec.arch)
-            views = analyse(spec)
-            work_items.append((spec, target, views, tune_candidates(views, target, level, families)))
+            for problem in tuning_problems(spec):  # a run-time spec: each bucket of its sizes
+                views = analyse(problem)
+                work_items.append((problem, target, views, tune_candidates(views, target, level, families)))
     except DeepGemmError as err:
         _fail(err)
     if level == 0:
@@ -631,7 +647,8 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
             click.echo(f"error: {spec.name}: no candidate passed verify; nothing recorded", err=True)
             continue
         d, arch_name = dirs[(spec.name, winner["id"])]
-        final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)], env).report
+        final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)]
+                            + _range_ends(spec), env).report
         key, entry = make_entry(spec, target.name, gpus[0].name, gpus[0].driver_version, level, measured,
                                 winner, final, families)
         db["entries"][key] = entry
@@ -682,13 +699,16 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
         row = c.row()
         try:
             exe = harness_path(d, arch_name)
-            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32"], gpu_env,
+            ends = _range_ends(spec)
+            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32", *ends], gpu_env,
                               timeout=TUNE_RUN_TIMEOUT_S)
             row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
             if row["verified"]:
-                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0"], gpu_env,
-                                timeout=TUNE_RUN_TIMEOUT_S)
-                row["us"] = b.report.get("us")
+                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(reps), "--baseline", "0", *ends],
+                                gpu_env, timeout=TUNE_RUN_TIMEOUT_S)
+                # A range of run-time sizes is timed at both ends; the candidate is ranked by their mean.
+                sizes = [r["us"] for r in b.report.get("m_rows", []) if isinstance(r.get("us"), (int, float))]
+                row["us"] = sum(sizes) / len(sizes) if sizes else b.report.get("us")
         except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
             row["error"] = str(err)
         return row
@@ -703,6 +723,12 @@ def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int,
         with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
             list(pool.map(worker, range(len(gpus))))
     return [results.get(c.ident) or c.row(skipped="build failed or spilled") for c in order]
+
+
+def _range_ends(spec) -> list[str]:
+    """--m for a tuning problem that is a range of run-time sizes: its first and last size."""
+    rt = spec.run_time_letter
+    return ["--m", f"{rt[1]},{rt[2]}"] if rt else []
 
 
 def _tune_line(entry: dict) -> str:

@@ -211,22 +211,27 @@ def row_buckets(lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None) -> BucketPlan:
+def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
+                 tuned: dict[tuple[int, int], Plan] | None = None) -> BucketPlan:
     """Plan each bucket of the run-time letter: a size of its own is an ordinary fixed-size problem
     (every family may take it); a range is planned at its largest size among the families whose
-    kernels take M at run time. Neighbouring ranges whose best plans are the same share a kernel."""
+    kernels take M at run time. `tuned`: measured plans of some buckets (deepgemm tune), which replace
+    the cost model's there. Neighbouring ranges whose plans are the same share a kernel."""
     spec = views.spec
     run_time = spec.run_time_letter
     assert run_time is not None
     x, lo, hi = run_time
     refuse_unrendered(views)
+    tuned = tuned or {}
     buckets: list[RowsBucket] = []
     for blo, bhi in row_buckets(lo, hi):
-        bucket = _plan_bucket(spec, arch, prefer, blo, bhi)
+        bucket_views = analyse(spec.rows_bucket(blo, bhi))
+        plan = tuned.get((blo, bhi)) or plan_detail(bucket_views, arch, prefer).plan
+        bucket = RowsBucket(blo, bhi, bucket_views, plan)
         prev = buckets[-1] if buckets else None
         if prev is not None and not prev.exact and not bucket.exact and _same_kernels(prev.plan, bucket.plan):
-            bucket = _plan_bucket(spec, arch, prefer, prev.lo, bhi)
-            buckets[-1] = bucket
+            # The plan made for the larger sizes serves the merged range: only the range's lower end moves.
+            buckets[-1] = RowsBucket(prev.lo, bhi, analyse(spec.rows_bucket(prev.lo, bhi)), plan)
         else:
             buckets.append(bucket)
     exact = [b for b in buckets if b.exact]
@@ -235,12 +240,9 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None) -> 
               "time), " if exact else "")
            + "ranges up to each power of two planned at their largest size by the families that take M at run "
              "time; neighbouring ranges whose best plans agree share one kernel")
+    if tuned:
+        why += f"; {len(tuned)} of {len(row_buckets(lo, hi))} buckets measured (deepgemm tune)"
     return BucketPlan(x, lo, hi, tuple(buckets), why)
-
-
-def _plan_bucket(spec, arch: Arch, prefer: str | None, lo: int, hi: int) -> RowsBucket:
-    views = analyse(spec.rows_bucket(lo, hi))
-    return RowsBucket(lo, hi, views, plan_detail(views, arch, prefer).plan)
 
 
 def _same_kernels(a: Plan, b: Plan) -> bool:

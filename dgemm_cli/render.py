@@ -204,7 +204,7 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
                      + "-byte aligned views (the spec promises " + ", ".join(f"{x}: {promised[x]}" for x in checks)
                      + f"), else {plan.fallback.family}"),
         }
-    rows_at_run_time = bucket is not None and not bucket.exact
+    rows_at_run_time = bool(spec.dynamic)  # a range of the run-time letter: its kernels take m
     return {
         "bodies": bodies, "primary": bodies[0].namespace, "fallback": bodies[1].namespace if dispatch else None,
         "dispatch": dispatch,

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from dgemm_cli.constraints import Decision, Rejection
 from dgemm_cli.errors import DeepGemmError, PlanError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.solving import of_assignment, ranked
-from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback
+from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, row_buckets
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
@@ -136,11 +136,6 @@ def lookup(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None = None) ->
 def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str, ...] = ()) -> list[Candidate]:
     """Every family's `LEVELS[level]` cheapest plans, each a whole Plan (with the cta fallback where
     the candidate needs run-time pointer checks); `families`: only these (all when empty)."""
-    if views.spec.dynamic:
-        x, lo, hi = views.spec.run_time_letter
-        raise PlanError(f"{views.spec.source}: '{x}' is sized {lo}..{hi} at run time; tune measures one size, and "
-                        "tuning each bucket of a run-time size is not built yet. Tune fixed-size copies of the spec "
-                        "(one per size you care about); `gen` plans the run-time spec by the cost model")
     count = LEVELS[level]
     count = LEVEL3_CAP if count is None else count
     if count == 0:
@@ -158,6 +153,31 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
             fb = fallback if needs_fallback(fplan) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
+    return out
+
+
+def tuning_problems(spec: Spec) -> list[Spec]:
+    """What `tune` measures for a spec: the spec itself, or for a letter sized at run time each bucket of
+    its sizes (plan.row_buckets) as a problem of its own, named after the bucket. A range bucket is
+    still run-time sized (its candidates take m); its database entry is keyed by its own content, so
+    `gen` of the whole spec finds each bucket's (bucket_entries)."""
+    rt = spec.run_time_letter
+    if rt is None:
+        return [spec]
+    _, lo, hi = rt
+    return [replace(spec.rows_bucket(blo, bhi), name=f"{spec.name}_m{blo}" + (f"_{bhi}" if bhi > blo else ""))
+            for blo, bhi in row_buckets(lo, hi)]
+
+
+def bucket_entries(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None) -> dict[tuple[int, int], dict]:
+    """The database entries of a run-time spec's buckets, by (first size, last size)."""
+    out = {}
+    for sub in tuning_problems(spec):
+        entry = lookup(db, sub, arch, gpu)
+        if entry is not None:
+            rt = sub.run_time_letter
+            size = sub.sizes[spec.run_time_letter[0]]
+            out[(rt[1], rt[2]) if rt else (size, size)] = entry
     return out
 
 

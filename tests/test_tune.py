@@ -189,3 +189,59 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
     assert entry["winner"]["ratio"] == 0.5 and entry["gpu"] == "NVIDIA H200" and entry["driver"] == "580.159.04"
     assert len(entry["measured"]) == 8 and not entry["measured"][0]["verified"]
     assert (tmp_path / "w" / "square_bf16" / "cta-03" / "square_bf16.cu").is_file()
+
+
+def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(tmp_path, monkeypatch):
+    """Each bucket of the run-time size is a tuning problem of its own (ranges verified and timed at
+    both ends, with --m); gen of the whole spec then takes every bucket's winner and merges neighbouring
+    ranges whose winners agree."""
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli
+    from dgemm_cli.build import BuildResult
+    from dgemm_cli.plan import BucketPlan
+    from dgemm_cli.run import HarnessRun
+    from dgemm_cli.toolchain import GpuInfo
+    from dgemm_cli.tune import tuning_problems
+
+    doc = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 32}, "n": 4096, "k": 4096},
+           "operands": {"A": {"dtype": "f16"}, "B": {"dtype": "f16", "layout": "col"}, "C": {"dtype": "f16"}}}
+    path = tmp_path / "dyn.yaml"
+    path.write_text(json.dumps(doc))
+    assert [p.name for p in tuning_problems(parse_spec(doc))] == [
+        "dyn_m1", "dyn_m2", "dyn_m3", "dyn_m4", "dyn_m5_8", "dyn_m9_16", "dyn_m17_32"]
+
+    monkeypatch.setattr(cli, "find_gpus", lambda: [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")])
+    monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
+    monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
+    seen_m = {}
+
+    def fake_run(directory, harness, arch, args, env, timeout=None):
+        problem, ident = directory.parent.name, directory.name
+        seen_m[problem] = args[args.index("--m") + 1] if "--m" in args else None
+        if args[0] == "verify":
+            return HarnessRun(directory, arch, 0, {"passed": True}, "")
+        family, rank = ident.split("-")
+        us = 10.0 + int(rank) + (0.0 if family == "cta" else 3.0)  # cta-00 wins every bucket
+        rows = [{"m": 1, "us": us}, {"m": 2, "us": us}] if "--m" in args else []
+        return HarnessRun(directory, arch, 0, {"us": us, "m_rows": rows, "ratio": 0.9}, "")
+    monkeypatch.setattr(cli, "run_harness", fake_run)
+    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
+
+    db = tmp_path / "db.json"
+    res = CliRunner().invoke(cli.main, ["tune", str(path), "--level", "1", "--db", str(db), "-o",
+                                        str(tmp_path / "w"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert len(load_db(db)["entries"]) == 7
+    assert seen_m["dyn_m1"] is None and seen_m["dyn_m5_8"] == "5,8" and seen_m["dyn_m17_32"] == "17,32"
+
+    res = CliRunner().invoke(cli.main, ["gen", str(path), "-o", str(tmp_path / "g"), "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)[0]["plan"]
+    assert "measured" in plan["run_time"]["why"]
+    assert [b["family"] for b in plan["buckets"]] == ["cta"] * len(plan["buckets"])
+    ranges = [(b["min"], b["max"]) for b in plan["buckets"] if b["min"] < b["max"]]
+    assert ranges == [(5, 32)]  # the three ranges' winners are the same cta plan: one kernel
+    assert all(b["tuned"] for b in plan["buckets"])
+    assert isinstance(cli._tuned(load_db(db), parse_spec(doc), analyse(parse_spec(doc)), get_arch("sm_90a"),
+                                 "NVIDIA H200"), BucketPlan)
