@@ -152,3 +152,34 @@ def test_sm_80_and_sm_90a_both_plan_run_time_specs(arch):
     assert {k.family for k in plan.kernels} <= set(FAMILIES)
     if arch == "sm_80":
         assert all(k.family in ("gemv", "cta") for k in plan.kernels)
+
+
+UP = {"name": "up", "gemm": {"m": {"min": 1, "max": 128}, "n": 14336, "k": 4096},
+      "operands": {"A": {"dtype": "bf16", "align": 16}, "B": {"dtype": "bf16", "layout": "col", "align": 16},
+                   "C": {"dtype": "bf16", "align": 16}}}
+
+
+def test_hopper_ranges_encode_a_for_the_run_time_rows_and_count_tiles_from_them():
+    plan = make_plan(analyse(parse_spec(UP)), get_arch("sm_90a"))
+    ranged = [b for b in plan.buckets if not b.exact and b.plan.family == "hopper"]
+    assert ranged, [b.plan.family for b in plan.buckets]
+    cu = _sources(UP)["up.cu"]
+    body = cu[cu.index(f"namespace {ranged[-1].label}_hopper {{"):]
+    assert "bool encode_a(CUtensorMap* map, const void* view, cuuint64_t m_inner)" in body
+    assert "const cuuint64_t dims[2] = { 4096ull, m_inner };" in body
+    assert "e.a == A && e.b == B && e.m_inner == m_inner" in body  # a cached map is per M too
+    assert "tile_at(t, TILES_M)" in body and "constexpr int TILES_M" not in body.split("namespace")[1]
+    # Ranges whose primary plans agree share one kernel even where their misaligned-pointer fallbacks differ.
+    assert [(b.lo, b.hi) for b in plan.buckets if not b.exact] == [(5, 64), (65, 128)]
+
+
+def test_hopper_is_gated_when_the_run_time_letter_is_a_tile_loop():
+    from dgemm_cli.families import hopper
+
+    # m = t, s with s's stride not chaining under t: two m segments, t the outer one (a tile loop).
+    doc = {"name": "x", "contraction": "tsk,kn->tsn", "dtype": "f16",
+           "sizes": {"t": {"min": 1, "max": 64}, "s": 128, "k": 256, "n": 256},
+           "operands": {"A": {"strides": [65536, 256, 1]}, "C": {"strides": [65536, 256, 1]}}}
+    views = analyse(parse_spec(doc).rows_bucket(5, 8))
+    reasons = dict(hopper.gates(views, get_arch("sm_90a")))
+    assert "tile loop" in reasons["rows at run time"]
