@@ -98,7 +98,11 @@ def _render(gemm: dict, family: str, **extra) -> str:
 
 def test_splitk_renders_a_cluster_launch_and_an_ordered_dsmem_sum():
     cu = _render({"m": 3, "n": 100, "k": 3000}, "splitk")
-    assert "cudaLaunchAttributeClusterDimension" in cu and "cluster.val.clusterDim.x = SPLITS;" in cu
+    assert "cudaLaunchAttributeClusterDimension" in cu and "attrs[0].val.clusterDim.x = SPLITS;" in cu
+    # A programmatic dependent launch: the kernel waits for its predecessor before any memory access.
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in cu
+    kernel = cu[cu.index("__global__"):]
+    assert kernel.index("griddepcontrol.wait;") < kernel.index("cluster.block_rank()")
     assert "for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)" in cu
     assert cu.count("cluster.sync();") == 2 and "#include <cooperative_groups.h>" in cu
 
