@@ -87,19 +87,3 @@ def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
     for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
                         "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned"):
         assert instruction in ptx, instruction
-
-
-def test_a_112_column_tile_puts_14336_columns_on_128_sms():
-    views = analyse(load_spec(REPO / "specs" / "bench" / "decode_16x4096x14336.yaml"))
-    plans = ranked(hopper.problem(views, get_arch("sm_90a")), 16)
-    wide = [p for p in plans if p.block_n == 112]
-    assert wide and all(p.tiles == 128 and p.epi_cols == 16 for p in wide)
-    assert all(p.epi_cols == 32 for p in plans if p.block_n % 32 == 0)
-    assert plans[0].block_n == 112  # the model's pick: 128 SMs stream the weight rather than 112
-
-
-def test_mn_major_b_takes_only_whole_64_column_boxes():
-    views = analyse(parse_spec({"name": "b", "gemm": {"m": 512, "n": 14336, "k": 512}, "dtype": "bf16",
-                                "operands": {"B": {"layout": "row"}}}))
-    assert hopper.tma_operand(views, "B", 128).major == "mn"
-    assert all(p.block_n % 64 == 0 for p in ranked(hopper.problem(views, get_arch("sm_90a")), 64))

@@ -43,9 +43,8 @@ TMA_STRIDE_ALIGN = 16
 TMA_BASE_ALIGN = 16
 TMA_MAX_STRIDE = 1 << 40
 TMA_MAX_DIM = 1 << 32
-EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time (16 when
-# block_n is not a multiple of 32: 112 columns)
-EPI_ROW_PAD = 8  # floats of padding per [row][col] staging row: conflict-free float2 writes at 32 columns
+EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time
+EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
 EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
 PRODUCER_REGS = 40
 LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
@@ -120,7 +119,6 @@ class HopperPlan:
     k_iters: int
     threads: int
     consumer_regs: int
-    epi_cols: int  # columns of C a consumer warpgroup stages at a time
     epi_bytes: int  # per consumer warpgroup
     smem_bytes: int
     decisions: tuple[Decision, ...]
@@ -299,25 +297,16 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 # Tiling graph and cost
 # ------------------------------------------------------------------------------------------------
 
-def epi_cols(block_n: int) -> int:
-    """Columns a consumer stages at a time: EPI_COLS, or 16 where block_n is no multiple of it."""
-    return EPI_COLS if block_n % EPI_COLS == 0 else 16
-
-
-def epi_pitch(c_unit: str | None, cols: int) -> int:
-    """Floats per row of the staging buffer: [col][row] (64 rows) for m-contiguous C, else [row][col]."""
-    return EPI_COL_PITCH if c_unit == "m" else cols + EPI_ROW_PAD
-
-
-def epi_bytes(c_unit: str | None, cols: int) -> int:
-    return (cols if c_unit == "m" else 64) * epi_pitch(c_unit, cols) * 4
+def epi_bytes(c_unit: str | None) -> int:
+    if c_unit == "m":
+        return EPI_COLS * EPI_COL_PITCH * 4
+    return 64 * EPI_ROW_PITCH * 4
 
 
 def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
     stage = (a["block_m"] + a["block_n"]) * BLOCK_K * elem
     barriers = 2 * a["stages"] * 8  # a full and an empty mbarrier per stage
-    return (a["stages"] * stage + a["consumers"] * epi_bytes(c_unit, epi_cols(a["block_n"])) + barriers
-            + SMEM_ALIGN)
+    return a["stages"] * stage + a["consumers"] * epi_bytes(c_unit) + barriers + SMEM_ALIGN
 
 
 def entry_regs(consumers: int, ctas_per_sm: int) -> int:
@@ -339,19 +328,10 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     c_unit = c_vector(views)[0]
     g = ConstraintGraph()
     g.node("block_m", (64, 128, 256), "rows of C per tile")
-    # 96 and 112 besides the powers of two: N = 12288 or 14336 in 128 tiles, so that a few rows (decode)
-    # keep 128 of 132 SMs streaming the weight instead of 96 or 112.
-    g.node("block_n", (64, 96, 112, 128, 256), "columns of C per tile (the wgmma N)")
+    g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", (3, 4, 5, 6), "TMA pipeline depth (shared-memory stages)")
-
-    b_major = tma_operand(views, "B", 128)
-    if not isinstance(b_major, str) and b_major.major == "mn":
-        g.constrain("B's 64-column boxes", "view", ["block_n"],
-                    lambda a: None if a["block_n"] % BOX_MN == 0 else
-                    f"{a['block_n']} columns: MN-major B arrives in {BOX_MN}-column boxes",
-                    "an MN-major B tile is whole 128-byte-wide TMA boxes")
 
     def wg_rows(a: Assignment) -> str | None:
         wg_m = a["block_m"] // a["consumers"]
@@ -410,7 +390,7 @@ def _cost(views: ProblemViews, arch: Arch):
         busy = min(tiles, arch.sms)
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
         # leaves the tensor cores idle while it waits on its own barriers and epilogue.
-        eff = {64: 0.62, 96: 0.72, 112: 0.76, 128: 0.8, 256: 0.9}[bn] * (1.0 if cons == 2 else 0.8)
+        eff = {64: 0.62, 128: 0.8, 256: 0.9}[bn] * (1.0 if cons == 2 else 0.8)
         math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
         stage = (bm + bn) * BLOCK_K * elem
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
@@ -467,7 +447,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align,
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
         k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
-        threads=threads, consumer_regs=regs, epi_cols=epi_cols(bn), epi_bytes=epi_bytes(c_unit, epi_cols(bn)),
+        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit),
         smem_bytes=smem_bytes(a, c_unit, elem), decisions=decisions, feasible=feasible,
         cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
     )

@@ -7,10 +7,12 @@ import jinja2
 from dgemm_cli.families.hopper import (
     BLOCK_K,
     BOX_MN,
+    EPI_COL_PITCH,
+    EPI_COLS,
+    EPI_ROW_PITCH,
     PRODUCER_REGS,
     HopperPlan,
     TmaOperand,
-    epi_pitch,
 )
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
@@ -73,7 +75,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "ranks": sorted({ta["rank"], tb["rank"]}),
         "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
         "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""),
-        "epi_cols": plan.epi_cols, "epi_pitch": epi_pitch(plan.c_unit, plan.epi_cols),
+        "epi_cols": EPI_COLS, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
     }
 
