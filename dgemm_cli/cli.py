@@ -17,7 +17,7 @@ import click
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.build import BuildResult, build, build_dir_for, built_arches, harness_path, read_plan
-from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, NotBuiltError, PlanError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.plan import BucketPlan, Plan, plan_buckets
@@ -122,7 +122,11 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
             target = get_arch(arch or spec.arch)
             gpu = gpus[0].name if gpus else None
             views = analyse(spec)
-            tuned = _tuned(db, spec, views, target, gpu) if db["entries"] else None
+            try:
+                tuned = _tuned(db, spec, views, target, gpu) if db["entries"] else None
+            except PlanError as err:  # a tuned plan this generator can no longer build: the model plans it
+                click.echo(f"note: {path}: {err}; planned by the cost model instead (tune it again)", err=True)
+                tuned = None
             g = generate(spec, target, out, family, plan=tuned, views=views)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)

@@ -10,15 +10,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgemm_cli.arch import ARCHES, get_arch
+from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.constraints import ConstraintGraph, Unsatisfiable, solve
 from dgemm_cli.families import cta
-from dgemm_cli.families.cta import FFMA, MAX_ACCUM_PER_THREAD, MMA, build_tiling_graph, copy_elems
+from dgemm_cli.families.cta import (
+    FFMA,
+    FFMA_MAX_ACCUM,
+    FULL_REGISTER_FILE,
+    MAX_ACCUM_PER_THREAD,
+    MMA,
+    OTHER,
+    REGISTER_CAP,
+    build_tiling_graph,
+    copy_elems,
+    transposed_store_ways,
+)
 from dgemm_cli.families.solving import best
+from dgemm_cli.plan import make_plan as make_full_plan
 from dgemm_cli.randspec import random_spec
+from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
-from .conftest import SPECS
+from .conftest import REPO, SPECS
 
 
 def make_plan(views, arch):
@@ -36,14 +50,22 @@ def check_invariants(views, plan, arch) -> None:
     # Resources within the arch's limits.
     assert plan.smem_bytes <= arch.smem_per_block
     assert plan.threads % 32 == 0 and 32 <= plan.threads <= 256
-    assert plan.block_m * plan.block_n // plan.threads <= MAX_ACCUM_PER_THREAD
+    accumulators = plan.block_m * plan.block_n // plan.threads
     if plan.instruction == MMA:
+        assert accumulators <= MAX_ACCUM_PER_THREAD
         assert plan.block_k % 16 == 0
         assert (plan.block_m // plan.warps_m) % 16 == 0 and (plan.block_n // plan.warps_n) % 16 == 0
         assert plan.threads == 32 * plan.warps_m * plan.warps_n
     else:
         assert views.operands["A"].dtype == "f32"
         assert plan.threads == (plan.block_m // plan.thread_m) * (plan.block_n // plan.thread_n)
+        # The registers decision caps what __launch_bounds__ allows, and the thread tile fits it.
+        assert plan.register_cap in (REGISTER_CAP, FULL_REGISTER_FILE)
+        assert plan.register_cap == plan.assignment["registers"]
+        assert accumulators <= FFMA_MAX_ACCUM[plan.register_cap]
+        # A thread's rows (columns) are groups read as one 4-, 8- or 16-byte shared vector.
+        assert plan.frag_m in (1, 2, 4) and plan.thread_m % plan.frag_m == 0
+        assert plan.frag_n in (1, 2, 4) and plan.thread_n % plan.frag_n == 0
     # Loaders only use what the views allow.
     for ld, facts, extent in ((plan.a, views.operands["A"], plan.block_m), (plan.b, views.operands["B"], plan.block_n)):
         if ld.kind == "cp_async":
@@ -55,6 +77,11 @@ def check_invariants(views, plan, arch) -> None:
                 assert ld.fallback is not None and ld.vector_elems > facts.vector_elems
             else:
                 assert ld.vector_elems <= max(facts.vector_elems, 1) or ld.smem_inner != facts.unit_role
+        if ld.kind == "transpose":  # loads along the stride-1 k, stored into the [k][m] / [k][n] tile
+            assert plan.instruction == FFMA and facts.unit_role == "k" and ld.smem_inner == OTHER[ld.operand]
+            assert ld.vector_elems == facts.vector_elems_aligned
+            if ld.runtime_align:
+                assert ld.fallback.kind == "transpose" and ld.fallback.vector_elems == facts.vector_elems
     assert plan.index_type == ("long long" if views.needs_int64 else "int")
     # Every choice has a decision with a reason.
     assert all(d.summary() for d in plan.decisions)
@@ -139,3 +166,131 @@ def test_solver_reports_unsatisfiable_and_explains():
     g.constrain("big", "problem", ["x"], lambda a: None if a["x"] > 5 else "small")
     with pytest.raises(Unsatisfiable):
         solve(g, lambda a: 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# The FFMA path (f32 on the CUDA cores)
+
+SQ4096_F32 = REPO / "specs" / "bench" / "sq4096_f32.yaml"
+
+
+def _f32(gemm: dict, **operands) -> object:
+    return analyse(parse_spec({"name": "x", "dtype": "f32", "gemm": gemm,
+                               "operands": {x: operands.get(x, {"layout": "row"}) for x in "ABC"}}))
+
+
+def _decision(plan, node: str):
+    return next(d for d in plan.decisions if d.node == node)
+
+
+def test_large_f32_product_takes_square_tiles_of_vector_fragments():
+    views = analyse(load_spec(SQ4096_F32))
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert plan.instruction == FFMA and (plan.block_m, plan.block_n) == (128, 128)
+    assert plan.thread_m * plan.thread_n >= 64 and plan.frag_m == plan.frag_n == 4  # 16-byte shared loads
+    # A is contiguous along k: 16-byte loads along k, stored transposed into [k][m]; the spec promises 4-byte
+    # alignment only, so a pointer check picks element loads otherwise.
+    assert (plan.a.kind, plan.a.vector_elems, plan.a.smem_inner) == ("transpose", 4, "m")
+    assert plan.a.runtime_align == 16 and (plan.a.fallback.kind, plan.a.fallback.vector_elems) == ("transpose", 1)
+    assert (plan.b.kind, plan.b.vector_elems, plan.b.smem_inner) == ("cp_async", 4, "n")
+    # Each transposing alternative the model ranked is in the decision with its reason.
+    loader_a = _decision(plan, "loader_a")
+    assert {r.value for r in loader_a.rejected} == {"cp_async", "gather"}
+    assert _decision(plan, "registers").value == plan.register_cap
+
+
+def test_transposed_loads_need_a_view_contiguous_along_k():
+    views = _f32({"m": 1024, "n": 1024, "k": 1024}, B={"layout": "col"})
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert plan.b.kind == "transpose" and plan.b.smem_inner == "n"  # B[n][k] read along k, stored [k][n]
+    row_b = make_plan(_f32({"m": 1024, "n": 1024, "k": 1024}), get_arch("sm_90a"))
+    why = {r.value: r.why for r in _decision(row_b, "loader_b").rejected}
+    assert why["transpose"].startswith("transpose B: B is contiguous along n, not k")
+    strided = make_plan(_f32({"m": 512, "n": 512, "k": 512}, A={"strides": [1024, 2]}), get_arch("sm_90a"))
+    assert strided.a.kind != "transpose"
+
+
+def test_two_transposing_loaders_pipeline_two_stages():
+    views = _f32({"m": 1024, "n": 1024, "k": 1024}, B={"layout": "col"})
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert plan.a.kind == plan.b.kind == "transpose" and plan.stages == 2
+    why = {r.value: r.why for r in _decision(plan, "stages").rejected}
+    assert "register-staged loads overlap exactly one k-tile" in why[3]
+
+
+def test_register_decision_bounds_the_thread_tile():
+    views = analyse(load_spec(SQ4096_F32))
+    graph = build_tiling_graph(views, get_arch("sm_90a"), FFMA)
+    node = next(n for n in graph.nodes if n.name == "registers")
+    assert node.domain == (REGISTER_CAP, FULL_REGISTER_FILE)
+    big = {"block_m": 128, "block_n": 128, "block_k": 16, "thread_m": 8, "thread_n": 16, "stages": 3,
+           "smem_inner_a": "m", "smem_inner_b": "n", "loader_a": "transpose", "loader_b": "cp_async"}
+    # 128 accumulators a thread need the whole register file; 64 fit the cap that lets two blocks share an SM.
+    assert any(v.startswith("register budget") for v in graph.violations({**big, "registers": REGISTER_CAP}))
+    assert not graph.violations({**big, "registers": FULL_REGISTER_FILE})
+    assert not graph.violations({**big, "thread_n": 8, "registers": REGISTER_CAP})
+    # Under the cap, a deeper k-tile's staged elements spill (ptxas): the live-register bound says so.
+    deep = {**big, "thread_n": 8, "block_k": 32, "registers": REGISTER_CAP}
+    assert any(v.startswith("live registers") for v in graph.violations(deep))
+    # Gathers keep the whole register file (they spilled under the cap).
+    gather = {**big, "thread_n": 8, "block_k": 8, "loader_b": "gather", "registers": REGISTER_CAP}
+    assert any(v.startswith("gathers keep the register file") for v in graph.violations(gather))
+
+
+def test_register_cap_is_taken_only_where_it_adds_blocks_an_sm():
+    # 264 tiles on 132 SMs: two blocks an SM either way, so the cap would only risk spills.
+    views = _f32({"m": 1000, "n": 1030, "k": 999})
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert plan.register_cap == FULL_REGISTER_FILE
+    why = {r.value: r.why for r in _decision(plan, "registers").rejected}
+    assert "cost model" in why[REGISTER_CAP] or why[REGISTER_CAP].startswith(("live registers", "staged loads"))
+
+
+def test_transposed_stores_bank_conflicts():
+    # Lanes take consecutive 4-element chunks of a row along k and store them down [k][m] rows of 132 words:
+    # two chunks a row (BK 8) land in disjoint banks, four (BK 16) in two ways.
+    assert transposed_store_ways(128, 8, 4, 132) == 1
+    assert transposed_store_ways(128, 16, 4, 132) == 2
+    assert transposed_store_ways(128, 8, 1, 132) == 1
+
+
+def test_mma_graph_has_no_ffma_nodes():
+    """The mma.sync path's decisions, and so its kernels, do not change with the FFMA ones."""
+    views = analyse(parse_spec({"name": "x", "gemm": {"m": 4096, "n": 4096, "k": 4096}}))
+    graph = build_tiling_graph(views, get_arch("sm_90a"), MMA)
+    nodes = {n.name: n.domain for n in graph.nodes}
+    assert "registers" not in nodes and "thread_m" not in nodes
+    assert nodes["loader_a"] == nodes["loader_b"] == ("cp_async", "gather")
+
+
+def _cu(views, arch: str = "sm_90a") -> str:
+    spec = views.spec
+    return render_sources(spec, views, make_full_plan(views, get_arch(arch)), plan_baseline(views),
+                          get_arch(arch))[f"{spec.name}.cu"]
+
+
+def test_ffma_kernel_renders_the_plan():
+    cu = _cu(analyse(load_spec(SQ4096_F32)))
+    # Vector fragments: thread rows in groups of 4, one float4 a group and k step.
+    assert "constexpr int VM = 4, VN = 4;" in cu
+    assert "const float4 v = *reinterpret_cast<const float4*>(As + kk * A_PITCH + thread_row(ty, i));" in cu
+    # A: 16-byte loads along k, rows past M clamped (their outputs are never stored), stored transposed;
+    # K is a multiple of BK, so no k check. The launcher checks the pointer for the 16-byte loads.
+    assert "struct ALoadTranspose16" in cu and "struct ALoadTranspose4" in cu
+    assert "min(m0 + row, M - 1)" in cu and "gk < K" not in cu.split("struct ALoadTranspose16")[1].split("};")[0]
+    assert "stage[(col + e) * A_PITCH + row] = staged[i][e];" in cu
+    assert "if (aligned(A, 16) && aligned(B, 16))" in cu
+    # The registers decision is in the launch bounds and says why.
+    assert "registers = " in cu.split("__launch_bounds__")[0].rsplit("//", 2)[-1]
+
+
+def test_ffma_kernel_zero_fills_past_k_and_takes_run_time_rows():
+    tail = _cu(_f32({"m": 1024, "n": 1024, "k": 1022}, A={"strides": [1028, 1], "align": 16},
+                    B={"layout": "row", "align": 16}))
+    loader = tail.split("struct ALoadTranspose16")[1].split("};")[0]
+    assert "const int valid = gk < K ? (K - gk < 4 ? int(K - gk) : 4) : 0;" in loader
+    assert "staged[i][e] = e < valid ? src[e]" in loader
+    dynamic = analyse(parse_spec({"name": "x", "dtype": "f32", "gemm": {"m": {"min": 1, "max": 2048}, "n": 1024,
+                                                                       "k": 1024}}))
+    cu = _cu(dynamic)
+    assert "index_t m0, int kt, index_t M)" in cu and "min(m0 + row, M - 1)" in cu

@@ -3,9 +3,10 @@
 It runs every problem the spec language allows on every arch, which makes it the fallback of the
 other families. Two small constraint graphs are solved in turn:
   1. the instruction (tensor-core mma.sync m16n8k16 for f16/bf16, CUDA-core FFMA for f32), then
-  2. the tiling for that instruction: block tile M/N/K, warp split (or thread tile for FFMA),
-     pipeline stages, and per input operand the shared-memory orientation and the loader
-     (cp.async of a vector when the view allows it, a strided gather when it does not).
+  2. the tiling for that instruction: block tile M/N/K, warp split (or thread tile and register cap
+     for FFMA), pipeline stages, and per input operand the shared-memory orientation and the loader
+     (cp.async of a vector when the view allows it, a strided gather when it does not, and for FFMA
+     vector loads along k stored transposed when the view is contiguous along k).
 Every choice keeps the constraint or cost comparison that decided it, for `deepgemm explain`.
 """
 
@@ -38,11 +39,39 @@ MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across th
 # 144, one block an SM). Gathers stage their next k-tile in registers and spilled under that cap in
 # 10 of 150 random specs, so their plans keep the full register file (min blocks 1).
 REGISTER_CAP = 128
+REGISTERS_PER_SM = 65536  # every arch in the table
+FULL_REGISTER_FILE = 255  # the most registers one thread can have
+# FFMA, by the `registers` decision: the accumulators a thread may own, and what it keeps across a k
+# step (accumulators + staged elements + the step's TM + TN values of A and B) without spilling. Under
+# the 128 cap (ptxas, CUDA 13.0, sm_90a): the 128x128x32 tile with an 8x8 thread tile and a transposing
+# A loader, 96 such values, spilled 28 bytes; 128x128x16, 88, did not. The whole file takes the thread
+# tiles of 128 accumulators cuBLAS's SGEMM runs (128x128 tiles of 4 warps).
+FFMA_MAX_ACCUM = {REGISTER_CAP: MAX_ACCUM_PER_THREAD, FULL_REGISTER_FILE: 128}
+FFMA_MAX_LIVE = {REGISTER_CAP: 88, FULL_REGISTER_FILE: 176}
+# Under the 128 cap, loads a thread issues a k-tile into registers (transposes, gathers): 16 element loads
+# of A (f32_nn_tails, 128x32x16 tiles of 128 threads) spilled 4 bytes; 8 (sq4096_f32's fallback) did not.
+MAX_STAGED_LOADS_UNDER_CAP = 8
 OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
 # Fixed cost of a launch in the cost model (µs). Measured on the H200 (deepgemm tune, 2026-11-30): with
 # none, the model preferred this family on conv 32x64x56x56 (20.6 µs measured against the Hopper
 # family's 11.9) and on batched_broadcast (6.6 against 3.8).
 LAUNCH_US = 2.5
+K_TILE_LATENCY_US = 0.8  # a k-tile's loads, issued to landed, that the pipeline must cover
+
+# The FFMA main loop's cost (cost model only, set a priori from the SM's structure; deepgemm tune measures).
+SCHEDULERS_PER_SM = 4  # warp schedulers, each issuing one instruction a clock: FFMA or anything else
+DATA_PATH_BYTES_PER_CLK = 128  # an SM's L1 / shared-memory data path, shared by LDS, STS and global sectors
+SECTOR_BYTES = 32
+COPY_SLOTS = 6  # issue slots of one global load or cp.async: index math, predicate, the instruction
+LOOP_SLOTS = 24  # issue slots of one k-tile's bookkeeping: wait, barrier, commit, stage pointers, loop
+# Clocks a block's warps idle at each k-tile's barrier until the first shared loads return; other
+# resident blocks' warps fill them.
+SYNC_CLOCKS = 100
+# Loader kinds. cp_async: vector copies, asynchronous. gather: element loads staged in registers across
+# the math. transpose (FFMA): vector loads along the view's stride-1 k, staged in registers and stored
+# transposed into the [k][m] / [k][n] tile the FFMA loop reads. gather_direct: element loads stored at
+# once (only as a run-time fallback).
+STAGED = ("gather", "transpose")  # kinds that hold the next k-tile in registers across the math
 
 
 @dataclass(frozen=True)
@@ -50,10 +79,8 @@ class LoaderPlan:
     """How one input operand's tiles reach shared memory."""
 
     operand: str  # "A" or "B"
-    # "cp_async" (vector copies, asynchronous), "gather" (element loads staged in registers across
-    # the math) or "gather_direct" (element loads stored at once; only as a run-time fallback)
-    kind: str
-    vector_elems: int  # elements per copy (1 for gather)
+    kind: str  # "cp_async", "gather", "transpose" or "gather_direct" (see the loader kinds above)
+    vector_elems: int  # elements per copy or load (1 for gather)
     smem_inner: str  # role contiguous in shared memory: "k", or "m" for A / "n" for B
     # The pointer alignment (bytes) this loader needs beyond what the spec promises; 0 if none.
     # When non-zero the launcher checks the pointer and otherwise takes `fallback`.
@@ -74,7 +101,7 @@ class TilePlan:
     thread_m: int  # FFMA: outputs per thread along M and N (1 for MMA)
     thread_n: int
     threads: int
-    min_blocks_per_sm: int  # __launch_bounds__'s second argument: caps registers at REGISTER_CAP
+    min_blocks_per_sm: int  # __launch_bounds__'s second argument: caps registers (register_cap)
     stages: int
     smem_bytes: int
     a: LoaderPlan
@@ -97,28 +124,51 @@ class TilePlan:
     requires_arch = None  # mma.sync / FFMA and cp.async: every arch in the table
 
     @property
+    def register_cap(self) -> int:
+        """Registers a thread may use under __launch_bounds__(threads, min_blocks_per_sm)."""
+        return min(FULL_REGISTER_FILE, REGISTERS_PER_SM // (self.threads * self.min_blocks_per_sm))
+
+    @property
+    def frag_m(self) -> int:
+        """FFMA: consecutive rows of a thread's tile, read from shared memory as one vector (1 for MMA)."""
+        return fragment_vector(self.thread_m)
+
+    @property
+    def frag_n(self) -> int:
+        return fragment_vector(self.thread_n)
+
+    @property
     def runtime_dispatch(self) -> bool:
         return bool(self.a.runtime_align or self.b.runtime_align)
 
     @property
     def summary(self) -> str:
         def loader(ld: LoaderPlan) -> str:
-            return f"{ld.kind}{ld.vector_elems if ld.kind == 'cp_async' else ''}"
-        return (f"{self.instruction}, tile {self.block_m}x{self.block_n}x{self.block_k}, {self.threads} threads, "
-                f"{self.stages} stages, A {loader(self.a)}, B {loader(self.b)}, {self.smem_bytes} B smem, "
-                f"{self.tiles} blocks")
+            return f"{ld.kind}{ld.vector_elems if ld.kind in ('cp_async', 'transpose') else ''}"
+        thread_tile = "" if self.instruction == MMA else f"thread tile {self.thread_m}x{self.thread_n}, "
+        return (f"{self.instruction}, tile {self.block_m}x{self.block_n}x{self.block_k}, {thread_tile}"
+                f"{self.threads} threads, {self.stages} stages, A {loader(self.a)}, B {loader(self.b)}, "
+                f"{self.smem_bytes} B smem, {self.tiles} blocks")
 
     def detail_lines(self) -> list[str]:
         """What `explain` adds below the decisions: the grid and each loader."""
         out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, grid {self.tiles} blocks "
                f"({self.tiles // (self.tiles_m * self.tiles_n)} x {self.tiles_m} x {self.tiles_n}), "
                f"index type {self.index_type}"]
+        if self.instruction == FFMA:
+            out.append(f"thread tile {self.thread_m}x{self.thread_n}: rows in groups of {self.frag_m} (one "
+                       f"{4 * self.frag_m}-byte shared load of A a k step), columns in groups of {self.frag_n} "
+                       f"({4 * self.frag_n}-byte loads of B); at most {self.register_cap} registers a thread, "
+                       f"{self.min_blocks_per_sm} block(s) an SM by registers")
+
+        def loader(ld: LoaderPlan) -> str:
+            return ld.kind + (f" x{ld.vector_elems}" if ld.kind in ("cp_async", "transpose") else "")
         for ld in (self.a, self.b):
-            line = f"{ld.operand}: {ld.kind}" + (f" x{ld.vector_elems}" if ld.kind == "cp_async" else "")
-            line += f", shared rows along {ld.smem_inner}"
+            line = f"{ld.operand}: {loader(ld)}, shared rows along {ld.smem_inner}"
+            if ld.kind == "transpose":
+                line += " (loaded along k, stored transposed)"
             if ld.runtime_align and ld.fallback:
-                line += (f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {ld.fallback.kind}"
-                         + (f" x{ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else ""))
+                line += f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {loader(ld.fallback)}"
             out.append(line)
         return out
 
@@ -163,6 +213,21 @@ def copy_elems(facts: OperandFacts, smem_inner: str, aligned: bool) -> int:
     return facts.vector_elems_aligned if aligned else facts.vector_elems
 
 
+def fragment_vector(thread_extent: int) -> int:
+    """FFMA: a thread's outputs along one dim come in groups of this many consecutive rows (columns),
+    each group's A (B) values one shared-memory vector of up to 16 bytes a k step."""
+    return math.gcd(thread_extent, 4)
+
+
+def staged_per_thread(a: Assignment, op: str, instruction: str) -> int:
+    """Elements of one k-tile of input `op` ("a" or "b") a thread holds in registers across the math (0
+    unless its loader is register-staged)."""
+    if a[f"loader_{op}"] not in STAGED:
+        return 0
+    extent = a["block_m"] if op == "a" else a["block_n"]
+    return math.ceil(extent * a["block_k"] / block_threads(a, instruction))
+
+
 def block_threads(a: Assignment, instruction: str) -> int:
     if instruction == MMA:
         return 32 * a["warps_m"] * a["warps_n"]
@@ -200,13 +265,21 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
         g.node("warps_m", (1, 2, 4), "warps along M (each warp owns a (block_m/warps_m) x (block_n/warps_n) tile)")
         g.node("warps_n", (1, 2, 4), "warps along N")
     else:
-        g.node("thread_m", (1, 2, 4, 8), "outputs per thread along M")
-        g.node("thread_n", (1, 2, 4, 8), "outputs per thread along N")
+        g.node("thread_m", (1, 2, 4, 8, 16), "outputs per thread along M")
+        g.node("thread_n", (1, 2, 4, 8, 16), "outputs per thread along N")
     g.node("stages", dom["stages"], "shared-memory pipeline depth")
     g.node("smem_inner_a", ("k", "m"), "which role of A is contiguous in shared memory")
     g.node("smem_inner_b", ("k", "n"), "which role of B is contiguous in shared memory")
-    g.node("loader_a", ("cp_async", "gather"), "how A tiles reach shared memory")
-    g.node("loader_b", ("cp_async", "gather"), "how B tiles reach shared memory")
+    # The FFMA loop's [k][m] / [k][n] tiles can also be filled from a view contiguous along k: vector
+    # loads along k, stored transposed (the mma loop reads either orientation through ldmatrix).
+    loaders = ("cp_async", "gather") if mma else ("cp_async", "transpose", "gather")
+    g.node("loader_a", loaders, "how A tiles reach shared memory")
+    g.node("loader_b", loaders, "how B tiles reach shared memory")
+    if not mma:
+        g.node("registers", (REGISTER_CAP, FULL_REGISTER_FILE),
+               f"registers a thread may use (__launch_bounds__): {REGISTER_CAP} lets more blocks share an SM's "
+               f"{REGISTERS_PER_SM}, {FULL_REGISTER_FILE} holds thread tiles of up to "
+               f"{FFMA_MAX_ACCUM[FULL_REGISTER_FILE]} accumulators")
 
     split = ("warps_m", "warps_n") if mma else ("thread_m", "thread_n")
     if mma:
@@ -238,8 +311,9 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
 
     def accum_ok(a: Assignment) -> str | None:
         acc = a["block_m"] * a["block_n"] // block_threads(a, instruction)
-        return None if acc <= MAX_ACCUM_PER_THREAD else f"{acc} f32 accumulators per thread (> {MAX_ACCUM_PER_THREAD})"
-    g.constrain("register budget", "arch", ["block_m", "block_n", *split], accum_ok,
+        most = MAX_ACCUM_PER_THREAD if mma else FFMA_MAX_ACCUM[a["registers"]]
+        return None if acc <= most else f"{acc} f32 accumulators per thread (> {most})"
+    g.constrain("register budget", "arch", ["block_m", "block_n", *split] + ([] if mma else ["registers"]), accum_ok,
                 "accumulators must stay in registers with room for fragments and addresses")
 
     def smem_ok(a: Assignment) -> str | None:
@@ -278,28 +352,77 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
             return None
         g.constrain(f"cp.async {facts.name}", "view", [inner, loader, "block_k", extent], cp_async_ok)
 
-        def gather_regs(a: Assignment, loader: str = loader, extent: str = extent) -> str | None:
-            if a[loader] != "gather":
+        def staging_regs(a: Assignment, op: str = op, loader: str = loader, kind: str = "gather") -> str | None:
+            if a[loader] != kind:
                 return None
-            per_thread = math.ceil(a[extent] * a["block_k"] / block_threads(a, instruction))
+            per_thread = staged_per_thread(a, op, instruction)
             return (None if per_thread <= MAX_GATHER_PER_THREAD
                     else f"{per_thread} staged elements per thread (> {MAX_GATHER_PER_THREAD})")
         g.constrain(f"gather staging {facts.name}", "arch", [loader, "block_m", "block_n", "block_k", *split],
-                    gather_regs, "a gather stages the next k-tile in registers while the current one computes")
+                    staging_regs, "a gather stages the next k-tile in registers while the current one computes")
+        if mma:
+            continue
 
-    def live_regs(a: Assignment) -> str | None:
-        threads = block_threads(a, instruction)
-        live = a["block_m"] * a["block_n"] // threads
-        for x, extent in (("a", "block_m"), ("b", "block_n")):
-            if a[f"loader_{x}"] == "gather":
-                live += math.ceil(a[extent] * a["block_k"] / threads)
-        return None if live <= MAX_LIVE_PER_THREAD else f"{live} values live across the math (> {MAX_LIVE_PER_THREAD})"
-    g.constrain("live registers", "arch", ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split],
-                live_regs, "accumulators plus register-staged gathers must leave room for fragments and addresses")
+        def transpose_ok(a: Assignment, facts: OperandFacts = facts, loader: str = loader) -> str | None:
+            if a[loader] == "transpose" and facts.unit_role != "k":
+                along = f"along {facts.unit_role}" if facts.unit_role else "along no dim"
+                return f"{facts.name} is contiguous {along}, not k: there is no run along k to load"
+            return None
+        g.constrain(f"transpose {facts.name}", "view", [loader], transpose_ok,
+                    "vector loads along the stride-1 k dim, stored transposed into the [k][m] / [k][n] tile")
+        g.constrain(f"transpose staging {facts.name}", "arch", [loader, "block_m", "block_n", "block_k", *split],
+                    lambda a, op=op, loader=loader: staging_regs(a, op, loader, "transpose"),
+                    "a transposing loader stages the next k-tile in registers while the current one computes")
 
-    g.constrain("pipeline depth", "problem", ["loader_a", "loader_b", "stages"],
-                lambda a: "register-staged gathers overlap exactly one k-tile: 2 stages"
-                if a["loader_a"] == a["loader_b"] == "gather" and a["stages"] != 2 else None)
+    def staged(a: Assignment) -> int:
+        return staged_per_thread(a, "a", instruction) + staged_per_thread(a, "b", instruction)
+
+    if mma:
+        def live_regs(a: Assignment) -> str | None:
+            live = a["block_m"] * a["block_n"] // block_threads(a, instruction) + staged(a)
+            return (None if live <= MAX_LIVE_PER_THREAD
+                    else f"{live} values live across the math (> {MAX_LIVE_PER_THREAD})")
+        g.constrain("live registers", "arch", ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split],
+                    live_regs, "accumulators plus register-staged gathers must leave room for fragments and addresses")
+    else:
+        promised = {"a": a_facts.vector_elems, "b": b_facts.vector_elems}
+
+        def loads_under_cap(a: Assignment) -> str | None:
+            if a["registers"] != REGISTER_CAP:
+                return None
+            loads = 0
+            for x in "ab":  # a transpose loads vectors (at the promised width in its fallback), a gather elements
+                width = promised[x] if a[f"loader_{x}"] == "transpose" else 1
+                loads += math.ceil(staged_per_thread(a, x, instruction) / width)
+            return (None if loads <= MAX_STAGED_LOADS_UNDER_CAP
+                    else f"{loads} register-staged loads a thread (> {MAX_STAGED_LOADS_UNDER_CAP} under the cap)")
+        g.constrain("staged loads under the cap", "arch",
+                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers"], loads_under_cap,
+                    "each load in flight holds its address; counted at the width the spec promises (the run-time "
+                    "fallback's)")
+
+        def live_ffma(a: Assignment) -> str | None:
+            live = a["block_m"] * a["block_n"] // block_threads(a, instruction) + a["thread_m"] + a["thread_n"]
+            live += staged(a)
+            most = FFMA_MAX_LIVE[a["registers"]]
+            return (None if live <= most else
+                    f"{live} accumulators, staged elements and k-step values (> {most} in {a['registers']} registers)")
+        g.constrain("live registers", "arch",
+                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers"], live_ffma,
+                    "what a thread keeps across a k step must fit its registers with its addresses (no spills)")
+
+    def pipeline_depth(a: Assignment) -> str | None:
+        kinds = {a["loader_a"], a["loader_b"]}
+        if kinds <= set(STAGED) and a["stages"] != 2:
+            what = "gathers" if kinds == {"gather"} else "loads"
+            return f"register-staged {what} overlap exactly one k-tile: 2 stages"
+        return None
+    g.constrain("pipeline depth", "problem", ["loader_a", "loader_b", "stages"], pipeline_depth)
+    if not mma:
+        g.constrain("gathers keep the register file", "arch", ["loader_a", "loader_b", "registers"],
+                    lambda a: f"register-staged gathers spilled under the {REGISTER_CAP}-register cap (10 of 150 "
+                              "random specs)" if a["registers"] == REGISTER_CAP
+                    and "gather" in (a["loader_a"], a["loader_b"]) else None)
     return g
 
 
@@ -322,24 +445,38 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         limit = min(arch.smem_per_sm // tile_smem_bytes(a, elem), arch.max_threads_per_sm // threads,
                     arch.max_blocks_per_sm)
         tiles_per_sm = math.ceil(tiles / arch.sms)
-        resident = max(1, min(limit, tiles_per_sm))
+        if instruction == FFMA:
+            def resident_with(registers: int) -> int:
+                return max(1, min(limit, REGISTERS_PER_SM // (threads * registers), tiles_per_sm))
+            resident = resident_with(a["registers"])
+            # A cap that does not raise the blocks an SM holds only risks spills.
+            cap_buys_nothing = a["registers"] < FULL_REGISTER_FILE and resident == resident_with(FULL_REGISTER_FILE)
+        else:
+            resident = max(1, min(limit, tiles_per_sm))
         busy_sms = min(tiles, arch.sms)
         # Warps in flight hide latency; fewer than ~8 per SM leave the math units idle.
         occupancy = min(1.0, resident * threads / 32 / 8)
+        gathers = sum(a[f"loader_{x}"] == "gather" for x in "ab")
         if instruction == MMA:
             wm, wn = bm // a["warps_m"], bn // a["warps_n"]
             mmas, loads = (wm // 16) * (wn // 8), wm // 16 + wn // 16  # per k16 step of one warp
             issue = mmas / (mmas + loads)
+            math_us = tiles_per_sm * bm * bn * k_tiles * bk * 2 / (rate * issue * occupancy)
+            latency_us = tiles_per_sm * k_tiles * K_TILE_LATENCY_US * (1 + gathers) / ((a["stages"] - 1) * resident)
         else:
-            tm, tn = a["thread_m"], a["thread_n"]
-            issue = tm * tn / (tm * tn + tm + tn)  # FFMAs per shared-memory load
-        math_us = tiles_per_sm * bm * bn * k_tiles * bk * 2 / (rate * issue * occupancy)
+            # The SM runs its tiles' k-tiles one after another at the rate issue or the data path allows,
+            # and each k-tile's barrier idles the block (hidden by the other resident blocks' warps).
+            math_us = tiles_per_sm * k_tiles * ffma_k_tile_clocks(views, a) / (clk * occupancy)
+            math_us += math.ceil(tiles_per_sm / resident) * k_tiles * SYNC_CLOCKS / (resident * clk)
+            # A cp.async k-tile is issued STAGES - 1 k-tiles ahead, a register-staged one only one.
+            depth = [1 if a[f"loader_{x}"] in STAGED else a["stages"] - 1 for x in "ab"]
+            latency_us = (tiles_per_sm * k_tiles * K_TILE_LATENCY_US * (1 + gathers) / resident
+                          * sum(1 / d for d in depth) / len(depth))
+            math_us *= 1.01 if cap_buys_nothing else 1.0
         # Half the re-reads hit L2, but every input byte comes from DRAM once (the floor binds for
         # small-M products, where each B byte is read by one tile).
         streamed = max(tiles * (bm + bn) * k_tiles * bk * elem * 0.5, ab_bytes) + c_bytes
         mem_us = streamed / (arch.dram_gbps * 1e3 * min(1.0, busy_sms / (arch.sms / 2)))
-        gathers = sum(a[f"loader_{x}"] == "gather" for x in "ab")
-        latency_us = tiles_per_sm * k_tiles * 0.8 * (1 + gathers) / ((a["stages"] - 1) * resident)
         # The small latency term breaks ties towards deeper pipelines and fewer k-tiles. LAUNCH_US is
         # what every launch pays before the first tile's data arrives and after its last store; it
         # only matters against the other families (docs/DESIGN.md: calibrated on measured tunes).
@@ -348,9 +485,83 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     return cost
 
 
+def ffma_k_tile_clocks(views: ProblemViews, a: Assignment) -> float:
+    """Clocks one block's k-tile of FFMA work occupies an SM: the larger of issue (FFMAs, shared loads,
+    the loaders' instructions and the loop's bookkeeping, one instruction a clock per scheduler) and the
+    L1 / shared-memory data path (fragment loads, the loaders' global sectors and shared stores)."""
+    bm, bn, bk, tm, tn = a["block_m"], a["block_n"], a["block_k"], a["thread_m"], a["thread_n"]
+    threads = block_threads(a, FFMA)
+    warps = threads // 32
+    vm, vn = fragment_vector(tm), fragment_vector(tn)
+    slots = bk * (tm * tn + tm // vm + tn // vn) + LOOP_SLOTS
+    # A warp spans lanes_n threads along n and lanes_m along m: its A loads of a k step touch lanes_m
+    # distinct vectors (the rest broadcast), its B loads lanes_n; 128 distinct bytes a wavefront.
+    lanes_n = min(bn // tn, 32)
+    lanes_m = max(1, 32 // lanes_n)
+    wavefronts = (tm // vm) * math.ceil(lanes_m * vm * 4 / DATA_PATH_BYTES_PER_CLK) \
+        + (tn // vn) * math.ceil(lanes_n * vn * 4 / DATA_PATH_BYTES_PER_CLK)
+    data_clocks = warps * bk * wavefronts
+    for op, extent in (("A", bm), ("B", bn)):
+        x = op.lower()
+        loader_slots, loader_clocks = _loader_work(views.operands[op], a[f"loader_{x}"], a[f"smem_inner_{x}"],
+                                                   extent, bk, threads)
+        slots += loader_slots
+        data_clocks += loader_clocks
+    # The small data-path term breaks ties towards fewer wavefronts: they queue, and the fragments a
+    # warp waits for arrive later.
+    return max(warps * slots / SCHEDULERS_PER_SM, data_clocks) + 0.05 * data_clocks
+
+
+def _loader_work(facts: OperandFacts, kind: str, inner: str, extent: int, bk: int,
+                 threads: int) -> tuple[float, float]:
+    """One k-tile of one input (FFMA cost model): issue slots a thread spends on it, and clocks of the
+    block's L1 / shared data path it takes (global sectors read, shared words written)."""
+    elems = extent * bk
+    per_thread = math.ceil(elems / threads)
+    if kind == "cp_async":
+        vec, coalesced, store_ways = copy_elems(facts, inner, aligned=True), inner == facts.unit_role, 1
+        slots = math.ceil(per_thread / vec) * COPY_SLOTS
+    elif kind == "transpose":
+        vec, coalesced = facts.vector_elems_aligned, True
+        store_ways = transposed_store_ways(extent, bk, vec, extent + SMEM_PAD_BYTES // facts.elem_bytes)
+        slots = math.ceil(per_thread / vec) * COPY_SLOTS + per_thread  # + one shared store an element
+    else:  # gather: element loads, then element stores
+        coalesced, store_ways = inner == facts.unit_role, 1
+        slots = per_thread * (COPY_SLOTS + 1)
+    # A warp walking the stride-1 dim uses whole sectors; across it, every element costs a sector.
+    sectors = elems * facts.elem_bytes / SECTOR_BYTES if coalesced else elems
+    data_bytes = sectors * SECTOR_BYTES + elems * facts.elem_bytes * store_ways
+    return slots, data_bytes / DATA_PATH_BYTES_PER_CLK
+
+
+def transposed_store_ways(extent: int, bk: int, vec: int, pitch: int) -> int:
+    """Bank conflicts (ways) of a transposing loader's shared stores: lane l of a warp loads chunk l of
+    the tile (chunks of `vec` along k, a row's BK / vec chunks consecutive) and stores element j of it at
+    [k][row], a row of `pitch` words."""
+    chunks_per_row = bk // vec
+    worst = 1
+    for j in range(vec):
+        words: dict[int, set[int]] = {}
+        for lane in range(min(32, extent * chunks_per_row)):
+            row, chunk = divmod(lane, chunks_per_row)
+            word = (chunk * vec + j) * pitch + row
+            words.setdefault(word % 32, set()).add(word)
+        worst = max(worst, *(len(w) for w in words.values()))
+    return worst
+
+
 def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPlan:
     if kind == "gather":
         return LoaderPlan(facts.name, "gather", 1, inner, 0, None, reason)
+    if kind == "transpose":
+        vec, promised = facts.vector_elems_aligned, facts.vector_elems
+        if vec <= promised:
+            return LoaderPlan(facts.name, "transpose", vec, inner, 0, None, reason)
+        # The vector load needs more alignment than promised: the launcher checks the pointer and
+        # otherwise loads the promised width (single elements at least; same registers, same cap).
+        fallback = LoaderPlan(facts.name, "transpose", promised, inner, 0, None,
+                              f"pointer not {vec * facts.elem_bytes}-byte aligned at run time")
+        return LoaderPlan(facts.name, "transpose", vec, inner, vec * facts.elem_bytes, fallback, reason)
     vec, promised = copy_elems(facts, inner, aligned=True), copy_elems(facts, inner, aligned=False)
     if vec <= promised:
         return LoaderPlan(facts.name, "cp_async", vec, inner, 0, None, reason)
@@ -365,9 +576,13 @@ def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPl
 
 
 def _min_blocks(a: Assignment, instruction: str) -> int:
+    """__launch_bounds__'s blocks an SM: the FFMA plan's `registers` decision; for mma.sync the
+    128-register cap unless a gather needs the whole file."""
+    if instruction == FFMA:
+        return max(1, REGISTERS_PER_SM // (block_threads(a, instruction) * a["registers"]))
     if "gather" in (a["loader_a"], a["loader_b"]):
         return 1
-    return max(1, 65536 // (block_threads(a, instruction) * REGISTER_CAP))
+    return max(1, REGISTERS_PER_SM // (block_threads(a, instruction) * REGISTER_CAP))
 
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:

@@ -11,6 +11,10 @@ from dgemm_cli.renderers import Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews
 
+# Loader kinds that keep the whole register file (a gather stages elements with their index math, and
+# spilled under REGISTER_CAP).
+UNCAPPED = ("gather", "gather_direct")
+
 
 @dataclass(frozen=True)
 class LoaderView:
@@ -28,6 +32,7 @@ class LoaderView:
     reason: str
     rows_desc: str
     extent_param: str  # ", index_t M" for A's loaders when M is a run-time argument, else ""
+    k_tail: bool  # the last k-tile passes K (K is not a multiple of BK)
 
     @property
     def summary(self) -> str:
@@ -35,6 +40,9 @@ class LoaderView:
             return "element loads staged in registers across the math (strided gather)"
         if self.kind == "gather_direct":
             return "element loads stored straight to shared memory (strided gather)"
+        if self.kind == "transpose":
+            return (f"{self.bytes}-byte loads along k ({self.vec} element{'s' if self.vec > 1 else ''} a load) staged "
+                    "in registers across the math, stored transposed")
         return f"{self.bytes}-byte cp.async ({self.vec} element{'s' if self.vec > 1 else ''} a copy)"
 
     @property
@@ -42,39 +50,44 @@ class LoaderView:
         return "(K - gk)" if self.inner_role == "k" else f"({self.other.upper()} - g{self.other})"
 
 
-def _loader_view(plan: TilePlan, ld: LoaderPlan, op, rows_at_run_time: bool) -> LoaderView:
+def _loader_view(plan: TilePlan, ld: LoaderPlan, op, rows_at_run_time: bool, k: int) -> LoaderView:
     tile = plan.smem_tile(ld)
     per_row = tile.inner // ld.vector_elems
     items = tile.rows * per_row
-    kind_name = {"gather": "Gather", "gather_direct": "GatherDirect"}.get(
-        ld.kind, f"CpAsync{ld.vector_elems * DTYPE_BYTES[op.dtype]}")
+    width = ld.vector_elems * DTYPE_BYTES[op.dtype]
+    kind_name = {"gather": "Gather", "gather_direct": "GatherDirect", "transpose": f"Transpose{width}"}.get(
+        ld.kind, f"CpAsync{width}")
     struct = f"{ld.operand}Load{kind_name}"
-    return LoaderView(op, struct, ld.kind, ld.vector_elems, ld.vector_elems * DTYPE_BYTES[op.dtype], ld.operand,
+    return LoaderView(op, struct, ld.kind, ld.vector_elems, width, ld.operand,
                       OTHER[ld.operand], ld.smem_inner, per_row, items % plan.threads != 0,
                       -(-items // plan.threads), ld.reason,
-                      f"{tile.rows} x {tile.inner}", ", index_t M" if rows_at_run_time and ld.operand == "A" else "")
+                      f"{tile.rows} x {tile.inner}", ", index_t M" if rows_at_run_time and ld.operand == "A" else "",
+                      k % plan.block_k != 0)
 
 
 def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict:
     ops = {"A": base["a"], "B": base["b"]}
     rows = base["rows_at_run_time"]
-    loaders = [_loader_view(plan, plan.a, ops["A"], rows), _loader_view(plan, plan.b, ops["B"], rows)]
+    loaders = [_loader_view(plan, plan.a, ops["A"], rows, views.k), _loader_view(plan, plan.b, ops["B"], rows, views.k)]
     variants = list(loaders)
     fallback = [lv.struct for lv in loaders]
     conds = []
     for i, ld in enumerate((plan.a, plan.b)):
         if ld.runtime_align:
             assert ld.fallback is not None
-            fb = _loader_view(plan, ld.fallback, ops[ld.operand], rows)
+            fb = _loader_view(plan, ld.fallback, ops[ld.operand], rows, views.k)
             fallback[i] = fb.struct
             if fb.struct != loaders[i].struct:
                 variants.append(fb)
             conds.append(f"aligned({ld.operand}, {ld.runtime_align})")
+    copies = {"cp_async": "cp.async", "transpose": "loads along k"}
     dispatch_desc = "; ".join(
-        f"{ld.operand} takes {ld.runtime_align}-byte cp.async when its view is {ld.runtime_align}-byte aligned "
-        f"(the spec promises {ops[ld.operand].align}), else {ld.fallback.kind}"
-        + (f" of {ld.fallback.vector_elems}" if ld.fallback.kind == "cp_async" else "")
+        f"{ld.operand} takes {ld.runtime_align}-byte {copies[ld.kind]} when its view is {ld.runtime_align}-byte "
+        f"aligned (the spec promises {ops[ld.operand].align}), else {ld.fallback.kind}"
+        + (f" of {ld.fallback.vector_elems}" if ld.fallback.kind in copies else "")
         for ld in (plan.a, plan.b) if ld.runtime_align and ld.fallback is not None)
+    registers = next((d for d in plan.decisions if d.node == "registers"), None)
+    registers_why = registers.summary() if registers else ""
     return {
         **base,
         "mma": plan.instruction == MMA, "ab_dtype": spec.A.dtype,
@@ -82,7 +95,9 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "a_inner": plan.a.smem_inner, "b_inner": plan.b.smem_inner,
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k,
         "warps_m": plan.warps_m, "warps_n": plan.warps_n, "thread_m": plan.thread_m, "thread_n": plan.thread_n,
+        "frag_m": plan.frag_m, "frag_n": plan.frag_n,
         "threads": plan.threads, "min_blocks": plan.min_blocks_per_sm, "reg_cap": REGISTER_CAP,
+        "register_cap": plan.register_cap, "registers_why": registers_why,
         "is_fallback": plan.runtime_fallback,
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tiles": plan.tiles,
@@ -94,7 +109,7 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "loaders": variants, "cp_async_widths": sorted({lv.bytes for lv in variants if lv.kind == "cp_async"}),
         "dispatch": bool(conds), "dispatch_cond": " && ".join(conds), "dispatch_desc": dispatch_desc,
         # The register cap depends on the instantiation only when a fallback gathers.
-        "async_trait": plan.min_blocks_per_sm > 1 and any(v.kind != "cp_async" for v in variants),
+        "async_trait": plan.register_cap <= REGISTER_CAP and any(v.kind in UNCAPPED for v in variants),
         "fallback": fallback,
     }
 
