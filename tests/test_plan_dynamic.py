@@ -41,10 +41,11 @@ def test_buckets_cover_the_range_once_and_at_most_double(lo, width):
         assert a <= b and (a == b if b <= EXACT_ROWS else b <= 2 * a)
 
 
-def test_decode_buckets_take_gemv_for_single_rows_and_run_time_families_for_ranges():
+def test_decode_buckets_are_single_sizes_then_ranges_on_run_time_families():
     plan = make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
     assert isinstance(plan, BucketPlan) and (plan.letter, plan.lo, plan.hi) == ("m", 1, 64)
-    assert [b.plan.family for b in plan.buckets if b.exact] == ["gemv"] * 4
+    assert [(b.lo, b.hi) for b in plan.buckets][:4] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert plan.buckets[0].plan.family == "gemv"  # one row: the weight streamed into registers
     for b in plan.buckets:
         if not b.exact:
             assert all(FAMILIES[k.family].RUNTIME_ROWS for k in b.plan.kernels), b.label

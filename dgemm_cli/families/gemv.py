@@ -42,7 +42,11 @@ LAUNCH_US = 1.5  # as the hopper family: measured, gemv and hopper start alike (
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
-FMA_ISSUE = 0.5  # share of the FMA peak a loop of loads, conversions and FMAs reaches
+# Share of the FMA peak a loop of loads, conversions and FMAs reaches. Measured on the H200 (third session,
+# docs/RESULTS.md): each row past the first added 2.2 µs at [m,4096]x[4096,4096] and 3.6 µs at N = 14336,
+# about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
+# 12.4-12.7 µs against gemv's 13.5-17.7.
+FMA_ISSUE = 0.22
 
 
 @dataclass(frozen=True)
