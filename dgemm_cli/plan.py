@@ -137,7 +137,8 @@ def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Pla
 
 
 # Run-time sizes up to this get a kernel each: the gemv family keeps its rows in registers sized at
-# compile time, and it is the fastest family for 1..4 rows of a wide weight (docs/RESULTS.md).
+# compile time (measured the fastest for one row of a wide weight, and for two at N = 14336;
+# docs/RESULTS.md), and a tile planned for 4 rows would waste most of its rows on 1.
 EXACT_ROWS = 4
 
 
@@ -171,9 +172,8 @@ class BucketPlan:
     letter: str
     lo: int
     hi: int
-    buckets: tuple[RowsBucket, ...]  # in order of size, covering lo..hi
+    buckets: tuple[RowsBucket, ...]  # in order of size, covering lo..hi; a tuned bucket's plan says so
     why: str  # how the sizes were cut into buckets
-    tuned: dict[str, Any] | None = None
 
     @property
     def family(self) -> str:
@@ -194,7 +194,7 @@ class BucketPlan:
             "run_time": {"letter": self.letter, "min": self.lo, "max": self.hi, "why": self.why},
             "buckets": [{"min": b.lo, "max": b.hi, **b.plan.to_dict()} for b in self.buckets],
             "smem_bytes": self.smem_bytes,
-            "tuned": self.tuned,
+            "tuned": [b.plan.tuned for b in self.buckets if b.plan.tuned] or None,
         }
 
 
@@ -247,7 +247,7 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
 
 def _same_kernels(a: Plan, b: Plan) -> bool:
     """The same family and tiling choices (sizes aside): one kernel made for the larger serves both. Only
-    the primaries count: a misaligned-pointer fallback is replanned for the merged bucket."""
+    the primaries count: the larger range's misaligned-pointer fallback serves the merged range too."""
     def key(plan: Plan) -> tuple:
         return plan.family, sorted(plan.primary.assignment.items()), plan.fallback is None
     return key(a) == key(b)

@@ -150,8 +150,8 @@ def _run_time_ctx(spec: Spec, views: ProblemViews) -> dict:
     return {
         "dyn": {"letter": x, "lo": lo, "hi": hi, "unit": unit, "edges": []},
         "rows_at_run_time": lo < hi, "m_unit": unit, "m_param": ", index_t M", "m_arg": ", M",
-        "m_desc": f"{lo * unit}..{hi * unit} (run time: '{x}' = m in {lo}..{hi}" + (f", x {unit}" if unit > 1 else "")
-                  + ")",
+        "m_desc": f"{lo * unit}..{hi * unit} (at run time: m, the size of '{x}', in {lo}..{hi}"
+                  + (f", times {unit} rows" if unit > 1 else "") + ")",
     }
 
 
