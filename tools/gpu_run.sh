@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -44,6 +44,7 @@ if has verify || has bench || has sanitize; then
     dg gen "$W"/rss/*.yaml -o "$W/randgemv" --family gemv > "$OUT/gen_randgemv.txt" 2>&1;; esac
   case " $SETS " in *" decodegemv "*)  # the decode benchmarks with M <= 8 on the gemv family, whatever the model picks
     dg gen specs/bench/decode_[18]x*.yaml -o "$W/decodegemv" --family gemv > "$OUT/gen_decodegemv.txt" 2>&1 || echo "gen decode gemv failed";; esac
+  case " $SETS " in *" f32 "*) dg gen specs/f32/*.yaml -o "$W/f32" > "$OUT/gen_f32.txt" 2>&1 || echo "gen f32 failed";; esac
   case " $SETS " in *" randdyn "*)  # run-time M: random specs (half decode-shaped) with a row letter sized at run time
     dg random-specs "${RAND_DYN:-30}" -o "$W/rsd" --seed 31 --small-m-share 0.5 --dynamic-share 1.0 > /dev/null
     dg gen "$W"/rsd/*.yaml -o "$W/randdyn" > "$OUT/gen_randdyn.txt" 2>&1 || echo "gen random run-time M failed";; esac
