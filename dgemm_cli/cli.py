@@ -489,8 +489,10 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
         db = _tuning_db(db_path)[1]
-        entry = lookup(db, spec, target.name, None) if db["entries"] else None
-        click.echo(explain_text(spec, target, entry))
+        entry = lookup(db, spec, target.name, None) if db["entries"] and not spec.dynamic else None
+        buckets = bucket_entries(db, spec, target.name, None) if db["entries"] and spec.dynamic else {}
+        tuned = {b: tuned_plan(analyse(spec.rows_bucket(*b)), target, e) for b, e in buckets.items()}
+        click.echo(explain_text(spec, target, entry, tuned_buckets=tuned))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
         if dump_sass:

@@ -7,7 +7,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.constraints import ConstraintGraph
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.plan import BucketPlan, plan_buckets, plan_detail
+from dgemm_cli.plan import BucketPlan, Plan, plan_buckets, plan_detail
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import analyse, classify_letters
 
@@ -30,8 +30,10 @@ def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
     return out
 
 
-def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
-    """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it."""
+def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
+                 tuned_buckets: dict[tuple[int, int], Plan] | None = None) -> str:
+    """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it; `tuned_buckets`: for a
+    spec sized at run time, the measured plans of its buckets."""
     views = analyse(spec)
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
     out.append("## Letters")
@@ -65,7 +67,7 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None) -> str:
     for name, module in FAMILIES.items():
         out.append(f"  {name:<7} {module.SUMMARY}")
     if spec.dynamic:
-        out.extend(_bucket_lines(plan_buckets(views, arch)))
+        out.extend(_bucket_lines(plan_buckets(views, arch, tuned=tuned_buckets)))
         out.extend(_baseline_lines(views))
         return "\n".join(out)
     detail = plan_detail(views, arch)
@@ -116,6 +118,10 @@ def _bucket_lines(plan: BucketPlan) -> list[str]:
         p = b.plan
         out.append("")
         out.append(f"### {b.sizes(plan.letter)}: {p.family}: {p.primary.summary}")
+        if p.tuned:
+            t = p.tuned
+            out.append(f"  measured (deepgemm tune level {t['level']}, {t['gpu']}, {t['date']}): {t['us']:.4g} µs, "
+                       f"the fastest of {t['measured']} candidates")
         out.append(f"  {p.family_decision.summary()}")
         for r in p.family_decision.rejected:
             out.append(f"      {str(r.value):<10} rejected: {r.why}")

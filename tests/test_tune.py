@@ -245,3 +245,20 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
     assert all(b["tuned"] for b in plan["buckets"])
     assert isinstance(cli._tuned(load_db(db), parse_spec(doc), analyse(parse_spec(doc)), get_arch("sm_90a"),
                                  "NVIDIA H200"), BucketPlan)
+
+
+def test_explain_of_a_run_time_spec_shows_which_buckets_were_measured(tmp_path):
+    """gen and explain read the same database: explain lists each bucket, the measured ones with their time."""
+    from dgemm_cli.explain import explain_text
+    from dgemm_cli.tune import tuning_problems
+
+    doc = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 8}, "n": 256, "k": 512},
+           "operands": {"A": {"dtype": "f16"}, "B": {"dtype": "f16", "layout": "col"}, "C": {"dtype": "f16"}}}
+    spec = parse_spec(doc)
+    two = next(p for p in tuning_problems(spec) if p.name == "dyn_m2")
+    entry = _entry(two, winner_family="splitk", rank=1, us=7.5)
+    plan = tuned_plan(analyse(two), get_arch("sm_90a"), entry)
+    text = explain_text(spec, get_arch("sm_90a"), tuned_buckets={(2, 2): plan})
+    assert "1 of 5 buckets measured" in text
+    section = text[text.index("### m = 2:"):text.index("### m = 3:")]
+    assert "measured (deepgemm tune level 2" in section and "7.5 µs" in section and "splitk" in section
