@@ -74,21 +74,25 @@ if has indep; then
 fi
 if has sanitize; then
   # The smallest directories of each family among the random sets (cheap under the sanitizer): three
-  # Hopper, two splitk, two gemv.
+  # Hopper, two splitk, two gemv, two f32 (FFMA) cta kernels and two specs with run-time M.
   small=$("$PY" - $(sets none) <<'PYEOF'
 import json, pathlib, sys
-rows = {"hopper": [], "splitk": [], "gemv": []}
+rows = {"hopper": [], "splitk": [], "gemv": [], "ffma": [], "run-time": []}
 for root in sys.argv[1:]:
     for p in pathlib.Path(root).glob("*/plan.json"):
         plan = json.loads(p.read_text())["plan"]
         if "buckets" in plan:  # run-time M: the bucket of the largest size stands for the directory
             plan = plan["buckets"][-1]
+            rows["run-time"].append((plan["primary"].get("blocks") or plan["primary"].get("tiles", 0), str(p.parent)))
+            continue
         fam, prim = plan["family"], plan["primary"]
         if fam == "hopper":
             rows[fam].append((prim["tiles"] * prim["k_iters"], str(p.parent)))
+        elif fam == "cta" and prim.get("instruction") == "ffma":
+            rows["ffma"].append((prim["tiles"], str(p.parent)))
         elif fam in rows:
             rows[fam].append((prim["blocks"], str(p.parent)))
-keep = {"hopper": 3, "splitk": 2, "gemv": 2}
+keep = {"hopper": 3, "splitk": 2, "gemv": 2, "ffma": 2, "run-time": 2}
 print(" ".join(d for fam, n in keep.items() for _, d in sorted(rows[fam])[:n]))
 PYEOF
 )
