@@ -28,7 +28,6 @@ from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_gpus, find_nvcc, format_doctor
 from dgemm_cli.tune import (
     LEVEL3_CAP,
-    bucket_entries,
     default_db_path,
     load_db,
     lookup,
@@ -36,6 +35,7 @@ from dgemm_cli.tune import (
     merge,
     pick,
     save_db,
+    tuned_buckets,
     tuned_plan,
     tuning_problems,
 )
@@ -150,11 +150,8 @@ def _tuned(db: dict, spec, views, target, gpu: str | None) -> Plan | BucketPlan 
     if not spec.dynamic:
         entry = lookup(db, spec, target.name, gpu)
         return tuned_plan(views, target, entry) if entry else None
-    entries = bucket_entries(db, spec, target.name, gpu)
-    if not entries:
-        return None
-    tuned = {b: tuned_plan(analyse(spec.rows_bucket(*b)), target, e) for b, e in entries.items()}
-    return plan_buckets(views, target, tuned=tuned)
+    tuned = tuned_buckets(db, spec, target, gpu)
+    return plan_buckets(views, target, tuned=tuned) if tuned else None
 
 
 def _gen_summary(g) -> str:
@@ -490,8 +487,7 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
         target = get_arch(arch or spec.arch)
         db = _tuning_db(db_path)[1]
         entry = lookup(db, spec, target.name, None) if db["entries"] and not spec.dynamic else None
-        buckets = bucket_entries(db, spec, target.name, None) if db["entries"] and spec.dynamic else {}
-        tuned = {b: tuned_plan(analyse(spec.rows_bucket(*b)), target, e) for b, e in buckets.items()}
+        tuned = tuned_buckets(db, spec, target, None) if db["entries"] and spec.dynamic else {}
         click.echo(explain_text(spec, target, entry, tuned_buckets=tuned))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))

@@ -31,7 +31,7 @@ from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.solving import of_assignment, ranked
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, row_buckets
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, analyse
 
 FORMAT = "deepgemm-tuning-db"
 DB_VERSION = 1
@@ -179,6 +179,12 @@ def bucket_entries(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None) -
             size = sub.sizes[spec.run_time_letter[0]]
             out[(rt[1], rt[2]) if rt else (size, size)] = entry
     return out
+
+
+def tuned_buckets(db: dict[str, Any], spec: Spec, arch: Arch, gpu: str | None) -> dict[tuple[int, int], Plan]:
+    """The measured plans of a run-time spec's buckets (plan.plan_buckets takes them), by (first, last size)."""
+    return {b: tuned_plan(analyse(spec.rows_bucket(*b)), arch, e)
+            for b, e in bucket_entries(db, spec, arch.name, gpu).items()}
 
 
 def pick(measured: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -152,19 +152,27 @@ def test_tune_merges_databases(tmp_path):
     assert load_db(tmp_path / "team.json")["entries"]["k"]["name"] == spec.name
 
 
-def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypatch):
-    """The whole tune command in process, with the compiler and the GPU faked: builds are ok, each
-    candidate's harness "runs" at a time derived from its rank, one candidate fails verify."""
-    from click.testing import CliRunner
-
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """tune's compiler and GPU faked: one H200, every build ok; each test fakes the harness runs."""
     from dgemm_cli import cli
     from dgemm_cli.build import BuildResult
-    from dgemm_cli.run import HarnessRun
     from dgemm_cli.toolchain import GpuInfo
 
     monkeypatch.setattr(cli, "find_gpus", lambda: [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")])
     monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
     monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
+    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
+
+
+def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypatch, fake_gpu):
+    """The whole tune command in process, with the compiler and the GPU faked: builds are ok, each
+    candidate's harness "runs" at a time derived from its rank, one candidate fails verify."""
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli
+    from dgemm_cli.run import HarnessRun
+
 
     def fake_run(directory, harness, arch, args, env, timeout=None):
         ident = directory.name
@@ -178,7 +186,6 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
             report.update(ratio=0.5, baseline_us=us / 2, baseline_formulation="C^T=BA")
         return HarnessRun(directory, arch, 0, report, "")
     monkeypatch.setattr(cli, "run_harness", fake_run)
-    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(db), "-o",
@@ -191,17 +198,15 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
     assert (tmp_path / "w" / "square_bf16" / "cta-03" / "square_bf16.cu").is_file()
 
 
-def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(tmp_path, monkeypatch):
+def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(tmp_path, monkeypatch, fake_gpu):
     """Each bucket of the run-time size is a tuning problem of its own (ranges verified and timed at
     both ends, with --m); gen of the whole spec then takes every bucket's winner and merges neighbouring
     ranges whose winners agree."""
     from click.testing import CliRunner
 
     from dgemm_cli import cli
-    from dgemm_cli.build import BuildResult
     from dgemm_cli.plan import BucketPlan
     from dgemm_cli.run import HarnessRun
-    from dgemm_cli.toolchain import GpuInfo
     from dgemm_cli.tune import tuning_problems
 
     doc = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 32}, "n": 4096, "k": 4096},
@@ -211,9 +216,6 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
     assert [p.name for p in tuning_problems(parse_spec(doc))] == [
         "dyn_m1", "dyn_m2", "dyn_m3", "dyn_m4", "dyn_m5_8", "dyn_m9_16", "dyn_m17_32"]
 
-    monkeypatch.setattr(cli, "find_gpus", lambda: [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")])
-    monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
-    monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
     seen_m = {}
 
     def fake_run(directory, harness, arch, args, env, timeout=None):
@@ -226,7 +228,6 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
         rows = [{"m": 1, "us": us}, {"m": 2, "us": us}] if "--m" in args else []
         return HarnessRun(directory, arch, 0, {"us": us, "m_rows": rows, "ratio": 0.9}, "")
     monkeypatch.setattr(cli, "run_harness", fake_run)
-    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(path), "--level", "1", "--db", str(db), "-o",

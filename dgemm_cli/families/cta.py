@@ -601,7 +601,7 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
-          cost_us: float) -> TilePlan:
+              cost_us: float) -> TilePlan:
     bm, bn = a["block_m"], a["block_n"]
     tiles_m, tiles_n = math.ceil(views.m / bm), math.ceil(views.n / bn)
     tiles = views.batch * tiles_m * tiles_n
