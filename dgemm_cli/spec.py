@@ -32,6 +32,8 @@ OPERANDS = ("A", "B", "C")
 
 TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue"}
 OUTPUT_VIEW = "D"  # the output view when it differs from the C that beta reads (cuBLASLt's C/D split)
+# The operands after A, B, C, in the C API's order: the output view, then the epilogue's views.
+EXTRA_OPERANDS = (OUTPUT_VIEW, "bias", "scale", "residual")
 # Epilogue steps, applied in order to t = alpha * (A.B) + beta * C (cuBLASLt's order). docs/DESIGN.md has
 # the activations' formulas.
 ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
@@ -135,7 +137,23 @@ class Spec:
         return (self.A, self.B, self.C)
 
     def operand(self, name: str) -> OperandView:
-        return {"A": self.A, "B": self.B, "C": self.C}[name]
+        if name in OPERANDS:
+            return {"A": self.A, "B": self.B, "C": self.C}[name]
+        return next(op for op in self.extra_operands if op.name == name)
+
+    @property
+    def extra_operands(self) -> tuple[OperandView, ...]:
+        """D and the epilogue's views (each kind at most once), in the C API's order: D, bias, scale,
+        residual. Each is a view over some of C's letters (all of them for D and residual)."""
+        views = {st.kind: st.view for st in self.epilogue if st.view is not None}
+        if self.D is not None:
+            views[OUTPUT_VIEW] = self.D
+        return tuple(views[x] for x in EXTRA_OPERANDS if x in views)
+
+    @property
+    def output(self) -> OperandView:
+        """The view the kernel writes: D when the spec has one, else C (read for beta and written)."""
+        return self.D if self.D is not None else self.C
 
     @property
     def run_time_letter(self) -> tuple[str, int, int] | None:
@@ -158,8 +176,10 @@ class Spec:
                 return op
             return replace(op, sizes=tuple(hi if y == x else n for y, n in zip(op.letters, op.sizes)))
 
+        epilogue = tuple(replace(st, view=resized(st.view)) if st.view is not None else st for st in self.epilogue)
         return replace(self, sizes={**self.sizes, x: hi}, A=resized(self.A), B=resized(self.B), C=resized(self.C),
-                       D=resized(self.D) if self.D is not None else None, dynamic={x: (lo, hi)} if lo < hi else {})
+                       D=resized(self.D) if self.D is not None else None, epilogue=epilogue,
+                       dynamic={x: (lo, hi)} if lo < hi else {})
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised spec in the contraction form, every default filled in; `parse_spec`
@@ -410,7 +430,9 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
         d = _operand(ctx, OUTPUT_VIEW, c.letters, sizes, op_maps[OUTPUT_VIEW], c.dtype, shorthand)
         d_key = "operands.D.byte_strides" if "byte_strides" in op_maps[OUTPUT_VIEW] else "operands.D.strides"
         _check_c_not_aliased(ctx, d, d_key)
-    epilogue = _epilogue(ctx, top.get("epilogue"), c, sizes)
+    epilogue = _epilogue(ctx, top.get("epilogue"), c, sizes, dynamic)
+    if d is not None:
+        _check_dynamic_strides(ctx, dynamic, sizes, d, op_maps[OUTPUT_VIEW], f"operands.{OUTPUT_VIEW}", shorthand)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
@@ -434,21 +456,30 @@ def _check_dynamic(ctx: _Ctx, dynamic: dict[str, tuple[int, int]], sizes: dict[s
     if x in b.letters or x not in a.letters or x not in c.letters:
         raise ctx.fail(where, f"'{x}' has a run-time size but is not a row letter (in A and C, not in B)",
                        "only the rows of A and C (M) may be sized at run time; give the other letters sizes")
-    smallest = dict(sizes, **{x: lo})
-    quiet = _Ctx(ctx.path)  # the views were read once already: no second round of notes
     for view in views:
-        again = _operand(quiet, view.name, view.letters, smallest, op_maps[view.name], view.dtype, shorthand)
-        if again.strides != view.strides:
-            given = next((k for k in ("layout", "strides", "byte_strides") if k in op_maps[view.name]),
-                         "layout" if shorthand == "gemm" else "strides")
-            raise ctx.fail(f"operands.{view.name}.{given}",
-                           f"{view.name}'s strides {list(view.strides)} depend on the run-time size of '{x}' "
-                           f"({list(again.strides)} when it is {lo})",
-                           f"give explicit strides (elements) that hold for every size, or a layout where '{x}' "
-                           "is the outermost dim")
+        _check_dynamic_strides(ctx, dynamic, sizes, view, op_maps[view.name], f"operands.{view.name}", shorthand)
 
 
-def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int]) -> tuple[EpilogueStep, ...]:
+def _check_dynamic_strides(ctx: _Ctx, dynamic: dict[str, tuple[int, int]], sizes: dict[str, int],
+                           view: OperandView, raw: dict[str, Any], key: str, shorthand: str) -> None:
+    """The strides worked out for the run-time letter's largest size must hold at its smallest."""
+    if not dynamic:
+        return
+    (x, (lo, _)), = dynamic.items()
+    quiet = _Ctx(ctx.path)  # the view was read once already: no second round of notes
+    again = _operand(quiet, view.name, view.letters, dict(sizes, **{x: lo}), raw, view.dtype, shorthand, key=key)
+    if again.strides != view.strides:
+        given = next((k for k in ("layout", "strides", "byte_strides") if k in raw),
+                     "layout" if shorthand == "gemm" else "strides")
+        raise ctx.fail(f"{key}.{given}",
+                       f"{view.name}'s strides {list(view.strides)} depend on the run-time size of '{x}' "
+                       f"({list(again.strides)} when it is {lo})",
+                       f"give explicit strides (elements) that hold for every size, or a layout where '{x}' "
+                       "is the outermost dim")
+
+
+def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int],
+              dynamic: dict[str, tuple[int, int]]) -> tuple[EpilogueStep, ...]:
     """The `epilogue:` list: each item one step, `{bias: {letters: n, ...}}`, `{activation: gelu_tanh}`,
     `{clamp: [lo, hi]}`, ... The views of bias / scale / residual take the operand keys (strides or
     byte_strides in their letters' order, offset, dtype (default C's), align); dense by default."""
@@ -480,8 +511,20 @@ def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int]) -> tup
                 raise ctx.fail(key, f"lo {lo} > hi {hi}", "give the lower bound first")
             steps.append(EpilogueStep(kind, clamp=(lo, hi)))
         else:
-            steps.append(EpilogueStep(kind, view=_epilogue_view(ctx, key, kind, value, c, sizes)))
+            earlier = next((j for j, st in enumerate(steps) if st.kind == kind), None)
+            if earlier is not None:
+                raise ctx.fail(key, f"a second {kind} step (the first is epilogue[{earlier}])",
+                               f"give one {kind} view (the C API takes one {kind} pointer); fold two into one "
+                               f"tensor over the union of their letters")
+            view = _epilogue_view(ctx, key, kind, value, c, sizes)
+            _check_dynamic_strides(ctx, dynamic, sizes, view, _view_keys(value), key, "contraction")
+            steps.append(EpilogueStep(kind, view=view))
     return tuple(steps)
+
+
+def _view_keys(value: dict[str, Any]) -> dict[str, Any]:
+    """An epilogue view's operand keys, without `letters:`."""
+    return {k: v for k, v in value.items() if k != "letters"}
 
 
 def _epilogue_view(ctx: _Ctx, key: str, kind: str, value: Any, c: OperandView,
