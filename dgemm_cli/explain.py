@@ -30,6 +30,28 @@ def _graph_lines(graph: ConstraintGraph, plan) -> list[str]:
     return out
 
 
+def _epilogue_lines(spec: Spec) -> list[str]:
+    """The fused epilogue: every family applies it to each output element (templates/common/_epilogue.j2)."""
+    out = ["## Epilogue (fused: applied to each output element before its one store)",
+           "  t = alpha * (A.B) + beta * C" + ("   (C read only when beta != 0)" if spec.beta
+                                              else "   (beta 0: C not read)")]
+    for i, st in enumerate(spec.epilogue):
+        if st.view is not None:
+            lacks = [x for x in spec.C.letters if x not in st.view.letters]
+            what = f"t {'*' if st.kind == 'scale' else '+'}= {st.kind}[{st.view.letters}]" + (
+                f"  (broadcast over {','.join(lacks)}: stride 0)" if lacks else "")
+        elif st.kind == "activation":
+            what = f"t = {st.activation}(t)"
+        else:
+            what = f"t = clamp(t, {st.clamp[0]}, {st.clamp[1]})  (NaN stays NaN)"
+        out.append(f"  {i + 1}. {what}")
+    target = spec.output
+    out.append(f"  -> {target.name}[{target.letters}] {target.dtype}"
+               + ("  (the output view D: C is only read)" if spec.D is not None else "  (in place over C)"))
+    out.append("")
+    return out
+
+
 def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
                  tuned_buckets: dict[tuple[int, int], Plan] | None = None) -> str:
     """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it; `tuned_buckets`: for a
@@ -47,7 +69,7 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.append(f"  {lc.letter}  size {lc.size:<8} {lc.description}")
     out.append("")
     out.append("## Views")
-    for op in spec.operands:
+    for op in (*spec.operands, *spec.extra_operands):
         out.append(f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "
                    f"offset {op.offset}  align {op.align} B  span {op.span} elements")
     out.append("")
@@ -63,6 +85,8 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
                    f"({f.vector_limit_aligned})" + (f"; broadcast over {','.join(f.broadcast)}" if f.broadcast else ""))
     out.append(f"  index math: {'64-bit (a span or role passes 2^31-1)' if views.needs_int64 else '32-bit'}")
     out.append("")
+    if spec.epilogue or spec.D is not None:
+        out.extend(_epilogue_lines(spec))
     out.append("## Kernel family")
     for name, module in FAMILIES.items():
         out.append(f"  {name:<7} {module.SUMMARY}")

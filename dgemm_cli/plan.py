@@ -63,7 +63,6 @@ class PlanDetail:
 
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
-    refuse_unrendered(views)
     gated = {name: module.gates(views, arch) for name, module in FAMILIES.items()}
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, module in FAMILIES.items():
@@ -71,17 +70,6 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
                 gated[name].append(("rows at run time", f"{name} kernels are compiled for one M; the family serves "
                                                         "only buckets of one size"))
     return gated
-
-
-def refuse_unrendered(views: ProblemViews) -> None:
-    """What the spec language accepts but no family renders yet: an epilogue and a separate output view
-    D are parsed and checked (spec.py), and refused here rather than silently dropped."""
-    spec = views.spec
-    what = [x for x, there in (("`epilogue:`", bool(spec.epilogue)), ("`operands.D`", spec.D is not None)) if there]
-    if what:
-        raise PlanError(f"{spec.source}: {' and '.join(what)} parsed and checked, but no kernel family renders "
-                        "epilogues or a separate output view yet (issue 8); leave them out and apply the epilogue "
-                        "after the kernel for now")
 
 
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
@@ -118,7 +106,6 @@ def needs_fallback(primary: Any) -> bool:
 
 def fallback_plan(views: ProblemViews, arch: Arch) -> Any:
     """The cta family's best plan, as a run-time fallback."""
-    refuse_unrendered(views)
     return as_fallback(best(FAMILIES[FALLBACK].problem(views, arch))[0])
 
 
@@ -221,7 +208,6 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
     run_time = spec.run_time_letter
     assert run_time is not None
     x, lo, hi = run_time
-    refuse_unrendered(views)
     tuned = tuned or {}
     buckets: list[RowsBucket] = []
     for blo, bhi in row_buckets(lo, hi):

@@ -27,7 +27,7 @@ from dgemm_cli.renderers import gemv as gemv_renderer
 from dgemm_cli.renderers import hopper as hopper_renderer
 from dgemm_cli.renderers import splitk as splitk_renderer
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import ROLE_HOLDERS, ProblemViews, analyse, role_of
+from dgemm_cli.views import ROLES, ProblemViews, analyse, role_holders, role_of
 
 
 def template_dir() -> Path:
@@ -57,6 +57,14 @@ class OperandCtx:
     align: int
     offset: int
     roles: tuple[str, ...]  # roles with segments that this operand holds
+    # How kernel code names the pointer: A, B, C are kernel arguments; D and the epilogue's views
+    # travel in the `ep` argument (struct Epilogue).
+    ptr: str = ""
+
+    @property
+    def tname(self) -> str:
+        """The operand's element type as the generated code names it: A_t, ..., D_t, Bias_t."""
+        return f"{self.name}_t" if self.name in "ABC" else EXTRA_TYPE[self.name]
 
     @property
     def zero(self) -> str:
@@ -86,8 +94,76 @@ class Generated:
 
 def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
     op = spec.operand(name)
-    roles = tuple(r for r in ("batch", "m", "n", "k") if name in ROLE_HOLDERS[r] and views.roles[r].segments)
-    return OperandCtx(name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, roles)
+    roles = tuple(r for r in ROLES if name in role_holders(r, spec) and views.roles[r].segments)
+    if name not in "ABC":  # a bias or scale is broadcast over the roles it lacks: no index math for them
+        roles = tuple(r for r in roles if any(seg.stride(name) for seg in views.roles[r].segments))
+    return OperandCtx(name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, roles,
+                      name if name in "ABC" else f"ep.{name}")
+
+
+# The C type name of each extra operand in the generated code (A_t, B_t, C_t for the others).
+EXTRA_TYPE = {"D": "D_t", "bias": "Bias_t", "scale": "Scale_t", "residual": "Residual_t"}
+
+
+def _signature(spec: Spec, ops: dict[str, OperandCtx]) -> str:
+    """The C entry point's parameters: A, B, C, [D], [bias], [scale], [residual], [m], alpha, beta, stream.
+    C is only read when the spec has an output view D."""
+    params = [f"const {ops['A'].ctype}* A", f"const {ops['B'].ctype}* B",
+              f"{'const ' if spec.D is not None else ''}{ops['C'].ctype}* C"]
+    params += [f"{'' if op.name == 'D' else 'const '}{ops[op.name].ctype}* {op.name}" for op in spec.extra_operands]
+    if spec.run_time_letter:
+        params.append("int64_t m")
+    return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
+
+
+def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
+    """`ep`: what the shared epilogue macros (templates/common/_epilogue.j2) apply after alpha/beta, or
+    None for a plain product; `ep_param` / `ep_arg` thread the `Epilogue ep` argument (D and the
+    epilogue's pointers) through every family's launch and kernel signatures, as m_param / m_arg do M."""
+    if not spec.extra_operands:
+        return {"ep": None, "ep_param": "", "ep_arg": ""}
+    steps = []
+    for st in spec.epilogue:
+        steps.append({"kind": st.kind, "op": ops[st.view.name] if st.view is not None else None,
+                      "activation": st.activation, "clamp": [_float_literal(x) for x in st.clamp or ()],
+                      "desc": _step_desc(st)})
+    extra = [ops[op.name] for op in spec.extra_operands]
+    return {
+        "ep": {"ops": extra, "steps": steps, "out": ops["D"] if spec.D is not None else ops["C"],
+               "has_d": spec.D is not None, "types": [(EXTRA_TYPE[o.name], o.ctype) for o in extra],
+               "activations": sorted({st.activation for st in spec.epilogue if st.activation})},
+        "ep_param": ", Epilogue ep", "ep_arg": ", ep",
+    }
+
+
+def _entry_ctx(spec: Spec) -> dict:
+    """What the entry point checks and passes: C is only read when the spec has D (`c_const`), and then it
+    may be null when beta == 0; the extra pointers travel as one `Epilogue` argument."""
+    extra = [op.name for op in spec.extra_operands]
+    run_time = bool(spec.run_time_letter)
+    args = "A, B, C" + (", m" if run_time else "") + (", ep" if extra else "") + ", alpha, beta, stream"
+    return {"c_const": "const " if spec.D is not None else "", "launch_args": args,
+            "ep_init": f"const Epilogue ep{{{', '.join(extra)}}};" if extra else "",
+            # The README's example call and buffer sizes (elements; at the largest run-time size).
+            "pointers": ", ".join(["A", "B", "C", *extra]),
+            "buffers": [{"name": op.name, "span": op.span} for op in (*spec.operands, *spec.extra_operands)]}
+
+
+def _step_desc(st) -> str:
+    """e.g. "t += bias[n]", "t = gelu_tanh(t)", "t = clamp(t, -1.0, 1.0)"."""
+    if st.view is not None:
+        return f"t {'*' if st.kind == 'scale' else '+'}= {st.kind}[{st.view.letters}]"
+    if st.kind == "activation":
+        return f"t = {st.activation}(t)"
+    return f"t = clamp(t, {st.clamp[0]}, {st.clamp[1]})"
+
+
+def _float_literal(x: float) -> str:
+    """A C float literal that reads back as x (clamp bounds)."""
+    text = repr(float(x))
+    if text in ("inf", "-inf"):
+        return text.replace("inf", "INFINITY")
+    return text + ("f" if "e" in text or "." in text else ".0f")
 
 
 def _segments_desc(seg, op: str) -> dict:
@@ -97,9 +173,9 @@ def _segments_desc(seg, op: str) -> dict:
 
 def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Arch) -> dict:
     """What every family's template and the shared files (header, harness, build files) use."""
-    ops = {x: _operand_ctx(spec, views, x) for x in "ABC"}
+    ops = {x: _operand_ctx(spec, views, x) for x in ("A", "B", "C", *(op.name for op in spec.extra_operands))}
     offset_fns = []
-    for x in "ABC":
+    for x in ops:
         for role in ops[x].roles:
             offset_fns.append({"op": x, "role": role,
                                "segments": [_segments_desc(s, x) for s in views.roles[role].segments]})
@@ -117,9 +193,10 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
                                          f"elem as promised ({f.vector_limit}), {f.vector_elems_aligned} if "
                                          f"16-byte aligned ({f.vector_limit_aligned})"})
     includes = sorted({INCLUDES[o.dtype] for o in ops.values() if o.dtype in INCLUDES})
-    run_time = spec.run_time_letter
-    sig = (f"const {ops['A'].ctype}* A, const {ops['B'].ctype}* B, {ops['C'].ctype}* C, "
-           + ("int64_t m, " if run_time else "") + "float alpha, float beta, cudaStream_t stream")
+    sig = _signature(spec, ops)
+    out = spec.output.name
+    out_along = "m" if views.roles["m"].segments and views.roles["m"].inner().stride(out) == 1 and not (
+        views.roles["n"].segments and views.roles["n"].inner().stride(out) == 1) else "n"
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
@@ -128,9 +205,10 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "roles": roles, "offset_fns": offset_fns, "signature": sig, "includes": includes,
         # Kernels that index tiles by batch move these operands' pointers to the batch's first element.
         "has_batch": bool(views.roles["batch"].segments),
-        "batch_ops": [ops[x] for x in "ABC" if "batch" in ops[x].roles],
-        # Element-wise stores of C walk its contiguous role (m or n), so that they coalesce.
-        "c_along": "m" if views.operands["C"].unit_role == "m" else "n",
+        "batch_ops": [o for o in ops.values() if "batch" in o.roles],
+        # Element-wise stores of the output (C, or D) walk its contiguous role (m or n), so that they coalesce.
+        "c_along": out_along,
+        **_epilogue_ctx(spec, ops), **_entry_ctx(spec),
         **_run_time_ctx(spec, views),
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
@@ -204,14 +282,13 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
                      + "-byte aligned views (the spec promises " + ", ".join(f"{x}: {promised[x]}" for x in checks)
                      + f"), else {plan.fallback.family}"),
         }
-    rows_at_run_time = bool(spec.dynamic)  # a range of the run-time letter: its kernels take m
     return {
         "bodies": bodies, "primary": bodies[0].namespace, "fallback": bodies[1].namespace if dispatch else None,
         "dispatch": dispatch,
         "when": None if bucket is None else (f"m == {bucket.lo}" if bucket.exact else f"m <= {bucket.hi}"),
         "sizes": None if bucket is None else bucket.sizes("m"),
         "summary": f"{plan.family}: {plan.primary.summary}",
-        "args": "A, B, C, m, alpha, beta, stream" if rows_at_run_time else "A, B, C, alpha, beta, stream",
+        "args": base["launch_args"],
     }
 
 

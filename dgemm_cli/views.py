@@ -13,6 +13,10 @@ Letters of size 1 never move an address and are dropped. A letter sized at run t
 analysed at its max) is the outermost letter of its role, so its size enters no index math but the
 role's extent.
 
+The output view D and the epilogue's views (bias, scale, residual) are views over C's letters: they
+hold C's roles (a letter a bias lacks is one it is broadcast over: stride 0) and take part in the
+merging, so that one (size, stride) walk addresses every tensor the epilogue touches.
+
 Per operand we record the facts the planner needs: which role is contiguous (stride 1 on its
 innermost segment), how wide a vector load may be along it, and how far the view reaches.
 """
@@ -25,6 +29,7 @@ from dgemm_cli.spec import DTYPE_BYTES, Spec
 
 ROLES = ("batch", "m", "n", "k")
 ROLE_HOLDERS = {"batch": ("A", "B", "C"), "m": ("A", "C"), "n": ("B", "C"), "k": ("A", "B")}
+C_ROLES = ("batch", "m", "n")  # C's roles: the output view D and the epilogue's views hold them too
 INT32_MAX = 2**31 - 1
 VECTOR_BYTES = 16  # widest single load/store (cp.async.cg, ld.global.v4)
 
@@ -121,13 +126,20 @@ def role_of(letter: str, spec: Spec) -> str:
     return "k"  # summed: in A and B, or in one input only (numpy sums it too)
 
 
+def role_holders(role: str, spec: Spec) -> tuple[str, ...]:
+    """The operands that hold `role`: A/B/C by the contraction, plus D and the epilogue's views for C's roles."""
+    extra = tuple(op.name for op in spec.extra_operands) if role in C_ROLES else ()
+    return ROLE_HOLDERS[role] + extra
+
+
 def letter_stride(spec: Spec, operand: str, letter: str) -> int:
     """Element stride of `letter` in `operand`. A summed letter the operand lacks is one it is
-    broadcast over: stride 0 (the only way a role holder can lack a letter of its role)."""
+    broadcast over: stride 0 (the only way a role holder can lack a letter of its role), and so is
+    a letter of C that a bias or scale view does not name."""
     op = spec.operand(operand)
     if letter in op.letters:
         return op.stride_of(letter)
-    assert role_of(letter, spec) == "k", f"{operand} lacks non-summed letter {letter}"
+    assert role_of(letter, spec) == "k" or operand not in "ABC", f"{operand} lacks non-summed letter {letter}"
     return 0
 
 
@@ -179,7 +191,7 @@ def merge_segments(letters: list[str], sizes: dict[str, int],
 
 
 def _role_view(role: str, spec: Spec) -> RoleView:
-    holders = ROLE_HOLDERS[role]
+    holders = role_holders(role, spec)
     letters = [x for x in spec.sizes if spec.sizes[x] > 1 and role_of(x, spec) == role]
     if not letters:
         return RoleView(role, (), 1, ())
@@ -253,5 +265,6 @@ def _vector_width(name: str, offset: int, align: int, elem: int, unit_role: str 
 def analyse(spec: Spec) -> ProblemViews:
     roles = {r: _role_view(r, spec) for r in ROLES}
     operands = {name: _operand_facts(name, spec, roles) for name in ("A", "B", "C")}
-    biggest = max([o.span for o in operands.values()] + [r.size for r in roles.values()])
+    spans = [o.span for o in operands.values()] + [op.span for op in spec.extra_operands]
+    biggest = max(spans + [r.size for r in roles.values()])
     return ProblemViews(spec, roles, operands, needs_int64=biggest > INT32_MAX)

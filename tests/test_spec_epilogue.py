@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dgemm_cli.arch import get_arch
-from dgemm_cli.errors import PlanError, SpecError
+from dgemm_cli.errors import SpecError
 from dgemm_cli.plan import make_plan
 from dgemm_cli.spec import ACTIVATIONS, parse_spec
 from dgemm_cli.views import analyse
@@ -71,7 +71,39 @@ def test_every_activation_is_accepted():
         assert _spec([{"activation": act}]).epilogue[0].activation == act
 
 
-def test_plan_refuses_what_no_family_renders_yet():
+def test_the_plan_takes_epilogues_and_an_output_view():
     for spec in (_spec([{"activation": "relu"}]), _spec(D={})):
-        with pytest.raises(PlanError, match="no kernel family renders epilogues"):
-            make_plan(analyse(spec), get_arch("sm_90a"))
+        assert make_plan(analyse(spec), get_arch("sm_90a")).kernels
+
+
+def test_a_second_view_step_of_one_kind_is_refused():
+    with pytest.raises(SpecError) as err:
+        _spec([{"scale": {"letters": "m"}}, {"scale": {"letters": "n"}}])
+    assert err.value.key == "epilogue[1].scale" and "the first is epilogue[0]" in str(err.value)
+
+
+def test_extra_operands_come_in_the_c_api_order():
+    s = _spec([{"residual": {}}, {"scale": {"letters": "m"}}, {"bias": {"letters": "n"}}], D={})
+    assert [op.name for op in s.extra_operands] == ["D", "bias", "scale", "residual"]
+    plain = _spec()
+    assert s.output is s.D and plain.output is plain.C
+
+
+@pytest.mark.parametrize("view, key", [
+    ({"residual": {"letters": "nm"}}, "epilogue[0].residual.strides"),  # m innermost: n's stride is m's size
+    ({"bias": {"letters": "nm"}}, "epilogue[0].bias.strides"),
+])
+def test_epilogue_strides_must_not_depend_on_a_run_time_size(view, key):
+    doc = {"name": "dyn", "dtype": "f16", "gemm": {"m": {"min": 1, "max": 64}, "n": 8, "k": 16},
+           "operands": {"B": {"layout": "col"}}, "epilogue": [view]}
+    with pytest.raises(SpecError) as err:
+        parse_spec(doc)
+    assert err.value.key == key and "depend on the run-time size" in str(err.value)
+
+
+def test_a_run_time_output_view_d_is_checked_too():
+    doc = {"name": "dyn", "dtype": "f16", "gemm": {"m": {"min": 1, "max": 64}, "n": 8, "k": 16},
+           "operands": {"D": {"layout": "col"}}}
+    with pytest.raises(SpecError) as err:
+        parse_spec(doc)
+    assert err.value.key == "operands.D.layout"

@@ -27,6 +27,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.errors import PlanError
 from dgemm_cli.families.solving import Problem, gated
+from dgemm_cli.spec import DTYPE_BYTES
 from dgemm_cli.views import ProblemViews, ViewSegment
 
 NAME = "hopper"
@@ -126,13 +127,14 @@ class HopperPlan:
     cost_us: float
     notes: tuple[str, ...] = field(default=())
     assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
+    c_operand: str = "C"  # the view the epilogue writes: C, or D when the spec has a separate output view
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
     @property
     def runtime_align(self) -> dict[str, int]:
         return {x: n for x, n in (("A", self.a.runtime_align), ("B", self.b.runtime_align),
-                                  ("C", self.c_runtime_align)) if n}
+                                  (self.c_operand, self.c_runtime_align)) if n}
 
     @property
     def summary(self) -> str:
@@ -177,7 +179,8 @@ def _outer(views: ProblemViews, role: str) -> tuple[ViewSegment, ...]:
 
 
 def _loop(seg: ViewSegment, role: str) -> LoopSegment:
-    return LoopSegment(seg.label, role, seg.size, {op: _stride(seg, op) for op in "ABC"})
+    # A, B, C always (0 where the operand lacks the role), and D and the epilogue's views where the spec has them.
+    return LoopSegment(seg.label, role, seg.size, {**{op: _stride(seg, op) for op in "ABC"}, **dict(seg.strides)})
 
 
 def tile_loops(views: ProblemViews) -> tuple[LoopSegment, ...]:
@@ -250,28 +253,30 @@ def tma_operand(views: ProblemViews, name: str, block_mn: int) -> TmaOperand | s
 
 
 def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
-    """(C's contiguous tiled role, elements per vector store, alignment to check at run time)."""
-    elem = views.operands["C"].elem_bytes
+    """(The output's contiguous tiled role, elements per vector store, alignment to check at run time).
+    The output is C, or D when the spec has a separate output view."""
+    out = views.spec.output
+    elem = DTYPE_BYTES[out.dtype]
     unit = None
     for role in ("n", "m"):
         seg = _inner(views, role)
-        if seg is not None and _stride(seg, "C") == 1:
+        if seg is not None and _stride(seg, out.name) == 1:
             unit = role
             break
     if unit is None:
         return None, 1, 0
-    others = [loop.stride["C"] for loop in tile_loops(views)]
+    others = [loop.stride[out.name] for loop in tile_loops(views)]
     other_role = "m" if unit == "n" else "n"
     seg = _inner(views, other_role)
     if seg is not None:
-        others.append(_stride(seg, "C"))
+        others.append(_stride(seg, out.name))
     vec = 16 // elem
     while vec > 1 and any(s % vec for s in others):
         vec //= 2
-    if views.spec.C.offset % vec:
+    if out.offset % vec:
         vec = 1
     need = vec * elem
-    return unit, vec, (need if views.spec.C.align < need and vec > 1 else 0)
+    return unit, vec, (need if out.align < need and vec > 1 else 0)
 
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
@@ -444,7 +449,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         m_inner=size["m"], n_inner=size["n"], k_inner=size["k"],
         m_inner_label=inner["m"].label if inner["m"] else "-", n_inner_label=inner["n"].label if inner["n"] else "-",
         k_inner_label=inner["k"].label if inner["k"] else "-",
-        c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align,
+        c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align, c_operand=views.spec.output.name,
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
         k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
         threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit),

@@ -48,16 +48,34 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool) -> dict:
     }
 
 
+def _inner_stride(views: ProblemViews, role: str, name: str) -> int:
+    segs = views.roles[role].segments
+    return dict(segs[-1].strides).get(name, 0) if segs else 0
+
+
+def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str) -> dict:
+    """How the store phase addresses one view over C's letters: its offset at a tile's loop indices and
+    (gm, gn), and its step along the output's vector (c_unit)."""
+    tile = "".join(f" + static_cast<long long>(tile.loop[{i}]) * {x.stride.get(name, 0)}"
+                   for i, x in enumerate(plan.tile_loops) if x.stride.get(name, 0))
+    sm, sn = _inner_stride(views, "m", name), _inner_stride(views, "n", name)
+    at = "".join(f" + static_cast<long long>({g}) * {st}" for g, st in (("gm", sm), ("gn", sn)) if st)
+    return {"name": name, "ptr": ptr, "at": (tile + at).removeprefix(" + ") or "0",
+            "unit": _inner_stride(views, plan.c_unit, name) if plan.c_unit else 0}
+
+
 def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
-    c_elem = DTYPE_BYTES[spec.C.dtype]
+    out = spec.output.name  # the view the epilogue writes: C, or D
+    c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
     ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
-    c_stride = {}
-    for role in ("m", "n"):
-        segs = views.roles[role].segments
-        c_stride[role] = dict(segs[-1].strides)["C"] if segs else 0
-    loops = [{"label": x.label, "size": x.size, "c_stride": x.stride["C"]} for x in plan.tile_loops]
+    c_stride = {role: _inner_stride(views, role, out) for role in ("m", "n")}
+    loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out]} for x in plan.tile_loops]
+    # The views the epilogue reads beside the output: C (for beta) when D is written, and the epilogue's.
+    ep = base["ep"]
+    reads = ([_view_at(views, plan, "C", "C")] if ep and ep["has_d"] else []) + [
+        _view_at(views, plan, o.name, o.ptr) for o in (ep["ops"] if ep else []) if o.name != "D"]
     kloops = [{"label": x.label, "size": x.size} for x in plan.k_loops]
     return {
         **base,
@@ -74,6 +92,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
         "ranks": sorted({ta["rank"], tb["rank"]}),
         "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
+        "out_ptr": "ep.D" if out == "D" else "C", "out_t": "D_t" if out == "D" else "C_t", "ep_reads": reads,
         "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""),
         "epi_cols": EPI_COLS, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
@@ -95,7 +114,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "
                          + ", ".join(x.label for x in plan.k_loops))
-    decisions.append(f"C: {plan.c_vec}-element vector stores along {plan.c_unit or 'nothing (scalar stores)'}, "
+    decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
+                     f"{plan.c_unit or 'nothing (scalar stores)'}, "
                      f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup")
     decisions.extend(plan.notes)
     decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
