@@ -1,0 +1,203 @@
+"""Epilogue fusion (issue 8), kernel side: the views of D and the epilogue, every family's rendering of
+the steps, the C API's argument order, and a spec without an epilogue rendering byte-identical to
+before the epilogue existed. The GPU checks (verify, bench) run through the harness."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.plan import make_plan
+from dgemm_cli.render import render_sources
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.views import analyse
+
+from .conftest import REPO
+from .test_build import nvcc_or_skip
+
+# sha256 (first 16 hex digits) of the kernel source and header of specs without an epilogue, rendered at
+# cca8d2f, the commit before the epilogue reached the templates: one spec per family (hopper, cta with
+# mma.sync, cta with FFMA, gemv) and one with run-time M (splitk, gemv and cta buckets). A change here is
+# a change to every generated kernel: refresh the digests only on purpose.
+BEFORE_EPILOGUE = {
+    "square_bf16": ("245dcbad613218af", "9f8ad9a689d03dec"),
+    "odd_tails": ("8e792163db650e83", "02c46a4d6264c150"),
+    "nhwc_padded_f32": ("88a193848e3cc13d", "ae26a6c26a45f616"),
+    "decode_qk": ("065ede1836f1e513", "8507a39ad780908f"),
+    "decode_dynamic": ("f802bb6631ad3e67", "a9906a0b66264684"),
+    "conv1x1_nchw": ("44385a71f3be96b5", "b1f9b589b76fab45"),
+}
+
+
+def _render(spec, family=None, arch="sm_90a"):
+    views = analyse(spec)
+    return render_sources(spec, views, make_plan(views, get_arch(arch), family), plan_baseline(views),
+                          get_arch(arch))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE_EPILOGUE))
+def test_a_spec_without_epilogue_renders_as_before(name):
+    spec = load_spec(REPO / "specs" / f"{name}.yaml")
+    files = _render(spec)
+    assert (_digest(files[f"{name}.cu"]), _digest(files[f"{name}.h"])) == BEFORE_EPILOGUE[name]
+
+
+# Every step, an output view D in another layout, a bias of another dtype, odd sizes: the families
+# below each take it (hopper needs 16-byte k strides, so K = 264; gemv and splitk need few rows).
+def _full_spec(m=301, n=520, k=264, **extra):
+    doc = {"name": "ep_all", "dtype": "f16", "gemm": {"m": m, "n": n, "k": k}, "alpha": 0.75, "beta": 0.5,
+           "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"},
+                        "D": {"layout": "col"}},
+           "epilogue": [{"scale": {"letters": "m"}}, {"bias": {"letters": "n", "dtype": "f32"}},
+                        {"activation": "gelu_erf"}, {"residual": {"strides": [n, 1]}}, {"clamp": [-4.0, 4.0]}]}
+    doc.update(extra)
+    return parse_spec(doc)
+
+
+FAMILY_SPECS = {"hopper": _full_spec(), "cta": _full_spec(), "splitk": _full_spec(m=24), "gemv": _full_spec(m=3)}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_SPECS))
+def test_every_family_applies_the_steps_in_order_and_writes_d(family):
+    spec = FAMILY_SPECS[family]
+    cu = _render(spec, family)["ep_all.cu"]
+    assert f"family = {family}" in cu
+    # The steps, in the spec's order, in each place that produces an output element.
+    order = [r"t \*= __half2float\(ep\.scale\[", r"t \+= ep\.bias\[", r"t = act_gelu_erf\(t\);",
+             r"t \+= __half2float\(ep\.residual\[", r"t = t < -4\.0f \? -4\.0f : \(t > 4\.0f \? 4\.0f : t\);"]
+    blocks = re.findall(r"float t = alpha \* \(.*?\);\n(.*?)\n\s*([^\n]+?) = __float2half_rn\(t\);", cu, re.S)
+    assert blocks, "no epilogue block"
+    for body, dst in blocks:
+        where = [re.search(p, body) for p in order]
+        assert all(where) and [w.start() for w in where] == sorted(w.start() for w in where), body
+        assert "D" in dst or dst.startswith("p[") or dst.startswith("packed[")
+    # C is only read, for beta; D is written.
+    assert re.search(r"if \(beta != 0\.0f\) t = fmaf\(beta, __half2float\(C\[", cu)
+    assert "const C_t* __restrict__ C" in cu
+    assert "act_gelu_erf" in cu and "act_silu" not in cu  # only the activations the spec uses
+
+
+def test_hopper_writes_d_through_its_own_vector_path():
+    spec = _full_spec(operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "col"},
+                                "D": {"layout": "row", "align": 16}})
+    cu = _render(spec, "hopper")["ep_all.cu"]
+    # D is n-contiguous: 8-element vectors along n, each element through the steps, then one 16-byte store.
+    assert "D_t* const p = ep.D + c_tile" in cu and "alignas(16) D_t packed[8];" in cu
+    assert "previous" not in cu  # C is not the output: its old values are read element by element
+    assert re.search(r"t \+= ep\.bias\[bias_at \+ e \* 1\]", cu)
+
+
+def test_the_c_api_takes_the_extra_pointers_in_order():
+    spec = _full_spec(gemm={"m": {"min": 1, "max": 64}, "n": 520, "k": 264},
+                      operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"},
+                                "D": {"layout": "row"}})
+    files = _render(spec)
+    signature = ("cudaError_t ep_all(const __half* A, const __half* B, const __half* C, __half* D, const float* bias, "
+                 "const __half* scale, const __half* residual, int64_t m, float alpha, float beta, "
+                 "cudaStream_t stream);")
+    assert signature in files["ep_all.h"]
+    order = "Arguments in this order: A, B, C, then D, bias, scale, residual, m, alpha, beta, stream."
+    assert order in files["ep_all.h"]
+    cu = files["ep_all.cu"]
+    assert "if (D == nullptr || bias == nullptr || scale == nullptr || residual == nullptr)" in cu
+    assert "(C == nullptr && beta != 0.0f)" in cu  # C is only read: null is fine when beta is 0
+    assert "!aligned(bias, 4)" in cu
+    assert "const Epilogue ep{D, bias, scale, residual};" in cu
+    assert "ep_all(A, B, C, D, bias, scale, residual, /*m=*/rows" in files["README.md"]
+
+
+def test_without_d_the_output_is_c_in_place():
+    spec = parse_spec({"name": "lin", "dtype": "bf16", "gemm": {"m": 64, "n": 256, "k": 128},
+                       "operands": {"B": {"layout": "col"}},
+                       "epilogue": [{"bias": {"letters": "n"}}, {"activation": "relu"}]})
+    for family in ("cta", "splitk", "hopper"):
+        cu = _render(spec, family)["lin.cu"]
+        assert "C_t* __restrict__ C" in cu and "const C_t* __restrict__ C" not in cu
+        assert "t = act_relu(t);" in cu
+        assert "float act_relu(float t) { return t < 0.0f ? 0.0f : t; }" in cu  # NaN stays NaN
+        assert "D_t" not in cu
+
+
+def test_a_batched_epilogue_view_moves_with_the_batch():
+    # A per-(batch, n) bias of a batched GEMM: the kernel moves ep.bias to the batch's first element.
+    spec = parse_spec({"name": "bb", "dtype": "f16", "gemm": {"batch": 3, "m": 40, "n": 72, "k": 32},
+                       "epilogue": [{"bias": {"letters": "bn"}}]})
+    cu = _render(spec, "cta")["bb.cu"]
+    assert "ep.bias += bias_batch_offset(batch);" in cu and "bias_n_offset(gn)" in cu
+    assert "bias_m_offset" not in cu  # broadcast over m: no index math for it
+
+
+def test_an_epilogue_view_that_breaks_a_merge_splits_the_segment():
+    # C is NCHW-dense (h, w merge), the residual is NHWC: h and w stop chaining in it.
+    spec = parse_spec({"name": "cv", "dtype": "bf16", "contraction": "nchw,kc->nkhw",
+                       "sizes": {"n": 2, "c": 16, "h": 5, "w": 6, "k": 8},
+                       "operands": {"A": {"strides": [480, 30, 6, 1]}},
+                       "epilogue": [{"residual": {"letters": "nhwk"}}]})
+    segments = [s.letters for s in analyse(spec).roles["m"].segments]
+    assert segments == [("n",), ("h", "w")]  # h, w still chain in NHWC (h = w * 6 steps of k = 8)
+    spec = parse_spec({"name": "cv", "dtype": "bf16", "contraction": "nchw,kc->nkhw",
+                       "sizes": {"n": 2, "c": 16, "h": 5, "w": 6, "k": 8},
+                       "operands": {"A": {"strides": [480, 30, 6, 1]}},
+                       "epilogue": [{"residual": {"letters": "nwhk"}}]})
+    segments = [s.letters for s in analyse(spec).roles["m"].segments]
+    assert ("h",) in segments and ("w",) in segments  # transposed h, w: no merge
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_segments_address_every_epilogue_view_like_its_strides(data):
+    """For any subset of C's letters in any order, with any strides, walking a role's merged segments gives
+    each view the same element offset as summing its per-letter strides."""
+    sizes = {"b": data.draw(st.integers(1, 3)), "h": data.draw(st.integers(1, 4)), "w": data.draw(st.integers(1, 4)),
+             "n": data.draw(st.integers(1, 5)), "k": 3}
+    letters = data.draw(st.lists(st.sampled_from("bhwn"), min_size=1, max_size=4, unique=True))
+    strides = [data.draw(st.integers(0, 40)) for _ in letters]
+    view = {"letters": "".join(letters), "strides": strides}
+    spec = parse_spec({"name": "p", "dtype": "f32", "contraction": "bhwk,bkn->bhwn", "sizes": sizes,
+                       "epilogue": [{"scale": view}]})
+    views = analyse(spec)
+    stride_of = dict(zip(letters, strides))
+    c_letters = [x for x in "bhwn" if sizes[x] > 1]
+    for idx in itertools.product(*(range(sizes[x]) for x in c_letters)):
+        at = dict(zip(c_letters, idx))
+        direct = sum(at[x] * stride_of.get(x, 0) for x in c_letters)
+        walked = 0
+        for rv in views.roles.values():
+            for seg in rv.segments:
+                if "scale" not in dict(seg.strides):
+                    continue
+                flat = 0
+                for x in seg.letters:  # outer -> inner: the segment's index
+                    flat = flat * sizes[x] + at[x]
+                walked += flat * seg.stride("scale")
+        assert walked == direct
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILY_SPECS))
+def test_every_family_compiles_with_the_epilogue_without_spills(family, tmp_path):
+    nvcc = nvcc_or_skip()
+    src = tmp_path / "ep_all.cu"
+    files = _render(FAMILY_SPECS[family], family)
+    for name in ("ep_all.cu", "ep_all.h"):
+        (tmp_path / name).write_text(files[name])
+    out = subprocess.run([*nvcc.compile_prefix(), "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
+                          "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "ep_all.o")],
+                         capture_output=True, text=True, env=nvcc.run_env(os.environ))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "warning" not in out.stderr.lower()
+    spills = re.findall(r"(\d+) bytes spill stores", out.stderr)
+    assert spills and all(s == "0" for s in spills), out.stderr[-2000:]
