@@ -6,7 +6,8 @@ stride-0 broadcast on inputs, byte strides, alpha/beta. A share of the contracti
 numpy.einsum accepts beyond `ab,bc->ac`: no output letters (a full reduction), summed letters in one
 input only, an input with no letters (a scalar) and the implicit output (no `->`). Sizes are redrawn
 until the problem stays small enough to verify in well under a second. A share may size one row letter
-at run time (`{min, max}`, its strides drawn for the max).
+at run time (`{min, max}`, its strides drawn for the max). A share gets a fused epilogue: bias, scale and
+residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ MAX_FLOPS = 2e9
 TMA_SHARE = 0.35  # specs whose views a TMA tensor map can take (16-byte strides), sized for the Hopper family
 SMALL_M_SHARE = 0.0  # decode-shaped specs (M <= 64, long K) for the small-M split-K family
 DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`): one kernel a bucket of sizes
+# Specs that get an `epilogue:` (and sometimes an output view D). Drawn from a generator of their own, seeded
+# by the spec's name, so that the share never changes the products the other draws give.
+EPILOGUE_SHARE = 0.3
+ACTIVATION_NAMES = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -98,11 +103,74 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 
 
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
-                small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE) -> dict:
+                small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
+                epilogue_share: float = EPILOGUE_SHARE) -> dict:
     spec = _fixed_spec(rng, name, tma_share, small_m_share)
     if rng.random() < dynamic_share:
         _size_a_row_at_run_time(spec, rng)
+    own = random.Random(f"{name}/epilogue")
+    if own.random() < epilogue_share:
+        _add_epilogue(spec, own)
     return spec
+
+
+def _c_letters_and_sizes(spec: dict) -> tuple[str, dict[str, int]]:
+    """C's letters (in C's order) and every letter's largest size, from a spec dict."""
+    if "gemm" in spec:
+        g = spec["gemm"]
+        sizes = {x: (v["max"] if isinstance(v, dict) else v) for x, v in g.items()}
+        return ("bmn" if "batch" in g else "mn"), {"b" if x == "batch" else x: n for x, n in sizes.items()}
+    sizes = {x: (v["max"] if isinstance(v, dict) else v) for x, v in spec["sizes"].items()}
+    inputs, arrow, out = spec["contraction"].partition("->")
+    if not arrow:
+        every = inputs.replace(",", "")
+        out = "".join(sorted(x for x in every if every.count(x) == 1))
+    return out, sizes
+
+
+def _add_epilogue(spec: dict, rng: random.Random) -> None:
+    """1 to 5 steps in a random order, each view with explicit strides (so that a run-time-sized letter's
+    strides hold for every size), sometimes another dtype, an offset or a 16-byte promise; sometimes an
+    output view D in its own memory order."""
+    c_letters, sizes = _c_letters_and_sizes(spec)
+    dtypes = ["f16", "bf16", "f32"]
+
+    def view(letters: str) -> dict:
+        v: dict = {"letters": letters, "strides": _strides(letters, sizes, rng, broadcast=True)}
+        if rng.random() < 0.3:
+            v["dtype"] = rng.choice(dtypes)
+        if rng.random() < 0.25:
+            v["offset"] = rng.randint(1, 19)
+        return v
+
+    def some_letters() -> str:
+        picked = [x for x in c_letters if rng.random() < 0.5] or [rng.choice(c_letters)]
+        rng.shuffle(picked)
+        return "".join(picked)
+
+    kinds = ["activation", "clamp", "residual"] + (["bias", "scale"] if c_letters else [])
+    chosen = rng.sample(kinds, rng.randint(1, len(kinds)))
+    steps: list[dict] = []
+    for kind in chosen:
+        if kind == "activation":
+            steps.append({"activation": rng.choice(ACTIVATION_NAMES)})
+        elif kind == "clamp":
+            lo = round(rng.uniform(-2.0, 0.5), 3)
+            steps.append({"clamp": [lo, round(lo + rng.uniform(0.0, 2.5), 3)]})
+        elif kind == "residual":
+            order = list(c_letters)
+            rng.shuffle(order)
+            steps.append({"residual": view("".join(order))})
+        else:
+            steps.append({kind: view(some_letters())})
+    spec["epilogue"] = steps
+    if rng.random() < 0.3:
+        d: dict = {"strides": _strides(c_letters, sizes, rng, broadcast=False)}
+        if rng.random() < 0.3:
+            d["dtype"] = rng.choice(dtypes)
+        if rng.random() < 0.3:
+            d["align"] = 16
+        spec["operands"]["D"] = d
 
 
 def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
@@ -175,10 +243,11 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
     return spec
 
 
-def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE,
-                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE) -> list[dict]:
+def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_share: float = SMALL_M_SHARE,
+                 dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE) -> list[dict]:
     rng = random.Random(seed)
-    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share) for i in range(count)]
+    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share)
+            for i in range(count)]
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:

@@ -201,3 +201,22 @@ def test_every_family_compiles_with_the_epilogue_without_spills(family, tmp_path
     assert "warning" not in out.stderr.lower()
     spills = re.findall(r"(\d+) bytes spill stores", out.stderr)
     assert spills and all(s == "0" for s in spills), out.stderr[-2000:]
+
+
+def test_random_epilogues_leave_the_products_alone_and_every_one_plans():
+    from dgemm_cli.randspec import random_specs
+
+    with_ep = random_specs(60, 3, small_m_share=0.2, dynamic_share=0.3, epilogue_share=1.0)
+    without = random_specs(60, 3, small_m_share=0.2, dynamic_share=0.3, epilogue_share=0.0)
+    kinds, outputs = set(), 0
+    for a, b in zip(with_ep, without):
+        d = a["operands"].pop("D", None)
+        outputs += d is not None
+        steps = a.pop("epilogue")
+        assert a == b  # the share never changes the product
+        spec = parse_spec({**a, "epilogue": steps, "operands": {**a["operands"], **({"D": d} if d else {})}})
+        kinds |= {st.kind for st in spec.epilogue}
+        views = analyse(spec)
+        if not spec.dynamic:
+            assert make_plan(views, get_arch("sm_90a")).kernels
+    assert kinds == {"bias", "scale", "activation", "clamp", "residual"} and outputs >= 5

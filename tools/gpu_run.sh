@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views; epilogue: specs/epilogue; randep / randeptma: RAND_EP random specs with fused epilogues / RAND_EP_TMA TMA-friendly ones on hopper)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -45,6 +45,13 @@ if has verify || has bench || has sanitize; then
   case " $SETS " in *" decodegemv "*)  # the decode benchmarks with M <= 8 on the gemv family, whatever the model picks
     dg gen specs/bench/decode_[18]x*.yaml -o "$W/decodegemv" --family gemv > "$OUT/gen_decodegemv.txt" 2>&1 || echo "gen decode gemv failed";; esac
   case " $SETS " in *" f32 "*) dg gen specs/f32/*.yaml -o "$W/f32" > "$OUT/gen_f32.txt" 2>&1 || echo "gen f32 failed";; esac
+  case " $SETS " in *" epilogue "*) dg gen specs/epilogue/*.yaml -o "$W/epilogue" > "$OUT/gen_epilogue.txt" 2>&1 || echo "gen epilogue failed";; esac
+  case " $SETS " in *" randep "*)  # fused epilogues on every random spec (the default sets give a share of them)
+    dg random-specs "${RAND_EP:-60}" -o "$W/rse" --seed 41 --small-m-share 0.25 --dynamic-share 0.2 --epilogue-share 1.0 > /dev/null
+    dg gen "$W"/rse/*.yaml -o "$W/randep" > "$OUT/gen_randep.txt" 2>&1 || echo "gen random epilogue failed";; esac
+  case " $SETS " in *" randeptma "*)  # the same on TMA-friendly views, planned with the hopper family
+    dg random-specs "${RAND_EP_TMA:-30}" -o "$W/rset" --seed 43 --tma-share 1.0 --epilogue-share 1.0 > /dev/null
+    dg gen "$W"/rset/*.yaml -o "$W/randeptma" --family hopper > "$OUT/gen_randeptma.txt" 2>&1 || echo "gen random epilogue tma failed";; esac
   case " $SETS " in *" randdyn "*)  # run-time M: random specs (half decode-shaped) with a row letter sized at run time
     dg random-specs "${RAND_DYN:-30}" -o "$W/rsd" --seed 31 --small-m-share 0.5 --dynamic-share 1.0 > /dev/null
     dg gen "$W"/rsd/*.yaml -o "$W/randdyn" > "$OUT/gen_randdyn.txt" 2>&1 || echo "gen random run-time M failed";; esac
@@ -74,13 +81,17 @@ if has indep; then
 fi
 if has sanitize; then
   # The smallest directories of each family among the random sets (cheap under the sanitizer): three
-  # Hopper, two splitk, two gemv, two f32 (FFMA) cta kernels and two specs with run-time M.
+  # Hopper, two splitk, two gemv, two f32 (FFMA) cta kernels, two specs with run-time M and three with epilogues.
   small=$("$PY" - $(sets none) <<'PYEOF'
 import json, pathlib, sys
-rows = {"hopper": [], "splitk": [], "gemv": [], "ffma": [], "run-time": []}
+rows = {"hopper": [], "splitk": [], "gemv": [], "ffma": [], "run-time": [], "epilogue": []}
 for root in sys.argv[1:]:
     for p in pathlib.Path(root).glob("*/plan.json"):
-        plan = json.loads(p.read_text())["plan"]
+        doc = json.loads(p.read_text())
+        plan = doc["plan"]
+        if "epilogue" in doc["spec"] and "buckets" not in plan:  # fused epilogues: any family, fixed size
+            prim = plan["primary"]
+            rows["epilogue"].append((prim.get("blocks") or prim.get("tiles", 0), str(p.parent)))
         if "buckets" in plan:  # run-time M: the bucket of the largest size stands for the directory
             plan = plan["buckets"][-1]
             rows["run-time"].append((plan["primary"].get("blocks") or plan["primary"].get("tiles", 0), str(p.parent)))
@@ -92,12 +103,13 @@ for root in sys.argv[1:]:
             rows["ffma"].append((prim["tiles"], str(p.parent)))
         elif fam in rows:
             rows[fam].append((prim["blocks"], str(p.parent)))
-keep = {"hopper": 3, "splitk": 2, "gemv": 2, "ffma": 2, "run-time": 2}
+keep = {"hopper": 3, "splitk": 2, "gemv": 2, "ffma": 2, "run-time": 2, "epilogue": 3}
 print(" ".join(d for fam, n in keep.items() for _, d in sorted(rows[fam])[:n]))
 PYEOF
 )
   conv="$W/bench/conv_nchw_32x64x56x56_k64"
-  for d in $small $( [ -d "$conv" ] && echo "$conv" ); do
+  # SANITIZE_DIRS: more directories (e.g. one a bug report names).
+  for d in $small $( [ -d "$conv" ] && echo "$conv" ) ${SANITIZE_DIRS:-}; do
     n=$(basename "$d")
     for tool in memcheck racecheck synccheck; do
       timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "$d/build/sm_90a/${n}_harness" verify --seeds 1 --samples 16 \
