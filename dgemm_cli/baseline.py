@@ -17,6 +17,14 @@ uses the fastest. Only when none exists do operands go through a dense temp (the
 user would do): A and B gathered before the GEMM, C computed into a temp and scattered back
 (gathered first when beta != 0), the copies timed with the GEMM.
 
+A spec with an output view D or an epilogue is planned as the product alone written into the output
+view (D when the spec has one: cuBLAS has no separate output view, so it writes alpha * A.B into D with
+beta 0); the harness follows each GEMM with one elementwise kernel of its own (`epilogue =
+"elementwise"`) that adds beta * C (with D) and applies the steps, reading the epilogue's views through
+their strides: the cheapest thing a user without a fused epilogue runs. Where a library has the epilogue
+fused (cuBLASLt's BIAS / RELU_BIAS / GELU_BIAS), `alternative` names a harness-side baseline that is
+timed beside it, and the faster wins.
+
 A spec whose row letter is sized at run time (`Spec.dynamic`) is planned at the letter's max. The
 views put that letter outermost in the m role, so it is the outermost letter of the first m segment
 and that segment's size is m times a constant: a count (m, n, k, batch), a dense temp's batch stride
@@ -31,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment
+from dgemm_cli.spec import Spec
+from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment, analyse
 
 MATRIX_ROLES = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
 # cublasGemmEx type combinations with CUBLAS_COMPUTE_32F that deepgemm's dtypes can hit.
@@ -78,14 +87,31 @@ class CublasCall:
 
 
 @dataclass(frozen=True)
+class EpilogueAlternative:
+    """Another baseline for a spec with an epilogue, timed beside cuBLAS + the harness's elementwise kernel
+    (the faster is the baseline): a header shipped next to the harness (e.g. "dg_cublaslt.cuh") that
+    defines a class derived from dg_harness.cuh's DgAltBaseline; the generated harness constructs one as
+    `cls ctor_args` (e.g. `DgCublasLtBaseline` and `(kProblem)`) and hands it to dg_harness_main."""
+
+    header: str
+    cls: str
+    ctor_args: str
+    why: str  # one line for the harness's comment
+
+
+@dataclass(frozen=True)
 class CublasPlan:
     available: bool
     kind: str  # "cublas", "copy+cublas", or "unavailable: <why>"
     why: str
+    # The operands of the GEMM: A, B and its output (D when the spec has one, else C).
     copy: tuple[bool, bool, bool] = (False, False, False)
     views: tuple[StridedView, StridedView, StridedView] = field(
         default=(StridedView((), ()), StridedView((), ()), StridedView((), ())))
     calls: tuple[CublasCall, ...] = ()  # the formulations the harness times; the fastest is the baseline
+    # "elementwise": the harness's elementwise kernel follows each GEMM (the spec has steps, or D with beta != 0).
+    epilogue: str | None = None
+    alternative: EpilogueAlternative | None = None  # a fused-epilogue baseline timed beside it, where one applies
 
 
 @dataclass(frozen=True)
@@ -226,8 +252,42 @@ def _run_time_letter(views: ProblemViews) -> str | None:
     return letter
 
 
+def gemm_spec(spec: Spec) -> Spec:
+    """The product alone, written into the spec's output view (D renamed C): what cuBLAS computes. A spec
+    without D or an epilogue is returned as it is."""
+    if spec.D is None and not spec.epilogue:
+        return spec
+    return replace(spec, C=replace(spec.output, name="C"), D=None, epilogue=())
+
+
+def needs_elementwise(spec: Spec) -> bool:
+    """Whether the baseline follows the GEMM with the harness's elementwise kernel: for the steps, or for
+    beta * C when the GEMM wrote D (dg_harness.cuh's dg_needs_elementwise says the same)."""
+    return bool(spec.epilogue) or (spec.D is not None and spec.beta != 0)
+
+
 def plan_baseline(views: ProblemViews) -> CublasPlan:
-    """cuBLAS's formulations of the problem (at the run-time letter's max; see the module comment)."""
+    """cuBLAS's formulations of the problem (at the run-time letter's max; see the module comment); for a
+    spec with D or an epilogue, those of the product into the output view, then the elementwise kernel."""
+    spec = views.spec
+    gemm = gemm_spec(spec)
+    if gemm is spec:
+        return _plan_gemm(views)
+    # The epilogue's views take part in the kernel's segment merging; cuBLAS sees the product alone.
+    plan = _plan_gemm(analyse(gemm))
+    if spec.D is not None:  # the GEMM's output is D: say so in each formulation ("D=AB m=...")
+        plan = replace(plan, calls=tuple(replace(c, desc="D" + c.desc[1:]) for c in plan.calls))
+    plan = replace(plan, epilogue="elementwise" if needs_elementwise(spec) else None)
+    if plan.kind != "cublas":  # dense temps: no formulation cuBLASLt could take as it stands
+        return plan
+    # cuBLASLt with the epilogue fused, where it has it, is timed beside cuBLAS + the elementwise kernel.
+    from dgemm_cli.baseline_lt import lt_alternative  # it builds on this module's formulations
+
+    alternative = lt_alternative(spec, plan.calls)
+    return replace(plan, alternative=EpilogueAlternative(**alternative) if alternative else None)
+
+
+def _plan_gemm(views: ProblemViews) -> CublasPlan:
     ab, c_dtype = views.operands["A"].dtype, views.operands["C"].dtype
     if (ab, c_dtype) not in SUPPORTED:
         return CublasPlan(False, f"unavailable: cuBLAS has no {ab} x {ab} -> {c_dtype} GEMM", "no such cuBLAS type mix")

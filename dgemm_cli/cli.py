@@ -337,7 +337,9 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
                "rel_err": r.get("rel_err"), "tol": r.get("tol"), "first_fail": r.get("first_fail"),
                "error": r.get("error"), "directory": str(d), "report": r,
                # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
-               "dynamic": r.get("dynamic"), "m_cases": r.get("m_cases")}
+               "dynamic": r.get("dynamic"), "m_cases": r.get("m_cases"),
+               # A fused epilogue: its steps as text, and which view is written (C, or D).
+               "epilogue": r.get("epilogue"), "output": r.get("output")}
         rows.append(row)
         if not as_json:
             click.echo(_verify_line(i, total, row))
@@ -417,7 +419,10 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
 
     The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
     swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
-    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS.
+    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS. With a fused
+    epilogue the baseline is the cheapest a user would run: cuBLAS then one elementwise kernel
+    (`baseline_epilogue: elementwise`), or cuBLASLt with the epilogue fused where it has it
+    (BIAS / RELU_BIAS / GELU_BIAS), whichever is faster.
     ratio = baseline time / kernel time (> 1: faster than cuBLAS). `copy_gbps` is a device-to-device
     copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach.
 
@@ -435,7 +440,10 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
             "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
             "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates", "copy_gbps",
             # A run-time size: its range, the size of the numbers above (the largest) and every size's row.
-            "m", "dynamic", "m_rows")}}
+            "m", "dynamic", "m_rows",
+            # A fused epilogue: its steps, the view written, and what the baseline ran after (or fused into)
+            # the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's fused epilogue).
+            "epilogue", "output", "baseline_epilogue")}}
         rows.append(row)
         if as_json:
             continue
@@ -449,7 +457,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
                        f"{_fmt(size['gbps']):>8}   {str(size['baseline'])[:14]:<14} {_fmt(size['baseline_us']):>10} "
                        f"{_fmt(size['ratio']):>7}")
         if row["baseline_formulation"]:
-            click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}")
+            click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}"
+                       + (f", then {row['baseline_epilogue']}" if row["baseline_epilogue"] else ""))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)

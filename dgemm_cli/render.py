@@ -20,6 +20,7 @@ import yaml
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
+from dgemm_cli.errors import SpecError
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket, make_plan
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers import cta as cta_renderer
@@ -292,26 +293,64 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
     }
 
 
+# dg_harness.cuh's slots: every per-operand array of its DgProblem has one entry each, in the C API's order.
+HARNESS_SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")
+HARNESS_SLOT = {x: f"DG_{x.upper()}" for x in HARNESS_SLOTS}
+HARNESS_STEP = {"bias": "DG_STEP_BIAS", "scale": "DG_STEP_SCALE", "residual": "DG_STEP_RESIDUAL",
+                "activation": "DG_STEP_ACTIVATION", "clamp": "DG_STEP_CLAMP"}
+HARNESS_MAX_STEPS = 16  # DG_MAX_STEPS
+
+
 def _harness_ctx(spec: Spec) -> dict:
+    """kProblem's tables (templates/harness.cu.j2, dg_harness.cuh's DgProblem): per letter its stride in every
+    slot, per slot presence, offset, span, dtype and align (zeros for a slot the spec lacks), the epilogue's
+    steps, and `pointers`, how the launch wrapper passes the slots to the entry point."""
     # C's letters, then every summed one: those of A, then those only B has (summed in B only).
     letters = list(spec.C.letters) + [x for x in spec.sizes if x not in spec.C.letters]
+    views = {op.name: op for op in (*spec.operands, *spec.extra_operands)}
+    slots = [views.get(x) for x in HARNESS_SLOTS]
     dims = []
     for x in letters:
-        strides = [op.stride_of(x) if x in op.letters else 0 for op in spec.operands]
-        dims.append({"letter": x, "role": HARNESS_ROLE[role_of(x, spec)], "size": spec.sizes[x], "strides": strides})
-    dtypes = [op.dtype for op in spec.operands]
+        strides = [op.stride_of(x) if op is not None and x in op.letters else 0 for op in slots]
+        # strides: A, B, C (the product's); extra_strides: D, bias, scale, residual.
+        dims.append({"letter": x, "role": HARNESS_ROLE[role_of(x, spec)], "size": spec.sizes[x],
+                     "strides": strides[:3], "extra_strides": strides[3:]})
+    if len(spec.epilogue) > HARNESS_MAX_STEPS:
+        raise SpecError(spec.source, "epilogue", f"{len(spec.epilogue)} steps; verify's harness holds at most "
+                        f"{HARNESS_MAX_STEPS}", "merge neighbouring clamps into one, and drop repeated activations")
+    steps = []
+    for st in spec.epilogue:
+        step = {"kind": HARNESS_STEP[st.kind], "activation": "0", "lo": "0.0f", "hi": "0.0f"}
+        if st.view is not None:
+            step["text"] = f"{st.kind}[{st.view.letters}]"
+        elif st.kind == "activation":
+            step.update(text=st.activation, activation=f"DG_{st.activation.upper()}")
+        else:
+            lo, hi = st.clamp
+            step.update(text=f"clamp[{lo!r}, {hi!r}]", lo=_float_literal(lo), hi=_float_literal(hi))
+        steps.append(step)
+    present = [op for op in slots if op is not None]
+    # The entry point's pointers in its order; C is only read when the spec has D.
+    pointers = [{"name": op.name, "slot": HARNESS_SLOT[op.name],
+                 "type": f"{'' if op is spec.output else 'const '}{CTYPES[op.dtype]}*"}
+                for op in present]
     return {
-        "dims": dims, "nc": len(spec.C.letters),
-        "offsets": [op.offset for op in spec.operands], "spans": [op.span for op in spec.operands],
-        "dtypes": [HARNESS_DTYPE[d] for d in dtypes], "aligns": [op.align for op in spec.operands],
+        "dims": dims, "nc": len(spec.C.letters), "output": spec.output.name, "pointers": pointers,
+        # The tables list the slots up to the last present one; C++ zero-fills the rest (absent slots).
+        "nslots": max(HARNESS_SLOTS.index(op.name) for op in present) + 1,
+        "present": [int(op is not None) for op in slots],
+        "offsets": [op.offset if op is not None else 0 for op in slots],
+        "spans": [op.span if op is not None else 0 for op in slots],
+        "dtypes": [HARNESS_DTYPE[op.dtype] if op is not None else "0" for op in slots],
+        "aligns": [op.align if op is not None else 0 for op in slots],
         "alpha": repr(float(spec.alpha)), "beta": repr(float(spec.beta)),
-        "tol": max(TOLERANCE[d] for d in dtypes),
+        "tol": max(TOLERANCE[op.dtype] for op in present), "steps": steps,
     }
 
 
 def _baseline_ctx(bl: CublasPlan) -> dict:
-    # `scaled` (what grows with a run-time size) only where something does: a fixed-size spec's
-    # plan.json and harness stay as they were.
+    # `scaled` (what grows with a run-time size) only where something does, and `epilogue` / `alternative`
+    # only for a spec with an epilogue: a plain spec's plan.json and harness tables stay as they were.
     def scaled(x) -> dict:
         return {"scaled": list(x.scaled)} if x.scaled else {}
 
@@ -322,6 +361,8 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
         "calls": [{**{f: x for f, x in vars(c).items() if f != "scaled"}, "swap": int(c.swap),
                    "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c)}
                   for c in bl.calls],
+        **({"epilogue": bl.epilogue} if bl.epilogue else {}),
+        **({"alternative": dataclasses.asdict(bl.alternative)} if bl.alternative else {}),
     }
 
 
@@ -347,6 +388,8 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "README.md": env.get_template("README.md.j2").render(k=k),
         HARNESS: (template_dir() / HARNESS).read_text(),
     }
+    if baseline.alternative is not None:  # a header-only baseline beside the harness (e.g. cuBLASLt's epilogues)
+        out[baseline.alternative.header] = (template_dir() / baseline.alternative.header).read_text()
     digest = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
     plan_json = {
         "generator": f"deepgemm {__version__}",

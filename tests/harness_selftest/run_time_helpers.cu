@@ -12,7 +12,7 @@ static const long long kEdges[] = {2, 4, 5, 16, 17, 40};
 static const DgProblem kProblem = {
     "run_time_helpers", "sm_90a", 3,
     {{'m', DG_M, 40, {40, 0, 32}}, {'n', DG_N, 24, {0, 1, 1}}, {'k', DG_K, 33, {1, 24, 0}}},
-    2, {5, 0, 3}, {1598, 792, 1275}, {DG_F16, DG_F16, DG_F16}, {2, 2, 2}, 1.5f, 0.5f, 1e-2,
+    2, {1, 1, 1}, {5, 0, 3}, {1598, 792, 1275}, {DG_F16, DG_F16, DG_F16}, {2, 2, 2}, 1.5f, 0.5f, 1e-2, 0, {},
     'm', 2, 6, kEdges};
 static const DgBaseline kBaseline = {
     1, "copy+cublas", {1, 0, 1},
