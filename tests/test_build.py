@@ -22,7 +22,7 @@ from dgemm_cli.render import generate
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import Nvcc, find_nvcc
 
-from .conftest import SPECS
+from .conftest import REPO, SPECS
 
 
 def nvcc_or_skip():
@@ -96,8 +96,10 @@ def test_real_build_is_cached_until_a_source_changes(tmp_path):
     assert third.ok and not third.cached and third.kernels == first.kernels
 
 
-def _vendored_project(tmp_path: Path, gen_dir: Path, name: str) -> Path:
-    """A user's C++ project with the generated folder copied in, no Python anywhere."""
+def _vendored_project(tmp_path: Path, gen_dir: Path, name: str, pointers: int = 3) -> Path:
+    """A user's C++ project with the generated folder copied in, no Python anywhere. `pointers`: how many
+    the entry point takes (A, B, C, then D and the epilogue's views)."""
+    nulls = ", ".join(["nullptr"] * pointers)
     project = tmp_path / "user_project"
     shutil.copytree(gen_dir, project / name, ignore=shutil.ignore_patterns("build"))
     (project / "main.cu").write_text(f"""
@@ -105,7 +107,7 @@ def _vendored_project(tmp_path: Path, gen_dir: Path, name: str) -> Path:
 #include <cstdio>
 int main() {{
   // Without a GPU this reports an error code rather than crashing; linking is what we test.
-  cudaError_t err = {name}(nullptr, nullptr, nullptr, 1.0f, 0.0f, 0);
+  cudaError_t err = {name}({nulls}, 1.0f, 0.0f, 0);
   std::printf("%d\\n", int(err));
   return err == cudaErrorInvalidValue ? 0 : 1;
 }}
@@ -122,13 +124,16 @@ target_link_libraries(app PRIVATE {name})
 
 
 @pytest.mark.slow
-def test_vendored_directory_builds_with_cmake(tmp_path):
+@pytest.mark.parametrize("spec_path", [next(p for p in SPECS if p.stem == "odd_tails"),
+                                       REPO / "specs" / "epilogue" / "residual_scale_clamp_d.yaml"],
+                         ids=["plain", "epilogue"])
+def test_vendored_directory_builds_with_cmake(tmp_path, spec_path):
     nvcc = nvcc_or_skip()
     if shutil.which("cmake") is None:
         pytest.skip("cmake not installed")
-    spec = load_spec(next(p for p in SPECS if p.stem == "odd_tails"))
+    spec = load_spec(spec_path)
     g = generate(spec, get_arch("sm_90a"), tmp_path / "gen")
-    project = _vendored_project(tmp_path, g.directory, g.name)
+    project = _vendored_project(tmp_path, g.directory, g.name, 3 + len(spec.extra_operands))
     env = nvcc.run_env(os.environ)
     env["CUDACXX"] = str(nvcc.path)
     # The pip wheels keep their libraries in lib/, where nvcc's own profile does not look.
