@@ -121,7 +121,7 @@ def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
     """`ep`: what the shared epilogue macros (templates/common/_epilogue.j2) apply after alpha/beta, or
     None for a plain product; `ep_param` / `ep_arg` thread the `Epilogue ep` argument (D and the
     epilogue's pointers) through every family's launch and kernel signatures, as m_param / m_arg do M."""
-    if not spec.extra_operands:
+    if not spec.extra_operands and not spec.epilogue:
         return {"ep": None, "ep_param": "", "ep_arg": ""}
     steps = []
     for st in spec.epilogue:
@@ -133,7 +133,8 @@ def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
         "ep": {"ops": extra, "steps": steps, "out": ops["D"] if spec.D is not None else ops["C"],
                "has_d": spec.D is not None, "types": [(EXTRA_TYPE[o.name], o.ctype) for o in extra],
                "activations": sorted({st.activation for st in spec.epilogue if st.activation})},
-        "ep_param": ", Epilogue ep", "ep_arg": ", ep",
+        # Steps without views (an activation, a clamp) need no pointers: no `ep` argument then.
+        "ep_param": ", Epilogue ep" if extra else "", "ep_arg": ", ep" if extra else "",
     }
 
 

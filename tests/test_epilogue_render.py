@@ -220,3 +220,18 @@ def test_random_epilogues_leave_the_products_alone_and_every_one_plans():
         if not spec.dynamic:
             assert make_plan(views, get_arch("sm_90a")).kernels
     assert kinds == {"bias", "scale", "activation", "clamp", "residual"} and outputs >= 5
+
+
+@pytest.mark.parametrize("family, m", [("cta", 96), ("splitk", 24), ("gemv", 2), ("hopper", 256)])
+def test_steps_without_views_are_applied_too(family, m):
+    """An epilogue of activations and clamps only takes no pointers (no `ep` argument), but every family
+    still applies it: the first GPU run found cta kernels that stored alpha * acc + beta * C unchanged."""
+    spec = parse_spec({"name": "nv", "dtype": "bf16", "gemm": {"m": m, "n": 256, "k": 128}, "beta": 0.5,
+                       "operands": {"B": {"layout": "col"}},
+                       "epilogue": [{"clamp": [-0.4, 0.2]}, {"activation": "sigmoid"}]})
+    cu = _render(spec, family)["nv.cu"]
+    assert f"family = {family}" in cu
+    assert "t = t < -0.4f ? -0.4f : (t > 0.2f ? 0.2f : t);" in cu and "t = act_sigmoid(t);" in cu
+    assert cu.index("t = t < -0.4f") < cu.index("t = act_sigmoid(t);")
+    assert "struct Epilogue" not in cu and ", ep" not in cu
+    assert "float out = alpha" not in cu  # no output element skips the steps
