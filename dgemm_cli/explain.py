@@ -36,14 +36,12 @@ def _epilogue_lines(spec: Spec) -> list[str]:
            "  t = alpha * (A.B) + beta * C" + ("   (C read only when beta != 0)" if spec.beta
                                               else "   (beta 0: C not read)")]
     for i, st in enumerate(spec.epilogue):
+        what = st.describe()
         if st.view is not None:
             lacks = [x for x in spec.C.letters if x not in st.view.letters]
-            what = f"t {'*' if st.kind == 'scale' else '+'}= {st.kind}[{st.view.letters}]" + (
-                f"  (broadcast over {','.join(lacks)}: stride 0)" if lacks else "")
-        elif st.kind == "activation":
-            what = f"t = {st.activation}(t)"
-        else:
-            what = f"t = clamp(t, {st.clamp[0]}, {st.clamp[1]})  (NaN stays NaN)"
+            what += f"  (broadcast over {','.join(lacks)}: stride 0)" if lacks else ""
+        elif st.kind == "clamp":
+            what += "  (NaN stays NaN)"
         out.append(f"  {i + 1}. {what}")
     target = spec.output
     out.append(f"  -> {target.name}[{target.letters}] {target.dtype}"

@@ -28,7 +28,7 @@ from dgemm_cli.renderers import gemv as gemv_renderer
 from dgemm_cli.renderers import hopper as hopper_renderer
 from dgemm_cli.renderers import splitk as splitk_renderer
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import ROLES, ProblemViews, analyse, role_holders, role_of
+from dgemm_cli.views import ROLES, ProblemViews, analyse, output_unit_role, role_holders, role_of
 
 
 def template_dir() -> Path:
@@ -127,7 +127,7 @@ def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
     for st in spec.epilogue:
         steps.append({"kind": st.kind, "op": ops[st.view.name] if st.view is not None else None,
                       "activation": st.activation, "clamp": [_float_literal(x) for x in st.clamp or ()],
-                      "desc": _step_desc(st)})
+                      "desc": st.describe()})
     extra = [ops[op.name] for op in spec.extra_operands]
     return {
         "ep": {"ops": extra, "steps": steps, "out": ops["D"] if spec.D is not None else ops["C"],
@@ -149,15 +149,6 @@ def _entry_ctx(spec: Spec) -> dict:
             # The README's example call and buffer sizes (elements; at the largest run-time size).
             "pointers": ", ".join(["A", "B", "C", *extra]),
             "buffers": [{"name": op.name, "span": op.span} for op in (*spec.operands, *spec.extra_operands)]}
-
-
-def _step_desc(st) -> str:
-    """e.g. "t += bias[n]", "t = gelu_tanh(t)", "t = clamp(t, -1.0, 1.0)"."""
-    if st.view is not None:
-        return f"t {'*' if st.kind == 'scale' else '+'}= {st.kind}[{st.view.letters}]"
-    if st.kind == "activation":
-        return f"t = {st.activation}(t)"
-    return f"t = clamp(t, {st.clamp[0]}, {st.clamp[1]})"
 
 
 def _float_literal(x: float) -> str:
@@ -196,9 +187,6 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
                                          f"16-byte aligned ({f.vector_limit_aligned})"})
     includes = sorted({INCLUDES[o.dtype] for o in ops.values() if o.dtype in INCLUDES})
     sig = _signature(spec, ops)
-    out = spec.output.name
-    out_along = "m" if views.roles["m"].segments and views.roles["m"].inner().stride(out) == 1 and not (
-        views.roles["n"].segments and views.roles["n"].inner().stride(out) == 1) else "n"
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
@@ -209,7 +197,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "has_batch": bool(views.roles["batch"].segments),
         "batch_ops": [o for o in ops.values() if "batch" in o.roles],
         # Element-wise stores of the output (C, or D) walk its contiguous role (m or n), so that they coalesce.
-        "c_along": out_along,
+        "c_along": "m" if output_unit_role(views) == "m" else "n",
         **_epilogue_ctx(spec, ops), **_entry_ctx(spec),
         **_run_time_ctx(spec, views),
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},

@@ -98,6 +98,15 @@ class EpilogueStep:
     activation: str | None = None
     clamp: tuple[float, float] | None = None
 
+    def describe(self) -> str:
+        """The step as a line of arithmetic on t: "t += bias[n]", "t = gelu_tanh(t)", "t = clamp(t, -1.0, 1.0)"."""
+        if self.view is not None:
+            return f"t {'*' if self.kind == 'scale' else '+'}= {self.kind}[{self.view.letters}]"
+        if self.kind == "activation":
+            return f"t = {self.activation}(t)"
+        assert self.clamp is not None
+        return f"t = clamp(t, {self.clamp[0]}, {self.clamp[1]})"
+
     def to_dict(self) -> dict[str, Any]:
         if self.view is not None:
             v = self.view

@@ -262,6 +262,20 @@ def _vector_width(name: str, offset: int, align: int, elem: int, unit_role: str 
     return 1, limit
 
 
+def inner_stride(views: ProblemViews, role: str, operand: str) -> int:
+    """`operand`'s element stride along the innermost segment of `role` (0 for an empty role or one the
+    operand is broadcast over)."""
+    seg = views.roles[role].inner()
+    return dict(seg.strides).get(operand, 0) if seg is not None else 0
+
+
+def output_unit_role(views: ProblemViews) -> str | None:
+    """The tiled role ("n" preferred, else "m") along which the view the kernel writes (D, or C) is
+    contiguous: element-wise and vector stores walk it so that they coalesce. None if neither is."""
+    out = views.spec.output.name
+    return next((r for r in ("n", "m") if views.roles[r].segments and inner_stride(views, r, out) == 1), None)
+
+
 def analyse(spec: Spec) -> ProblemViews:
     roles = {r: _role_view(r, spec) for r in ROLES}
     operands = {name: _operand_facts(name, spec, roles) for name in ("A", "B", "C")}

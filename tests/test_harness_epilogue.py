@@ -9,9 +9,6 @@ family rendering epilogues."""
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +22,7 @@ from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
 from .conftest import REPO, gpu_present
+from .test_harness_dynamic import _compile, _nvcc, _run  # nvcc with -Wall, one JSON line back
 
 # selftest_harness.cu's case 6 with m sized at run time: f16, A and C padded and offset, D column-major with
 # an offset, bias over n (offset), scale over m (f32, stride 2), relu, a dense residual, a clamp.
@@ -251,30 +249,6 @@ def test_the_tables_walked_give_numpys_answer_with_broadcast_epilogue_views():
 
 # ------------------------------------------------------------------------------------------------
 # compiled: the harness's host helpers, the rendered harness against a stub kernel, the GPU self-test
-
-
-def _nvcc():
-    from dgemm_cli.errors import ToolchainError
-    from dgemm_cli.toolchain import find_nvcc
-
-    try:
-        return find_nvcc()
-    except ToolchainError as err:  # CI installs the wheels, so this only skips on a bare machine
-        pytest.skip(str(err))
-
-
-def _compile(nvcc, sources: list[Path], exe: Path, include: Path, defines: tuple[str, ...] = ()) -> None:
-    cmd = [*nvcc.compile_prefix(), "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-Wall",
-           "-I", str(include), *defines, *map(str, sources), "-o", str(exe), "-ldl"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=nvcc.run_env(os.environ), check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert "warning" not in proc.stderr.lower(), proc.stderr
-
-
-def _run(exe: Path, *args: str) -> tuple[int, dict]:
-    proc = subprocess.run([str(exe), *args], capture_output=True, text=True, check=False, timeout=600)
-    (line,) = proc.stdout.splitlines()  # exactly one JSON object on stdout
-    return proc.returncode, json.loads(line)
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.errors import PlanError
 from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.spec import DTYPE_BYTES
-from dgemm_cli.views import ProblemViews, ViewSegment
+from dgemm_cli.views import ProblemViews, ViewSegment, output_unit_role
 
 NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
@@ -257,12 +257,7 @@ def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
     The output is C, or D when the spec has a separate output view."""
     out = views.spec.output
     elem = DTYPE_BYTES[out.dtype]
-    unit = None
-    for role in ("n", "m"):
-        seg = _inner(views, role)
-        if seg is not None and _stride(seg, out.name) == 1:
-            unit = role
-            break
+    unit = output_unit_role(views)
     if unit is None:
         return None, 1, 0
     others = [loop.stride[out.name] for loop in tile_loops(views)]

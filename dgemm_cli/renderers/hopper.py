@@ -16,7 +16,7 @@ from dgemm_cli.families.hopper import (
 )
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, inner_stride
 
 RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
@@ -48,20 +48,15 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool) -> dict:
     }
 
 
-def _inner_stride(views: ProblemViews, role: str, name: str) -> int:
-    segs = views.roles[role].segments
-    return dict(segs[-1].strides).get(name, 0) if segs else 0
-
-
 def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str) -> dict:
     """How the store phase addresses one view over C's letters: its offset at a tile's loop indices and
     (gm, gn), and its step along the output's vector (c_unit)."""
     tile = "".join(f" + static_cast<long long>(tile.loop[{i}]) * {x.stride.get(name, 0)}"
                    for i, x in enumerate(plan.tile_loops) if x.stride.get(name, 0))
-    sm, sn = _inner_stride(views, "m", name), _inner_stride(views, "n", name)
+    sm, sn = inner_stride(views, "m", name), inner_stride(views, "n", name)
     at = "".join(f" + static_cast<long long>({g}) * {st}" for g, st in (("gm", sm), ("gn", sn)) if st)
     return {"name": name, "ptr": ptr, "at": (tile + at).removeprefix(" + ") or "0",
-            "unit": _inner_stride(views, plan.c_unit, name) if plan.c_unit else 0}
+            "unit": inner_stride(views, plan.c_unit, name) if plan.c_unit else 0}
 
 
 def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
@@ -70,7 +65,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     rows = base["rows_at_run_time"]
     ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
-    c_stride = {role: _inner_stride(views, role, out) for role in ("m", "n")}
+    c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out]} for x in plan.tile_loops]
     # The views the epilogue reads beside the output: C (for beta) when D is written, and the epilogue's.
     ep = base["ep"]
