@@ -90,7 +90,7 @@ class OperandFacts:
 class ProblemViews:
     spec: Spec
     roles: dict[str, RoleView]
-    operands: dict[str, OperandFacts]
+    operands: dict[str, OperandFacts]  # A, B, C, then D and the epilogue views the spec has
     needs_int64: bool  # some offset or role index can pass 2^31 - 1
 
     @property
@@ -216,16 +216,17 @@ def _role_view(role: str, spec: Spec) -> RoleView:
 
 def _operand_facts(name: str, spec: Spec, roles: dict[str, RoleView]) -> OperandFacts:
     op = spec.operand(name)
-    held = tuple(r for r in ROLES if name in ROLE_HOLDERS[r] and roles[r].size > 1)
+    held = tuple(r for r in ROLES if name in role_holders(r, spec) and roles[r].size > 1)
     unit = [r for r in held if roles[r].inner().stride(name) == 1]
-    # Prefer k for the inputs (the reduction dim is what a tile streams along), n for C.
-    preference = ("k", "m", "n", "batch") if name != "C" else ("n", "m", "batch")
+    # Prefer k for the inputs (the reduction dim is what a tile streams along), n for C and C's kin.
+    is_input = name in ("A", "B")
+    preference = ("k", "m", "n", "batch") if is_input else ("n", "m", "batch")
     unit_role = next((r for r in preference if r in unit), None)
     elem = DTYPE_BYTES[op.dtype]
     vec, limit = _vector_width(name, op.offset, op.align, elem, unit_role, held, roles)
     vec16, limit16 = _vector_width(name, op.offset, max(op.align, VECTOR_BYTES), elem, unit_role, held, roles)
     broadcast = tuple(x for x, s, st in zip(op.letters, op.sizes, op.strides) if s > 1 and st == 0)
-    if name != "C":
+    if is_input:
         broadcast += tuple(x for x in roles["k"].letters if x not in op.letters)
     return OperandFacts(name, op.dtype, elem, held, unit_role, vec, limit, vec16, limit16, op.span, op.offset,
                         op.align, broadcast)
@@ -278,7 +279,9 @@ def output_unit_role(views: ProblemViews) -> str | None:
 
 def analyse(spec: Spec) -> ProblemViews:
     roles = {r: _role_view(r, spec) for r in ROLES}
-    operands = {name: _operand_facts(name, spec, roles) for name in ("A", "B", "C")}
-    spans = [o.span for o in operands.values()] + [op.span for op in spec.extra_operands]
+    # A, B, C, then D and the epilogue's views (which hold C's roles), in the C API's order.
+    names = ("A", "B", "C", *(op.name for op in spec.extra_operands))
+    operands = {name: _operand_facts(name, spec, roles) for name in names}
+    spans = [o.span for o in operands.values()]
     biggest = max(spans + [r.size for r in roles.values()])
     return ProblemViews(spec, roles, operands, needs_int64=biggest > INT32_MAX)

@@ -421,7 +421,7 @@ __host__ __device__ inline void dg_output_addresses(const DgProblem& p, long lon
 
 // The epilogue's steps on t = alpha * sum + beta * C_old, in order, in double; `bufs` and `at` give each
 // slot's buffer and this element's address in it. *mag, the scale t's float32 evaluation error is relative
-// to (see dg_reference_kernel), goes through the same steps: an added operand adds its magnitude, a scale
+// to (see dg_reference_sum_kernel), goes through the same steps: an added operand adds its magnitude, a scale
 // multiplies by its magnitude, an activation by its largest slope, a clamp by 1.
 __host__ __device__ inline double dg_reference_epilogue(const DgProblem& p, const void* const* bufs, const long long* at,
                                                         double t, double* mag) {
@@ -482,27 +482,35 @@ struct DgBuffers {
   const void* ptr[DG_SLOTS];
 };
 
-// The reference: one thread per element of the output, in dense row-major order of C's letters. It
-// deliberately knows nothing of tiles: it walks the original strides of DgProblem, the summed letters as an
-// odometer (last letter fastest), accumulating in double. Products of two f32/f16/bf16 values are exact in
-// double, so only the additions round. C_old is read only when beta != 0, so C's NaN poison cannot leak in.
-// mag[o] = |alpha| * sum |a*b| (+ |beta * C_old|), through the epilogue's steps: the scale a float32
-// evaluation's rounding error is relative to, whatever the cancellation in the sum.
-__global__ void dg_reference_kernel(DgProblem p, DgBuffers in, double* ref, double* mag, long long count, double alpha,
-                                    double beta) {
-  for (long long o = dg_thread_index(); o < count; o += dg_thread_stride()) {
+// The reference: one thread per run of consecutive terms of one output element, output elements in dense
+// row-major order of C's letters. It deliberately knows nothing of tiles: it walks the original strides of
+// DgProblem, the summed letters as an odometer (last letter fastest), accumulating in double. Products of
+// two f32/f16/bf16 values are exact in double, so only the additions round. An output's sum is cut into
+// `chunks` runs only when there are too few outputs to fill the GPU (a full reduction has one output and
+// millions of terms, which one thread would walk for seconds); dg_reference_sum_kernel adds the runs in
+// their order. With chunks = 1 each thread walks one whole output.
+__global__ void dg_reference_terms_kernel(DgProblem p, DgBuffers in, double* part, double* part_abs, long long count,
+                                          long long k_terms, long long chunks) {
+  for (long long w = dg_thread_index(); w < count * chunks; w += dg_thread_stride()) {
+    const long long o = w / chunks, c = w % chunks;
+    const long long t0 = c * k_terms / chunks, t1 = (c + 1) * k_terms / chunks;
     long long at[DG_SLOTS];
     dg_output_addresses(p, o, at, nullptr);
     long long a = at[DG_A], b = at[DG_B];
     long long kidx[DG_MAX_DIMS] = {};
+    long long rest = t0;  // the odometer starts at flat index t0
+    for (int d = p.ndims - 1; d >= p.nc; --d) {
+      kidx[d] = rest % p.dims[d].size;
+      rest /= p.dims[d].size;
+      a += kidx[d] * p.dims[d].stride[DG_A];
+      b += kidx[d] * p.dims[d].stride[DG_B];
+    }
     double acc = 0.0, abs_acc = 0.0;
-    for (;;) {
+    for (long long t = t0; t < t1; ++t) {
       const double term = dg_load(in.ptr[DG_A], p.dtype[DG_A], a) * dg_load(in.ptr[DG_B], p.dtype[DG_B], b);
       acc += term;
       abs_acc += fabs(term);
-      // Advance the odometer over dims nc..ndims-1; running past the first summed letter ends the sum.
-      int d = p.ndims - 1;
-      for (; d >= p.nc; --d) {
+      for (int d = p.ndims - 1; d >= p.nc; --d) {
         a += p.dims[d].stride[DG_A];
         b += p.dims[d].stride[DG_B];
         if (++kidx[d] < p.dims[d].size) break;
@@ -510,8 +518,28 @@ __global__ void dg_reference_kernel(DgProblem p, DgBuffers in, double* ref, doub
         b -= p.dims[d].size * p.dims[d].stride[DG_B];
         kidx[d] = 0;
       }
-      if (d < p.nc) break;
     }
+    part[w] = acc;
+    part_abs[w] = abs_acc;
+  }
+}
+
+// The runs of each output added in order, then beta * C_old and the epilogue. C_old is read only when
+// beta != 0, so C's NaN poison cannot leak in. mag[o] = |alpha| * sum |a*b| (+ |beta * C_old|), through the
+// epilogue's steps: the scale a float32 evaluation's rounding error is relative to, whatever the
+// cancellation in the sum. With chunks = 1, part and ref may be one buffer (each thread reads its own
+// element before it writes it).
+__global__ void dg_reference_sum_kernel(DgProblem p, DgBuffers in, const double* part, const double* part_abs,
+                                        double* ref, double* mag, long long count, long long chunks, double alpha,
+                                        double beta) {
+  for (long long o = dg_thread_index(); o < count; o += dg_thread_stride()) {
+    double acc = 0.0, abs_acc = 0.0;
+    for (long long c = 0; c < chunks; ++c) {
+      acc += part[o * chunks + c];
+      abs_acc += part_abs[o * chunks + c];
+    }
+    long long at[DG_SLOTS];
+    dg_output_addresses(p, o, at, nullptr);
     double t = alpha * acc, scale = fabs(alpha) * abs_acc;
     if (beta != 0.0) {
       const double c_old = beta * dg_load(in.ptr[DG_C], p.dtype[DG_C], at[DG_C]);
@@ -521,6 +549,14 @@ __global__ void dg_reference_kernel(DgProblem p, DgBuffers in, double* ref, doub
     ref[o] = dg_reference_epilogue(p, in.ptr, at, t, &scale);
     mag[o] = scale;
   }
+}
+
+// How many runs each output's sum is cut into: enough threads to fill the GPU (kDgRefThreads), runs of at
+// least kDgRefMinRun terms; 1 when the outputs alone fill it.
+static const long long kDgRefThreads = 1LL << 18, kDgRefMinRun = 2048;
+static long long dg_reference_chunks(long long count, long long k_terms) {
+  if (count >= kDgRefThreads) return 1;
+  return std::max(1LL, std::min((kDgRefThreads + count - 1) / count, k_terms / kDgRefMinRun));
 }
 
 // Element offset, within view v, of the element at dense row-major index i of v's shape.
@@ -1097,7 +1133,7 @@ struct DgVerifyState {
   cudaStream_t stream;
   int out;                                  // the slot the kernel writes: D or C
   long long count;                          // elements of the output's view
-  DgDeviceBuffer dev[DG_SLOTS], dev_ref, dev_mag;
+  DgDeviceBuffer dev[DG_SLOTS], dev_ref, dev_mag, dev_part, dev_part_abs;
   void* ptr[DG_SLOTS];                      // the base pointers this case passes: dev[x].ptr, or shifted; nullptr if absent
   std::vector<unsigned char> host[DG_SLOTS];   // each buffer as uploaded: inputs, C_old, the output's sentinels and poison
   std::vector<unsigned char> host_out;      // the output's buffer as the kernel left it
@@ -1110,7 +1146,7 @@ struct DgVerifyState {
 // The literal definition, independent of the GPU reference's odometer: for each flat index t over the
 // summed letters, decompose it and evaluate offset + sum idx * stride from scratch; then beta * C_old and
 // the epilogue, each operand addressed from the output's indices afresh. *magnitude receives the error
-// scale (dg_reference_kernel's mag).
+// scale (dg_reference_sum_kernel's mag).
 static double dg_host_reference(const DgVerifyState& st, long long o, double alpha, double beta, double* magnitude) {
   const DgProblem& p = *st.p;
   long long idx[DG_MAX_DIMS];
@@ -1230,8 +1266,16 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   // The reference reads C_old from the device buffer, so it runs before the kernel under test.
   DgBuffers in;
   for (int x = 0; x < DG_SLOTS; ++x) in.ptr[x] = st.ptr[x];
-  dg_reference_kernel<<<dg_grid(st.count), kDgBlock, 0, st.stream>>>(
-      p, in, reinterpret_cast<double*>(st.dev_ref.ptr), reinterpret_cast<double*>(st.dev_mag.ptr), st.count, alpha, beta);
+  const long long chunks = dg_reference_chunks(st.count, st.k_terms);
+  double* ref = reinterpret_cast<double*>(st.dev_ref.ptr);
+  double* mag = reinterpret_cast<double*>(st.dev_mag.ptr);
+  double* part = chunks == 1 ? ref : reinterpret_cast<double*>(st.dev_part.ptr);
+  double* part_abs = chunks == 1 ? mag : reinterpret_cast<double*>(st.dev_part_abs.ptr);
+  dg_reference_terms_kernel<<<dg_grid(st.count * chunks), kDgBlock, 0, st.stream>>>(p, in, part, part_abs, st.count,
+                                                                                     st.k_terms, chunks);
+  DG_CUDA(cudaGetLastError());
+  dg_reference_sum_kernel<<<dg_grid(st.count), kDgBlock, 0, st.stream>>>(p, in, part, part_abs, ref, mag, st.count,
+                                                                          chunks, alpha, beta);
   DG_CUDA(cudaGetLastError());
   DG_CUDA(cudaStreamSynchronize(st.stream));
 
@@ -1568,6 +1612,9 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
   const long long max_count = dg_c_count(p);
   st.dev_ref = dg_device_alloc(static_cast<size_t>(max_count) * sizeof(double), sizeof(double));
   st.dev_mag = dg_device_alloc(static_cast<size_t>(max_count) * sizeof(double), sizeof(double));
+  // The reference's runs (dg_reference_chunks): count * chunks < 2 * kDgRefThreads whenever chunks > 1.
+  st.dev_part = dg_device_alloc(static_cast<size_t>(2 * kDgRefThreads) * sizeof(double), sizeof(double));
+  st.dev_part_abs = dg_device_alloc(static_cast<size_t>(2 * kDgRefThreads) * sizeof(double), sizeof(double));
   st.host_out.resize(dg_buffer_bytes(p, st.out));
   if (st.out == DG_D) st.host_c_after.resize(dg_buffer_bytes(p, DG_C));
   st.host_ref.resize(static_cast<size_t>(max_count));

@@ -100,6 +100,45 @@ def test_hopper_writes_d_through_its_own_vector_path():
     assert re.search(r"t \+= ep\.bias\[bias_at \+ e \* 1\]", cu)
 
 
+# Row-major D and C, n = 520 (rows stay 16-byte aligned in f16 and f32): the store phase's vectors run
+# along n, so C (for beta), the f32 bias and the f32 residual load vectors; the per-row scale does not.
+VECTOR_SPEC = parse_spec({
+    "name": "ep_vec", "dtype": "f16", "gemm": {"m": 256, "n": 520, "k": 128}, "beta": 0.5,
+    "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}, "D": {"layout": "row"}},
+    "epilogue": [{"scale": {"letters": "m"}}, {"bias": {"letters": "n", "dtype": "f32"}},
+                 {"residual": {"dtype": "f32", "align": 16}}, {"activation": "silu"}]})
+
+
+def test_hopper_loads_the_epilogue_views_as_vectors_where_they_allow():
+    views = analyse(VECTOR_SPEC)
+    plan = make_plan(views, get_arch("sm_90a"), "hopper").primary
+    assert (plan.c_unit, plan.c_vec) == ("n", 8)
+    # 8 f16 of C in one load; 8 f32 of bias and residual in two. The residual's 16 bytes are promised.
+    assert plan.ep_vectors == (("C", 8, 16), ("bias", 4, 16), ("residual", 4, 0))
+    assert {"C": 16, "bias": 16}.items() <= plan.runtime_align.items() and "residual" not in plan.runtime_align
+    cu = _render(VECTOR_SPEC, "hopper")["ep_vec.cu"]
+    assert "if (beta != 0.0f) *reinterpret_cast<uint4*>(c_v) = *reinterpret_cast<const uint4*>(C + c_at);" in cu
+    assert "reinterpret_cast<uint4*>(bias_v)[h] = reinterpret_cast<const uint4*>(ep.bias + bias_at)[h];" in cu
+    assert "t += bias_v[e];" in cu and "t += residual_v[e];" in cu and "fmaf(beta, __half2float(c_v[e]), t)" in cu
+    assert "t *= __half2float(ep.scale[scale_at]);" in cu  # one element a vector: its stride along n is 0
+    assert "t += ep.bias[bias_at + e * 1];" in cu  # the end of the n segment stays element by element
+    # The launcher takes the hopper kernel only when the loaded views are aligned; the fallback otherwise.
+    assert re.search(r"if \(aligned\(A, 16\) && .*aligned\(C, 16\) && aligned\(bias, 16\)\) return hopper::", cu)
+
+
+def test_views_that_cannot_keep_vectors_aligned_load_element_by_element():
+    # A bias 3 elements into its buffer, a residual with row stride 517: no vector stays aligned.
+    spec = parse_spec({"name": "ep_odd", "dtype": "f16", "gemm": {"m": 256, "n": 512, "k": 128}, "beta": 0.5,
+                       "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"},
+                                    "D": {"layout": "row"}},
+                       "epilogue": [{"bias": {"letters": "n", "offset": 3}},
+                                    {"residual": {"strides": [517, 1]}}]})
+    plan = make_plan(analyse(spec), get_arch("sm_90a"), "hopper").primary
+    assert [x for x, _, _ in plan.ep_vectors] == ["C"]
+    cu = _render(spec, "hopper")["ep_odd.cu"]
+    assert "bias_v" not in cu and "residual_v" not in cu and "t += __half2float(ep.bias[bias_at + e * 1]);" in cu
+
+
 def test_the_c_api_takes_the_extra_pointers_in_order():
     spec = _full_spec(gemm={"m": {"min": 1, "max": 64}, "n": 520, "k": 264},
                       operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"},
@@ -187,11 +226,14 @@ def test_segments_address_every_epilogue_view_like_its_strides(data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", sorted(FAMILY_SPECS))
+@pytest.mark.parametrize("family", [*sorted(FAMILY_SPECS), "hopper-vectors"])
 def test_every_family_compiles_with_the_epilogue_without_spills(family, tmp_path):
     nvcc = nvcc_or_skip()
     src = tmp_path / "ep_all.cu"
-    files = _render(FAMILY_SPECS[family], family)
+    spec = VECTOR_SPEC if family == "hopper-vectors" else FAMILY_SPECS[family]
+    files = _render(spec, family.removesuffix("-vectors"))
+    files = {name.replace(spec.name, "ep_all"): text.replace(f'"{spec.name}.h"', '"ep_all.h"')
+             for name, text in files.items()}
     for name in ("ep_all.cu", "ep_all.h"):
         (tmp_path / name).write_text(files[name])
     out = subprocess.run([*nvcc.compile_prefix(), "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a",

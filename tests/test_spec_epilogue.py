@@ -8,8 +8,10 @@ import pytest
 from dgemm_cli.arch import get_arch
 from dgemm_cli.errors import SpecError
 from dgemm_cli.plan import make_plan
-from dgemm_cli.spec import ACTIVATIONS, parse_spec
+from dgemm_cli.spec import ACTIVATIONS, load_spec, parse_spec
 from dgemm_cli.views import analyse
+
+from .conftest import REPO
 
 
 def _spec(epilogue=None, **operands):
@@ -107,3 +109,15 @@ def test_a_run_time_output_view_d_is_checked_too():
     with pytest.raises(SpecError) as err:
         parse_spec(doc)
     assert err.value.key == "operands.D.layout"
+
+
+def test_d_and_the_epilogue_views_get_operand_facts_like_c():
+    # Their contiguous role and widest vector, as for C: the store phases vectorize their loads from these.
+    spec = load_spec(REPO / "specs" / "epilogue" / "residual_scale_clamp_d.yaml")
+    ops = analyse(spec).operands
+    assert list(ops) == ["A", "B", "C", "D", "bias", "scale", "residual"]
+    assert (ops["D"].unit_role, ops["bias"].unit_role, ops["scale"].unit_role) == ("m", "n", "m")
+    assert ops["bias"].roles == ("m", "n")  # m with stride 0: a bias lacks it
+    assert ops["bias"].broadcast == ()  # and no summed letters: an input would be broadcast over those
+    assert (ops["bias"].vector_elems, ops["bias"].vector_elems_aligned) == (1, 4)  # f32: 4 in 16 bytes
+    assert ops["residual"].vector_elems_aligned == 8  # row stride 520 keeps 16-byte rows

@@ -128,13 +128,17 @@ class HopperPlan:
     notes: tuple[str, ...] = field(default=())
     assignment: dict[str, Any] = field(default_factory=dict)  # the tiling graph's values (the tuning database keeps it)
     c_operand: str = "C"  # the view the epilogue writes: C, or D when the spec has a separate output view
+    # Views the store phase reads along C's vector (C for beta when D is written, bias, scale, residual)
+    # with vector loads: (view, elements a load, bytes to check at run time or 0).
+    ep_vectors: tuple[tuple[str, int, int], ...] = ()
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
     @property
     def runtime_align(self) -> dict[str, int]:
         return {x: n for x, n in (("A", self.a.runtime_align), ("B", self.b.runtime_align),
-                                  (self.c_operand, self.c_runtime_align)) if n}
+                                  (self.c_operand, self.c_runtime_align),
+                                  *((x, n) for x, _, n in self.ep_vectors)) if n}
 
     @property
     def summary(self) -> str:
@@ -154,6 +158,9 @@ class HopperPlan:
                              + f", box {d.box})" for d in t.dims)
             out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
         out.append(f"C: {self.c_vec}-element vector stores along {self.c_unit or 'nothing'}")
+        out.extend(f"{x}: {n}-element vector loads along {self.c_unit} in the store phase"
+                   + (f" ({b}-byte aligned at run time, else the fallback)" if b else "")
+                   for x, n, b in self.ep_vectors)
         out.extend(f"note: {n}" for n in self.notes)
         return out
 
@@ -272,6 +279,24 @@ def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
         vec = 1
     need = vec * elem
     return unit, vec, (need if out.align < need and vec > 1 else 0)
+
+
+def epilogue_vectors(views: ProblemViews, c_unit: str | None, c_vec: int) -> tuple[tuple[str, int, int], ...]:
+    """The views the store phase reads beside the output that take vector loads along its vectors of
+    c_vec elements: (view, elements a load, alignment to check at run time or 0). A view qualifies when it
+    is contiguous along c_unit and its other strides and offset keep every vector aligned (views.py's
+    vector width, with a 16-byte base where the spec promises less: the launcher checks the pointer). A
+    view with stride 0 along c_unit (a per-row scale under column vectors) reads one element a vector."""
+    spec = views.spec
+    reads = (["C"] if spec.D is not None else []) + [op.name for op in spec.extra_operands if op.name != "D"]
+    out = []
+    for name in reads if c_unit is not None and c_vec > 1 else ():
+        facts = views.operands[name]
+        load = min(c_vec, 16 // facts.elem_bytes)
+        if facts.unit_role != c_unit or facts.vector_elems_aligned < load:
+            continue
+        out.append((name, load, 0 if facts.vector_elems >= load else load * facts.elem_bytes))
+    return tuple(out)
 
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
@@ -445,6 +470,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         m_inner_label=inner["m"].label if inner["m"] else "-", n_inner_label=inner["n"].label if inner["n"] else "-",
         k_inner_label=inner["k"].label if inner["k"] else "-",
         c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align, c_operand=views.spec.output.name,
+        ep_vectors=epilogue_vectors(views, c_unit, c_vec),
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
         k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
         threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit),

@@ -48,15 +48,19 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool) -> dict:
     }
 
 
-def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str) -> dict:
+def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str, tname: str) -> dict:
     """How the store phase addresses one view over C's letters: its offset at a tile's loop indices and
-    (gm, gn), and its step along the output's vector (c_unit)."""
+    (gm, gn), its step along the output's vector (c_unit), and its vector loads (plan.ep_vectors): `load`
+    elements each (0: element by element), `loads` of them a vector."""
     tile = "".join(f" + static_cast<long long>(tile.loop[{i}]) * {x.stride.get(name, 0)}"
                    for i, x in enumerate(plan.tile_loops) if x.stride.get(name, 0))
     sm, sn = inner_stride(views, "m", name), inner_stride(views, "n", name)
     at = "".join(f" + static_cast<long long>({g}) * {st}" for g, st in (("gm", sm), ("gn", sn)) if st)
-    return {"name": name, "ptr": ptr, "at": (tile + at).removeprefix(" + ") or "0",
-            "unit": inner_stride(views, plan.c_unit, name) if plan.c_unit else 0}
+    load = dict((x, n) for x, n, _ in plan.ep_vectors).get(name, 0)
+    elem = views.operands[name].elem_bytes
+    return {"name": name, "ptr": ptr, "tname": tname, "at": (tile + at).removeprefix(" + ") or "0",
+            "unit": inner_stride(views, plan.c_unit, name) if plan.c_unit else 0,
+            "load": load, "loads": plan.c_vec // load if load else 0, "raw": RAW_VECTOR.get(load * elem, "")}
 
 
 def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> dict:
@@ -69,8 +73,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out]} for x in plan.tile_loops]
     # The views the epilogue reads beside the output: C (for beta) when D is written, and the epilogue's.
     ep = base["ep"]
-    reads = ([_view_at(views, plan, "C", "C")] if ep and ep["has_d"] else []) + [
-        _view_at(views, plan, o.name, o.ptr) for o in (ep["ops"] if ep else []) if o.name != "D"]
+    reads = ([_view_at(views, plan, "C", "C", "C_t")] if ep and ep["has_d"] else []) + [
+        _view_at(views, plan, o.name, o.ptr, o.tname) for o in (ep["ops"] if ep else []) if o.name != "D"]
     kloops = [{"label": x.label, "size": x.size} for x in plan.k_loops]
     return {
         **base,
@@ -109,6 +113,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "
                          + ", ".join(x.label for x in plan.k_loops))
+    decisions.extend(f"{x}: {n}-element vector loads along {plan.c_unit} in the store phase"
+                     + (f" (the launcher checks {b}-byte alignment)" if b else "") for x, n, b in plan.ep_vectors)
     decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
                      f"{plan.c_unit or 'nothing (scalar stores)'}, "
                      f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup")
