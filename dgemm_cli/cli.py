@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -605,10 +606,13 @@ def _tuning_db(db_path: Path | None) -> tuple[Path, dict]:
 @click.option("-o", "--work", type=click.Path(path_type=Path), default=DEFAULT_OUT / ".tune", show_default=True,
               help="Where the candidates are generated and built (WORK/<name>/<candidate>/).")
 @click.option("--nvcc", "nvcc_path", help="nvcc to use.")
+@click.option("--resume", is_flag=True,
+              help="Skip the specs (and run-time buckets) that --db already holds at this level or higher for this "
+                   "GPU, generator and family choice: an interrupted tune goes on where it stopped.")
 @click.option("--json", "as_json", is_flag=True, help="Print the database entries written, as JSON.")
 def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[str, ...], db_path: Path | None,
          merge_paths: tuple[Path, ...], budget: float, reps: int, jobs: int, work: Path, nvcc_path: str | None,
-         as_json: bool) -> None:
+         resume: bool, as_json: bool) -> None:
     """Pick each spec's plan by measurement and keep it in the tuning database.
 
     Candidates (the cost model's cheapest plans of every kernel family the problem allows) compile in
@@ -617,8 +621,9 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     winner is benched against cuBLAS once more. `deepgemm gen` then renders the tuned plan (plan.json
     records the measured µs, the ratio and the level) and `explain` shows the measured ranking.
 
-    With several GPUs, one worker a GPU (CUDA_VISIBLE_DEVICES) measures candidates in parallel. Beyond one
-    host, run one tune per job with its own --db and merge the files with --merge."""
+    Specs are measured in order while the next ones' candidates compile. With several GPUs, one worker a
+    GPU (CUDA_VISIBLE_DEVICES) measures candidates in parallel. Beyond one host, run one tune per job with
+    its own --db and merge the files with --merge."""
     try:
         path, db = _tuning_db(db_path)
         merged = sum(merge(db, load_db(m)) for m in merge_paths)
@@ -645,31 +650,34 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
         nvcc = find_nvcc(nvcc_path)
     except DeepGemmError as err:
         _fail(err)
+    if resume:
+        done = [w for w in work_items if _tuned_here(db, w[0], w[1].name, gpus[0].name, level, families)]
+        for spec, *_ in done:
+            click.echo(f"{spec.name}: tuned at level {level} or higher already (--resume): skipped", err=True)
+        work_items = [w for w in work_items if w not in done]
     dirs = {}
     for spec, target, _, cands in work_items:
         for c in cands:
             d = work / spec.name / c.ident
             generate(spec, target, work, plan=c.plan, directory=d)
             dirs[(spec.name, c.ident)] = (d, target.name)
-    built = _tune_build(dirs, nvcc, jobs, as_json)
     env = harness_env()
     entries = []
-    for spec, target, _, cands in work_items:
-        measured = _tune_measure(spec, cands, dirs, built, gpus, env, budget, reps, as_json)
-        winner = pick(measured)
-        if winner is None:
-            click.echo(f"error: {spec.name}: no candidate passed verify; nothing recorded", err=True)
-            continue
-        d, arch_name = dirs[(spec.name, winner["id"])]
-        final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)]
-                            + _range_ends(spec), env).report
-        key, entry = make_entry(spec, target.name, gpus[0].name, gpus[0].driver_version, level, measured,
-                                winner, final, families)
-        db["entries"][key] = entry
-        save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
-        entries.append(entry)
-        if not as_json:
-            click.echo(_tune_line(entry))
+    # Every candidate is queued for the compiler in the specs' order; a spec is measured as soon as its
+    # own candidates are built, while the next ones compile.
+    with ThreadPoolExecutor(max_workers=jobs, initializer=_lower_build_priority) as pool:
+        pending = {key: pool.submit(build, d, a, nvcc) for key, (d, a) in dirs.items()}
+        for spec, target, _, cands in work_items:
+            built = _tune_built(spec, cands, pending, as_json)
+            entry = _tune_problem(spec, target, cands, dirs, built, gpus, env, budget, reps, level, families,
+                                  as_json)
+            if entry is None:
+                continue
+            db["entries"][entry[0]] = entry[1]
+            save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
+            entries.append(entry[1])
+            if not as_json:
+                click.echo(_tune_line(entry[1]))
     save_db(path, db)
     if as_json:
         click.echo(json.dumps(entries, indent=2))
@@ -678,25 +686,51 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     sys.exit(EXIT_OK if len(entries) == len(work_items) else EXIT_FAILED)
 
 
+def _lower_build_priority() -> None:
+    """tune's compiler threads run at nice 10 (Linux keeps a nice value per thread, and the nvcc a thread
+    starts inherits it), so that the harness runs measuring earlier specs meanwhile keep their CPU."""
+    if hasattr(os, "setpriority"):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+def _tuned_here(db: dict, spec, arch: str, gpu: str, level: int, families: tuple[str, ...]) -> bool:
+    """--resume: the database holds this problem, measured on this GPU by this generator at `level` or
+    higher, over the same families."""
+    entry = lookup(db, spec, arch, gpu)
+    return (entry is not None and entry.get("gpu") == gpu and entry.get("level", 0) >= level
+            and entry.get("families") == (sorted(families) if families else "all"))
+
+
+def _tune_built(spec, cands, pending: dict, quiet: bool) -> dict:
+    """Waits for one spec's candidate builds; returns (spec name, candidate) -> ok (built, no spills)."""
+    built = {}
+    with click.progressbar(cands, label=f"building {spec.name}", file=sys.stderr, hidden=quiet) as bar:
+        for c in bar:
+            res = pending[(spec.name, c.ident)].result()
+            built[(spec.name, c.ident)] = res.ok and not any(k.spills for k in res.kernels)
+    return built
+
+
+def _tune_problem(spec, target, cands, dirs, built, gpus, env, budget: float, reps: int, level: int,
+                  families: tuple[str, ...], quiet: bool) -> tuple[str, dict] | None:
+    """Measures one spec's candidates and benches the winner against cuBLAS: its (key, database entry)."""
+    measured = _tune_measure(spec, cands, dirs, built, gpus, env, budget, reps, quiet)
+    winner = pick(measured)
+    if winner is None:
+        click.echo(f"error: {spec.name}: no candidate passed verify; nothing recorded", err=True)
+        return None
+    d, arch_name = dirs[(spec.name, winner["id"])]
+    final = run_harness(d, harness_path(d, arch_name), arch_name, ["bench", "--reps", str(reps)]
+                        + _range_ends(spec), env).report
+    return make_entry(spec, target.name, gpus[0].name, gpus[0].driver_version, level, measured, winner, final,
+                      families)
+
+
 def _model_ranking(spec, views, target) -> str:
     lines = [f"{spec.name}: the cost model's ranking on {target.name} (level 0: nothing measured)"]
     for c in tune_candidates(views, target, 1):
         lines.append(f"  {c.ident:<10} {c.model_us:10.1f} µs (model)  {c.plan.primary.summary}")
     return "\n".join(lines)
-
-
-def _tune_build(dirs: dict, nvcc, jobs: int, quiet: bool) -> dict:
-    """Builds every candidate; returns (spec name, candidate) -> ok."""
-    built = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(build, d, a, nvcc): key for key, (d, a) in dirs.items()}
-        with click.progressbar(length=len(futures), label="building candidates", file=sys.stderr,
-                               hidden=quiet) as bar:
-            for fut in as_completed(futures):
-                res = fut.result()
-                built[futures[fut]] = res.ok and not any(k.spills for k in res.kernels)
-                bar.update(1)
-    return built
 
 
 def _tune_measure(spec, cands, dirs, built, gpus, env, budget: float, reps: int, quiet: bool) -> list[dict]:

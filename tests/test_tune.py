@@ -263,3 +263,51 @@ def test_explain_of_a_run_time_spec_shows_which_buckets_were_measured(tmp_path):
     assert "1 of 5 buckets measured" in text
     section = text[text.index("### m = 2:"):text.index("### m = 3:")]
     assert "measured (deepgemm tune level 2" in section and "7.5 µs" in section and "splitk" in section
+
+
+@pytest.mark.slow  # about 25 s: every invocation generates its candidates
+def test_resume_skips_what_the_database_holds_at_this_level_and_measures_the_rest(tmp_path, monkeypatch,
+                                                                                    fake_gpu):
+    """--resume: an interrupted tune of a run-time spec goes on at the first bucket it has no entry for;
+    an entry of a lower level, or of a narrower family choice, is tuned again."""
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli
+    from dgemm_cli.run import HarnessRun
+
+    doc = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 2}, "n": 4096, "k": 4096},
+           "operands": {"A": {"dtype": "f16"}, "B": {"dtype": "f16", "layout": "col"}, "C": {"dtype": "f16"}}}
+    path = tmp_path / "dyn.yaml"
+    path.write_text(json.dumps(doc))
+    measured = []
+
+    def fake_run(directory, harness, arch, args, env, timeout=None):
+        if args[0] == "verify":
+            measured.append(directory.parent.name)
+            return HarnessRun(directory, arch, 0, {"passed": True}, "")
+        return HarnessRun(directory, arch, 0, {"us": 10.0, "ratio": 1.0}, "")
+    monkeypatch.setattr(cli, "run_harness", fake_run)
+
+    db = tmp_path / "db.json"
+    tune = ["tune", str(path), "--db", str(db), "-o", str(tmp_path / "w"), "--json"]
+    assert CliRunner().invoke(cli.main, [*tune, "--level", "1"]).exit_code == 0
+    entries = load_db(db)["entries"]
+    assert sorted(e["name"] for e in entries.values()) == ["dyn_m1", "dyn_m2"]
+    # As if the tune had stopped after the first bucket: the second goes.
+    stopped = load_db(db)
+    stopped["entries"] = {k: e for k, e in entries.items() if e["name"] == "dyn_m1"}
+    save_db(db, stopped)
+    measured.clear()
+    res = CliRunner().invoke(cli.main, [*tune, "--level", "1", "--resume"])
+    assert res.exit_code == 0, res.output
+    assert set(measured) == {"dyn_m2"}
+    # Level 1 entries do not hold for level 2; a level-2 tune of one family does not hold for all of them.
+    measured.clear()
+    assert CliRunner().invoke(cli.main, [*tune, "--level", "2", "--resume", "--family", "cta"]).exit_code == 0
+    assert set(measured) == {"dyn_m1", "dyn_m2"}
+    measured.clear()
+    assert CliRunner().invoke(cli.main, [*tune, "--level", "2", "--resume"]).exit_code == 0
+    assert set(measured) == {"dyn_m1", "dyn_m2"}
+    measured.clear()
+    assert CliRunner().invoke(cli.main, [*tune, "--level", "1", "--resume"]).exit_code == 0
+    assert measured == []  # level 2 entries hold for level 1
