@@ -665,19 +665,23 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     entries = []
     # Every candidate is queued for the compiler in the specs' order; a spec is measured as soon as its
     # own candidates are built, while the next ones compile.
-    with ThreadPoolExecutor(max_workers=jobs, initializer=_lower_build_priority) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs, initializer=_lower_build_priority)
+    try:
         pending = {key: pool.submit(build, d, a, nvcc) for key, (d, a) in dirs.items()}
         for spec, target, _, cands in work_items:
             built = _tune_built(spec, cands, pending, as_json)
-            entry = _tune_problem(spec, target, cands, dirs, built, gpus, env, budget, reps, level, families,
-                                  as_json)
-            if entry is None:
+            measured = _tune_problem(spec, target, cands, dirs, built, gpus, env, budget, reps, level, families,
+                                     as_json)
+            if measured is None:
                 continue
-            db["entries"][entry[0]] = entry[1]
+            key, entry = measured
+            db["entries"][key] = entry
             save_db(path, db)  # after every spec: an interrupted tune keeps what it measured
-            entries.append(entry[1])
+            entries.append(entry)
             if not as_json:
-                click.echo(_tune_line(entry[1]))
+                click.echo(_tune_line(entry))
+    finally:  # an interrupted tune does not wait for the compiles it no longer needs
+        pool.shutdown(cancel_futures=True)
     save_db(path, db)
     if as_json:
         click.echo(json.dumps(entries, indent=2))

@@ -158,11 +158,14 @@ class HopperPlan:
                              + f", box {d.box})" for d in t.dims)
             out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
         out.append(f"C: {self.c_vec}-element vector stores along {self.c_unit or 'nothing'}")
-        out.extend(f"{x}: {n}-element vector loads along {self.c_unit} in the store phase"
-                   + (f" ({b}-byte aligned at run time, else the fallback)" if b else "")
-                   for x, n, b in self.ep_vectors)
+        out.extend(self.ep_vector_lines())
         out.extend(f"note: {n}" for n in self.notes)
         return out
+
+    def ep_vector_lines(self) -> list[str]:
+        """One line a view the store phase loads as vectors (explain and the kernel's header comment)."""
+        return [f"{x}: {n}-element vector loads along {self.c_unit} in the store phase"
+                + (f" ({b}-byte aligned at run time, else the fallback)" if b else "") for x, n, b in self.ep_vectors]
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}

@@ -113,8 +113,7 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "
                          + ", ".join(x.label for x in plan.k_loops))
-    decisions.extend(f"{x}: {n}-element vector loads along {plan.c_unit} in the store phase"
-                     + (f" (the launcher checks {b}-byte alignment)" if b else "") for x, n, b in plan.ep_vectors)
+    decisions.extend(plan.ep_vector_lines())
     decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
                      f"{plan.c_unit or 'nothing (scalar stores)'}, "
                      f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup")
