@@ -167,14 +167,25 @@ def _gen_summary(g) -> str:
         lines.append(f"  {p.why}")
         for b in p.buckets:
             lines.append(f"  {b.sizes(p.letter)}: {b.plan.family}: {b.plan.primary.summary}")
+            if b.plan.tuned:
+                lines.append(f"    {_tuned_line(b.plan.tuned)}")
             lines.extend(_fallback_lines(b.plan, "    "))
         return "\n".join(lines)
     lines.append(f"  {p.family_decision.summary()}")
     lines.append(f"  {p.primary.family}: {p.primary.summary}")
-    for d in p.primary.decisions:
-        lines.append(f"    {d.summary()}")
+    if p.tuned:  # the tiling is the measured winner: the model's reasons for each value do not apply
+        lines.append(f"    {_tuned_line(p.tuned)}")
+    else:
+        lines.extend(f"    {d.summary()}" for d in p.primary.decisions)
     lines.extend(_fallback_lines(p, "  "))
     return "\n".join(lines)
+
+
+def _tuned_line(t: dict) -> str:
+    """A tuned plan in one line (plan.json's `tuned`)."""
+    ratio = f", {t['ratio']:.2f}x cuBLAS" if isinstance(t.get("ratio"), (int, float)) else ""
+    return (f"tuned: candidate {t['candidate']}, the fastest of {t['timed']} timed of {t['measured']} by "
+            f"deepgemm tune (level {t['level']}, {t['gpu']}, {t['date'][:10]}): {t['us']:.4g} µs{ratio}")
 
 
 def _fallback_lines(p: Plan, indent: str) -> list[str]:

@@ -143,7 +143,7 @@ def _bucket_lines(plan: BucketPlan) -> list[str]:
         if p.tuned:
             t = p.tuned
             out.append(f"  measured (deepgemm tune level {t['level']}, {t['gpu']}, {t['date']}): {t['us']:.4g} µs, "
-                       f"the fastest of {t['measured']} candidates")
+                       f"the fastest of {t.get('timed', t['measured'])} timed of {t['measured']} candidates")
         out.append(f"  {p.family_decision.summary()}")
         for r in p.family_decision.rejected:
             out.append(f"      {str(r.value):<10} rejected: {r.why}")

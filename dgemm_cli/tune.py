@@ -233,4 +233,6 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
     win = entry["winner"]
     return {"level": entry["level"], "gpu": entry["gpu"], "driver": entry["driver"], "date": entry["date"],
             "us": win["us"], "ratio": win.get("ratio"), "baseline_us": win.get("baseline_us"),
-            "candidate": win["id"], "measured": len(entry.get("measured", []))}
+            "candidate": win["id"], "measured": len(entry.get("measured", [])),
+            # candidates timed: a budget that ran out, a failed build or verify leave the others untimed
+            "timed": sum(isinstance(m.get("us"), (int, float)) for m in entry.get("measured", []))}

@@ -122,9 +122,13 @@ def test_gen_renders_the_tuned_plan_and_explain_shows_the_ranking(tmp_path):
     spec = load_spec(SQUARE)
     db = empty_db()
     db["entries"]["k"] = _entry(spec, winner_family="cta", rank=3)
+    db["entries"]["k"]["measured"][-1]["us"] = None  # one candidate the budget left untimed
     save_db(tmp_path / "db.json", db)
     out = _dg("gen", SQUARE, "-o", tmp_path / "g", "--db", tmp_path / "db.json")
     assert out.returncode == 0, out.stderr
+    # gen says the tiling is the measured winner, and how many candidates were timed of how many.
+    assert "tuned: candidate cta-03, the fastest of 31 timed of 32 by deepgemm tune (level 2" in out.stdout
+    assert "by the cost model)" not in out.stdout.split("cta:", 1)[1].split("run-time fallback")[0]
     plan = json.loads((tmp_path / "g" / spec.name / "plan.json").read_text())
     assert plan["plan"]["family"] == "cta" and plan["plan"]["tuned"]["us"] == 100.0
     assert plan["plan"]["primary"]["assignment"] == db["entries"]["k"]["winner"]["assignment"]
