@@ -7,21 +7,8 @@
 
 #include "dg_harness.cuh"
 
-// selftest_harness.cu's case 6: D[m=37, n=24] (column-major) = clamp(residual + relu(scale[m] * (bias[n] +
-// 1.5 A.B + 0.5 C)), -2.5, 2.5).
-static const DgProblem kProblem = {
-    "epilogue_helpers", "sm_90a", 3,
-    {{'m', DG_M, 37, {40, 0, 32, 1, 0, 2, 1}}, {'n', DG_N, 24, {0, 1, 1, 40, 1, 0, 37}}, {'k', DG_K, 33, {1, 24}}},
-    2, {1, 1, 1, 1, 1, 1, 1}, {5, 0, 3, 7, 1, 0, 0}, {1478, 792, 1179, 964, 25, 73, 888},
-    {DG_F16, DG_F16, DG_F16, DG_F16, DG_F16, DG_F32, DG_F16}, {2, 2, 2, 2, 2, 4, 2}, 1.5f, 0.5f, 1e-2,
-    5,
-    {{"bias[n]", DG_STEP_BIAS, 0, 0.0f, 0.0f},
-     {"scale[m]", DG_STEP_SCALE, 0, 0.0f, 0.0f},
-     {"relu", DG_STEP_ACTIVATION, DG_RELU, 0.0f, 0.0f},
-     {"residual[mn]", DG_STEP_RESIDUAL, 0, 0.0f, 0.0f},
-     {"clamp[-2.5, 2.5]", DG_STEP_CLAMP, 0, -2.5f, 2.5f}}};
-static const DgBaseline kBaseline = {
-    1, "cublas", {0, 0, 0}, {}, 1, {{"D=A^TB^T", 0, 1, 1, 37, 24, 33, 40, 24, 40, 0, 0, 0, 1}}, "elementwise"};
+#define CASE6_NAME "epilogue_helpers"
+#include "case6_problem.inc"  // selftest_harness.cu's case 6
 
 // A dense row-major out[b=2, m=3, n=1000] (f32, in place) with bias[b, n]: m cannot merge with n (bias's
 // stride 0 on m), b and m cannot either (bias moves on b); size-1 letters drop.

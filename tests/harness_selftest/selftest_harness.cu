@@ -110,27 +110,8 @@ static const DgBaseline kBaseline = {
     1, {{"C^T=BA", 1, 0, 0, 24, 40, 33, 24, 33, 24, 0, 0, 0, 1, DG_SCALE_N}}};
 #endif
 #elif SELFTEST_CASE == 6
-// D[m=37, n=24] = clamp(residual + relu(scale[m] * (bias[n] + 1.5 A.B + 0.5 C)), -2.5, 2.5); per slot
-// (A, B, C, D, bias, scale, residual):
-//   m strides 40, 0, 32, 1, 0, 2, 1;  n strides 0, 1, 1, 40, 1, 0, 37;  k strides 1, 24 (A and B only).
-//   offsets 5, 0, 3, 7, 1, 0, 0; spans A 5 + 36*40 + 32 + 1 = 1478, B 32*24 + 23 + 1 = 792,
-//   C 3 + 36*32 + 23 + 1 = 1179, D 7 + 36 + 23*40 + 1 = 964, bias 1 + 23 + 1 = 25, scale 72 + 1 = 73,
-//   residual 36 + 23*37 + 1 = 888.
-static const DgProblem kProblem = {
-    "selftest_epilogue", "sm_90a", 3,
-    {{'m', DG_M, 37, {40, 0, 32, 1, 0, 2, 1}}, {'n', DG_N, 24, {0, 1, 1, 40, 1, 0, 37}}, {'k', DG_K, 33, {1, 24}}},
-    2, {1, 1, 1, 1, 1, 1, 1}, {5, 0, 3, 7, 1, 0, 0}, {1478, 792, 1179, 964, 25, 73, 888},
-    {DG_F16, DG_F16, DG_F16, DG_F16, DG_F16, DG_F32, DG_F16}, {2, 2, 2, 2, 2, 4, 2}, 1.5f, 0.5f, 1e-2,
-    5,
-    {{"bias[n]", DG_STEP_BIAS, 0, 0.0f, 0.0f},
-     {"scale[m]", DG_STEP_SCALE, 0, 0.0f, 0.0f},
-     {"relu", DG_STEP_ACTIVATION, DG_RELU, 0.0f, 0.0f},
-     {"residual[mn]", DG_STEP_RESIDUAL, 0, 0.0f, 0.0f},
-     {"clamp[-2.5, 2.5]", DG_STEP_CLAMP, 0, -2.5f, 2.5f}}};
-// cuBLAS writes alpha * A.B into column-major D (m x n, ld 40): row-major A and B are transposed column-major
-// ones. Then the elementwise pass: + beta * C, and the steps.
-static const DgBaseline kBaseline = {
-    1, "cublas", {0, 0, 0}, {}, 1, {{"D=A^TB^T", 0, 1, 1, 37, 24, 33, 40, 24, 40, 0, 0, 0, 1}}, "elementwise"};
+#define CASE6_NAME "selftest_epilogue"
+#include "case6_problem.inc"
 #elif SELFTEST_CASE == 7
 #define SELFTEST_RUN_TIME 1
 // D[m, n=24] = gelu_tanh(bias[n] + A.B), m in 2..40 at run time, beta 0: bf16 A (rows padded to 40, offset 5)
