@@ -359,9 +359,36 @@ def _nvidia_smi(args: list[str], env: Mapping[str, str]) -> str | None:
 
 
 def find_gpus(env: Mapping[str, str] = os.environ) -> list[GpuInfo]:
-    """The visible NVIDIA GPUs, from nvidia-smi; [] when nvidia-smi is missing or fails."""
+    """The visible NVIDIA GPUs, from nvidia-smi; [] when nvidia-smi is missing or fails. nvidia-smi lists
+    every GPU of the machine: CUDA_VISIBLE_DEVICES, where set, narrows them as the CUDA runtime would."""
     out = _nvidia_smi(["--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"], env)
-    return parse_gpu_csv(out) if out is not None else []
+    gpus = parse_gpu_csv(out) if out is not None else []
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is None or not gpus:
+        return gpus
+    uuids = {}
+    if any(not x.strip().isdigit() for x in visible.split(",") if x.strip()):
+        listed = _nvidia_smi(["--query-gpu=index,uuid", "--format=csv,noheader"], env) or ""
+        uuids = {u.strip(): int(i) for i, u in (ln.split(",", 1) for ln in listed.splitlines() if "," in ln)
+                 if i.strip().isdigit()}
+    return select_visible(gpus, visible, uuids)
+
+
+def select_visible(gpus: list[GpuInfo], visible: str, uuids: Mapping[str, int]) -> list[GpuInfo]:
+    """The GPUs CUDA_VISIBLE_DEVICES=`visible` leaves, in its order: indices, or UUIDs (a unique prefix
+    will do); like the CUDA runtime, the list ends at the first entry that names no GPU."""
+    by_index = {g.index: g for g in gpus}
+    out: list[GpuInfo] = []
+    for entry in (x.strip() for x in visible.split(",")):
+        if entry.isdigit():
+            gpu = by_index.get(int(entry))
+        else:
+            hits = [i for u, i in uuids.items() if entry and u.startswith(entry)]
+            gpu = by_index.get(hits[0]) if len(hits) == 1 else None
+        if gpu is None or gpu in out:
+            break
+        out.append(gpu)
+    return out
 
 
 def driver_cuda_version(env: Mapping[str, str] = os.environ) -> str | None:

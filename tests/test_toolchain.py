@@ -27,6 +27,7 @@ from dgemm_cli.toolchain import (
     parse_driver_cuda_version,
     parse_gpu_csv,
     parse_nvcc_version,
+    select_visible,
 )
 
 NVCC_13_0 = """\
@@ -296,6 +297,27 @@ def test_find_gpus_with_fake_nvidia_smi(tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path)}
     assert find_gpus(env) == [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.03")]
     assert driver_cuda_version(env) == "13.0"
+
+
+def test_find_gpus_honours_cuda_visible_devices(tmp_path: Path) -> None:
+    """nvidia-smi lists every GPU; `tune` gives one worker to each GPU find_gpus returns, so a user's
+    CUDA_VISIBLE_DEVICES=1 must leave it GPU 1 alone (it measured on both before)."""
+    fake_smi(tmp_path, "0, NVIDIA H200, 9.0, 580.159.03\n1, NVIDIA H200, 9.0, 580.159.03\n")
+    env = {"PATH": str(tmp_path)}
+    assert [g.index for g in find_gpus(env)] == [0, 1]
+    assert [g.index for g in find_gpus({**env, "CUDA_VISIBLE_DEVICES": "1"})] == [1]
+    assert [g.index for g in find_gpus({**env, "CUDA_VISIBLE_DEVICES": "1,0"})] == [1, 0]
+    assert find_gpus({**env, "CUDA_VISIBLE_DEVICES": ""}) == []
+    assert [g.index for g in find_gpus({**env, "CUDA_VISIBLE_DEVICES": "0,7,1"})] == [0]  # stops at 7
+
+
+def test_select_visible_takes_uuids_and_their_unique_prefixes() -> None:
+    gpus = [GpuInfo(0, "H200", "9.0", "580"), GpuInfo(1, "H200", "9.0", "580")]
+    uuids = {"GPU-aa11": 0, "GPU-ab22": 1}
+    assert select_visible(gpus, "GPU-ab22", uuids) == [gpus[1]]
+    assert select_visible(gpus, "GPU-ab,0", uuids) == [gpus[1], gpus[0]]
+    assert select_visible(gpus, "GPU-a", uuids) == []  # ambiguous
+    assert select_visible(gpus, "1,1", uuids) == [gpus[1]]  # a repeat ends the list, as in CUDA
 
 
 def fake_host_compilers(bin_dir: Path) -> None:
