@@ -25,6 +25,9 @@ class Node:
     name: str
     domain: tuple[Any, ...]
     doc: str
+    # The value an assignment made before the node existed stands for (a tuned plan in a database written
+    # by an older deepgemm); None: such an assignment no longer fits.
+    default: Any = None
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,10 @@ class ConstraintGraph:
     nodes: list[Node] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
 
-    def node(self, name: str, domain: Sequence[Any], doc: str) -> None:
+    def node(self, name: str, domain: Sequence[Any], doc: str, default: Any = None) -> None:
         assert name not in {n.name for n in self.nodes}, name
-        self.nodes.append(Node(name, tuple(domain), doc))
+        assert default is None or default in domain, (name, default)
+        self.nodes.append(Node(name, tuple(domain), doc, default))
 
     def constrain(self, name: str, source: str, nodes: Sequence[str],
                   check: Callable[[Assignment], str | None], doc: str = "") -> None:
@@ -85,8 +89,9 @@ class ConstraintGraph:
 
     def restrict(self, assignment: Assignment) -> tuple[Assignment, list[str]]:
         """`assignment` cut to this graph's nodes, and what is wrong with it: missing nodes, then the
-        constraints it breaks (e.g. a tuned plan read back after the graph changed)."""
-        a = {n.name: assignment.get(n.name) for n in self.nodes}
+        constraints it breaks (e.g. a tuned plan read back after the graph changed). A node the
+        assignment lacks takes its default, where it has one."""
+        a = {n.name: assignment.get(n.name, n.default) for n in self.nodes}
         missing = [f"no value for {name}" for name, v in a.items() if v is None]
         return a, missing or self.violations(a)
 

@@ -87,3 +87,58 @@ def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
     for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
                         "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned"):
         assert instruction in ptx, instruction
+
+
+# ------------------------------------------------------------------------------------------------
+# K split over a cluster, and A's box cut to the rows present
+# ------------------------------------------------------------------------------------------------
+
+def _gemm(m, n, k, a="row", b="col", c="row", dtype="bf16"):
+    return analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
+                               "operands": {"A": {"layout": a}, "B": {"layout": b}, "C": {"layout": c}}}))
+
+
+@pytest.mark.parametrize("m, n, k", [(8, 14336, 4096), (16, 4096, 4096), (64, 4096, 4160), (40, 520, 2048),
+                                     (1, 128, 192)])
+def test_k_splits_leave_no_block_without_k_iterations_and_only_where_tiles_leave_sms_idle(m, n, k):
+    views, arch = _gemm(m, n, k), get_arch("sm_90a")
+    plans = ranked(hopper.problem(views, arch), 2000)
+    split = [p for p in plans if p.k_splits > 1]
+    assert split, "decode shapes leave SMs idle: some candidate splits K"
+    for p in split:
+        assert p.tiles < arch.sms and p.tiles * p.k_splits <= 2 * arch.sms
+        assert (p.k_splits - 1) * p.kt_per_split < p.k_iters <= p.k_splits * p.kt_per_split
+        rows = p.block_n if p.c_unit == "m" else p.block_m
+        assert rows * p.red_pitch * 4 <= p.stages * (p.block_m + p.block_n) * hopper.BLOCK_K * 2
+        assert "cluster of" in p.summary and "persistent" not in p.summary
+    assert all(p.kt_per_split == p.k_iters and p.red_pitch == 0 for p in plans if p.k_splits == 1)
+
+
+def test_a_problem_whose_tiles_fill_the_sms_is_not_split():
+    views, arch = _gemm(4096, 4096, 4096), get_arch("sm_90a")
+    assert {p.k_splits for p in ranked(hopper.problem(views, arch), 500)} == {1}
+    assert hopper.k_split_slices(3, 4)[1] is not None  # 3 k-iterations cannot feed 4 blocks
+    assert hopper.k_split_slices(5, 4) == (2, "5 k-iteration(s) in slices of 2 leave block 3 without one")
+    assert hopper.k_split_slices(7, 4) == (2, None)
+
+
+def test_a_tuned_assignment_from_before_the_k_split_reads_back_unsplit():
+    from dgemm_cli.families.solving import of_assignment
+
+    views, arch = _gemm(8, 14336, 4096), get_arch("sm_90a")
+    old = {"block_m": 64, "block_n": 128, "consumers": 1, "ctas_per_sm": 1, "stages": 6}  # a fifth-session entry
+    plan = of_assignment(hopper.problem(views, arch), old)
+    assert plan.k_splits == 1 and plan.tiles == 112 and "persistent" in plan.summary
+
+
+@pytest.mark.parametrize("m, a_layout, rows", [(1, "row", 8), (8, "row", 8), (20, "row", 24), (64, "row", 64),
+                                               (300, "row", 300), (8, "col", None)])
+def test_a_box_holds_only_the_rows_present_for_k_major_a(m, a_layout, rows):
+    views = _gemm(m, 4096, 1024, a=a_layout)
+    for p in ranked(hopper.problem(views, get_arch("sm_90a")), 50):
+        mn = next(d for d in p.a.dims if d.index == "mn")
+        if rows is None:  # MN-major A: boxes of 64 m-elements (one 128-byte swizzle row), uncut
+            assert not p.a_rows_follow_m and p.a_box_rows == 0 and mn.box == hopper.BOX_MN
+            continue
+        assert p.a_rows_follow_m and p.a_box_rows == min(rows, p.block_m) == mn.box
+        assert mn.box % hopper.SWIZZLE_ROWS == 0

@@ -140,3 +140,112 @@ def test_the_wheel_ships_every_template_and_subpackage():
         if f.is_file():
             rel = f.relative_to(REPO / "templates").as_posix()
             assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs), rel
+
+
+# ------------------------------------------------------------------------------------------------
+# The hopper family's K split and A's cut box
+# ------------------------------------------------------------------------------------------------
+
+def _split_spec(m=8, n=14336, k=4096, c="row", **extra):
+    return parse_spec({"name": "ks", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": m, "n": n, "k": k},
+                       "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": c}}, **extra})
+
+
+def _hopper_sources(spec, splits=None):
+    """The hopper kernel of `spec`, the model's pick or its cheapest plan with `splits` blocks a cluster."""
+    from dataclasses import replace
+
+    from dgemm_cli.families import hopper
+    from dgemm_cli.families.solving import ranked
+
+    views, arch = analyse(spec), get_arch("sm_90a")
+    plan = make_plan(views, arch, "hopper")
+    if splits is not None:
+        primary = next(p for p in ranked(hopper.problem(views, arch), 2000) if p.k_splits == splits)
+        plan = replace(plan, primary=primary)
+    return render_sources(spec, views, plan, plan_baseline(views), arch)[f"{spec.name}.cu"], plan.primary
+
+
+@pytest.mark.parametrize("c", ["row", "col"])
+def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_rank_order(c):
+    cu, plan = _hopper_sources(_split_spec(c=c), splits=2)
+    assert plan.k_splits == 2 and plan.kt_per_split == 32
+    assert "#include <cooperative_groups.h>" in cu
+    assert "constexpr int SPLITS = 2, KT_PER_SPLIT = 32;" in cu
+    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    # PDL: the kernel waits for its predecessor before any memory access; the launch allows it.
+    assert kernel.index('griddepcontrol.wait') < kernel.index("prefetch.tensormap")
+    assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel and "kt > kt0 || kk > 0" in kernel
+    assert "for (int t = blockIdx.x; t < TILES" not in kernel  # one tile a cluster: the stages park its partial
+    assert kernel.count("cluster.sync();") == 4  # twice in the producer warpgroup, twice in the consumers
+    assert "for (int s = 0; s < SPLITS; ++s)" in kernel and "cluster.map_shared_rank(partial, s)" in kernel
+    assert ("partial[col * RED_PITCH + r] = acc" if c == "col" else "&partial[r * RED_PITCH + col]") in kernel
+    launch = cu[cu.index("cudaError_t launch("):]
+    assert "attrs[0].val.clusterDim.x = SPLITS;" in launch and "TILES * SPLITS" in launch
+
+
+def test_an_unsplit_hopper_kernel_stays_persistent_and_has_no_cluster():
+    cu, plan = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
+    assert plan.k_splits == 1
+    assert "for (int t = blockIdx.x; t < TILES; t += gridDim.x)" in cu and "cooperative_groups" not in cu
+    assert "SPLITS" not in cu and "griddepcontrol" not in cu and "A_BOX_ROWS" not in cu
+
+
+def test_a_box_of_few_rows_expects_only_its_bytes():
+    cu, plan = _hopper_sources(_split_spec(m=20))
+    assert plan.a_box_rows == 24
+    assert "constexpr int A_BOX_ROWS = 24;" in cu
+    assert "constexpr int STAGE_TX_BYTES = A_BOX_ROWS * BK * 2 + B_STAGE_BYTES;" in cu
+    assert re.search(r"const cuuint32_t box\[2\] = \{ 64, 24 \};", cu)
+    assert "A: a box of 24 rows" in cu  # the header comment says so
+
+
+def test_run_time_rows_cut_a_s_box_when_the_map_is_encoded():
+    spec = parse_spec(
+        {"name": "rt", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 4096},
+         "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}})
+    views = analyse(spec)
+    files = render_sources(spec, views, make_plan(views, get_arch("sm_90a"), "hopper"), plan_baseline(views),
+                           get_arch("sm_90a"))
+    cu = files["rt.cu"]
+    ranged = [b for b in re.split(r"\nnamespace \w+ \{", cu)[1:] if "a_box_rows(int m_inner)" in b]
+    assert ranged, "a hopper kernel for a range of rows"
+    body = ranged[0]
+    assert "const cuuint32_t box[2] = { 64, a_box_rows(int(m_inner)) };" in body
+    assert "const unsigned stage_tx_bytes = unsigned(a_box_rows(M_INNER) * BK * 2 + B_STAGE_BYTES);" in body
+    assert "mbar_expect_tx(&full[stage], stage_tx_bytes);" in body and "STAGE_TX_BYTES" not in body
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["rows", "cols", "scalar-epilogue"])
+def test_split_hopper_kernels_compile_without_spills(case, tmp_path):
+    """C row-major (vectors along n), column-major (along m), and C strided both ways (scalar stores) with
+    every epilogue step and a separate D: the reduction's store is the store phase's, under a cluster."""
+    import os
+    import subprocess
+
+    from .test_build import nvcc_or_skip
+
+    nvcc = nvcc_or_skip()
+    if case == "scalar-epilogue":
+        spec = parse_spec({"name": "ks", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 40, "n": 520, "k": 2048},
+                           "beta": 0.5, "operands": {"A": {"layout": "row"}, "B": {"layout": "row"},
+                                                     "C": {"strides": [3, 130]}, "D": {"strides": [1, 41]}},
+                           "epilogue": [{"scale": {"letters": "m"}}, {"bias": {"letters": "n", "dtype": "f32"}},
+                                        {"residual": {"strides": [1, 40]}}, {"activation": "gelu_tanh"},
+                                        {"clamp": [-2.0, 2.0]}]})
+    else:
+        spec = _split_spec(m=24, n=1000, k=4104, c="row" if case == "rows" else "col", beta=0.5)
+    cu, plan = _hopper_sources(spec, splits=3)
+    assert plan.k_splits == 3
+    (tmp_path / "ks.cu").write_text(cu)
+    (tmp_path / "ks.h").write_text(render_sources(spec, analyse(spec), make_plan(analyse(spec), get_arch("sm_90a"),
+                                                                                 "hopper"),
+                                                  plan_baseline(analyse(spec)), get_arch("sm_90a"))["ks.h"])
+    out = subprocess.run([*nvcc.compile_prefix(), "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
+                          "-Xptxas", "-v", "-c", str(tmp_path / "ks.cu"), "-o", str(tmp_path / "ks.o")],
+                         capture_output=True, text=True, env=nvcc.run_env(os.environ))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "warning" not in out.stderr.lower(), out.stderr[-3000:]
+    spills = re.findall(r"(\d+) bytes spill stores", out.stderr)
+    assert spills and all(s == "0" for s in spills), out.stderr[-2000:]

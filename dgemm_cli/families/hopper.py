@@ -8,6 +8,18 @@ registers from the producer to the consumers. A grid of one block per SM walks t
 grouped (L2-friendly) order; the epilogue stages each consumer's accumulators through shared
 memory so that C is written with vector stores along its contiguous dim.
 
+K split. When the output tiles leave SMs idle (decode: [8,4096]x[4096,14336] has 112 tiles of 64x128 for
+132 SMs; at N = 4096, 32), the `k_splits` blocks of a thread-block cluster share one tile, each streaming
+its slice of the k-iterations. Each parks its f32 tile in its own (then idle) pipeline stages; after a
+cluster barrier each block sums a share of the tile over the cluster's blocks through distributed shared
+memory in rank order (bit-identical run to run) and runs the same store phase. The grid then holds one
+cluster a tile (not persistent).
+
+Few rows. A K-major A whose rows fit in one tile row (M_INNER < BM) is loaded as a box of only its rows
+(rounded up to the 8-row swizzle atom): wgmma still reads 64 rows, but the rows past the box hold stale
+shared memory whose products land only in accumulator rows the store phase skips. Measured, the hopper
+kernel's time at one row of tiles follows the boxes' bytes, zero-filled rows included (docs/DESIGN.md).
+
 Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
 from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
 and of its other role, m for A / n for B) and one dim for every other segment it has a non-zero
@@ -54,6 +66,13 @@ MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
 CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilogue beside the accumulators
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
+SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
+K_SPLITS = (1, 2, 3, 4)  # blocks of a cluster that share one tile's k-iterations (portable cluster sizes)
+RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
+# The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
+# round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
+CLUSTER_REDUCE_US = 0.4
+DSMEM_BYTES_PER_CLK = 32
 
 
 @dataclass(frozen=True)
@@ -131,6 +150,13 @@ class HopperPlan:
     # Views the store phase reads along C's vector (C for beta when D is written, bias, scale, residual)
     # with vector loads: (view, elements a load, bytes to check at run time or 0).
     ep_vectors: tuple[tuple[str, int, int], ...] = ()
+    k_splits: int = 1  # blocks of a cluster sharing one tile, each a slice of the k-iterations
+    kt_per_split: int = 0  # k-iterations of a slice (k_iters when not split)
+    red_pitch: int = 0  # floats a row (column for m-contiguous C) of the parked partial tile; 0: not split
+    # A's box rows follow M_INNER when it is below BM (K-major A): rows of the box when M is fixed (BM
+    # otherwise); with rows at run time, the launcher computes them.
+    a_rows_follow_m: bool = False
+    a_box_rows: int = 0
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -141,18 +167,30 @@ class HopperPlan:
                                   *((x, n) for x, _, n in self.ep_vectors)) if n}
 
     @property
+    def grid_desc(self) -> str:
+        if self.k_splits > 1:
+            return (f"one cluster of {self.k_splits} blocks a tile ({self.kt_per_split} of the {self.k_iters} "
+                    "k-iterations each, summed through DSMEM)")
+        return "a persistent grid"
+
+    @property
     def summary(self) -> str:
         return (f"wgmma m64n{self.block_n}k16, tile {self.block_m}x{self.block_n}x{self.block_k}, "
                 f"{self.consumers} consumer warpgroup(s) + 1 producer, {self.ctas_per_sm} block(s) an SM, "
                 f"{self.stages} TMA stages, "
                 f"A {self.a.major}-major, B {self.b.major}-major, {self.smem_bytes} B smem, {self.tiles} tiles "
-                f"on a persistent grid, raster group {self.raster_group}")
+                f"on {self.grid_desc}, raster group {self.raster_group}")
 
     def detail_lines(self) -> list[str]:
         """What `explain` adds below the decisions: the grid, the tensor maps, C's stores."""
         out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.tiles} tiles "
-               f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on a persistent grid, "
+               f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on {self.grid_desc}, "
                f"{self.k_iters} k-iterations"]
+        if self.a_rows_follow_m:
+            out.append(f"A: a box of {self.a_box_rows} rows (M rounded up to {SWIZZLE_ROWS}), not {self.block_m}"
+                       if self.a_box_rows else
+                       f"A: a box of the run-time rows rounded up to {SWIZZLE_ROWS} while they are below "
+                       f"{self.block_m}")
         for t in (self.a, self.b):
             dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
                              + f", box {d.box})" for d in t.dims)
@@ -331,10 +369,35 @@ def epi_bytes(c_unit: str | None) -> int:
     return 64 * EPI_ROW_PITCH * 4
 
 
+def red_pitch(a: Assignment, c_unit: str | None) -> int:
+    """Floats a row of the parked partial tile ([row][col]; [col][row] when C is m-contiguous)."""
+    return (a["block_m"] if c_unit == "m" else a["block_n"]) + RED_PAD
+
+
+def k_split_slices(k_iters: int, splits: int) -> tuple[int, str | None]:
+    """(k-iterations a slice, why the split does not fit): every block of the cluster needs a slice."""
+    per = math.ceil(k_iters / splits)
+    if (splits - 1) * per >= k_iters:
+        return per, f"{k_iters} k-iteration(s) in slices of {per} leave block {splits - 1} without one"
+    return per, None
+
+
+def a_rows_follow_m(views: ProblemViews) -> bool:
+    """Whether A's box can be cut to the rows present: K-major A (a box of whole rows)."""
+    a = tma_operand(views, "A", BOX_MN)
+    return not isinstance(a, str) and a.major == "k"
+
+
+def a_box_rows(m_inner: int, block_m: int) -> int:
+    return min(block_m, -(-m_inner // SWIZZLE_ROWS) * SWIZZLE_ROWS)
+
+
 def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
+    """Stages, each consumer's epilogue staging (a K split parks its tile over the stages instead), barriers."""
     stage = (a["block_m"] + a["block_n"]) * BLOCK_K * elem
     barriers = 2 * a["stages"] * 8  # a full and an empty mbarrier per stage
-    return a["stages"] * stage + a["consumers"] * epi_bytes(c_unit) + barriers + SMEM_ALIGN
+    staging = a["consumers"] * epi_bytes(c_unit) if a.get("k_splits", 1) == 1 else 0
+    return a["stages"] * stage + staging + barriers + SMEM_ALIGN
 
 
 def entry_regs(consumers: int, ctas_per_sm: int) -> int:
@@ -360,6 +423,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", (3, 4, 5, 6), "TMA pipeline depth (shared-memory stages)")
+    g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
 
     def wg_rows(a: Assignment) -> str | None:
         wg_m = a["block_m"] // a["consumers"]
@@ -388,9 +452,36 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         need = smem_bytes(a, c_unit, elem)
         limit = min(arch.smem_per_block, arch.smem_per_sm // a["ctas_per_sm"] - SMEM_RESERVED_PER_BLOCK)
         return None if need <= limit else f"{need} B > {limit} B per block ({a['ctas_per_sm']} block(s) an SM)"
-    g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "stages"], smem_ok,
-                "stages + per-consumer epilogue staging + barriers")
+    g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "stages", "k_splits"],
+                smem_ok, "stages + per-consumer epilogue staging (none with a K split) + barriers")
+
+    k_iters = math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / BLOCK_K)
+    groups = math.prod(loop.size for loop in tile_loops(views))
+
+    def k_split_ok(a: Assignment) -> str | None:
+        s = a["k_splits"]
+        if s == 1:
+            return None
+        tiles = groups * math.ceil(_size(views, "m") / a["block_m"]) * math.ceil(_size(views, "n") / a["block_n"])
+        if tiles >= arch.sms:
+            return f"{tiles} tiles already fill {arch.sms} SMs: a split would add its reduction and no SM"
+        if tiles * s > 2 * arch.sms:
+            return f"{tiles} tiles x {s} = {tiles * s} blocks, over two an SM"
+        why = k_split_slices(k_iters, s)[1]
+        if why:
+            return why
+        part = a["block_m"] * red_pitch(a, c_unit) * 4
+        stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
+        return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
+    g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
+                "a K split only where the tiles leave SMs idle, every block with a slice, the f32 partial tile "
+                "parked in the block's pipeline stages")
     return g
+
+
+def _size(views: ProblemViews, role: str) -> int:
+    seg = _inner(views, role)
+    return seg.size if seg else 1
 
 
 def _cost(views: ProblemViews, arch: Arch):
@@ -405,22 +496,25 @@ def _cost(views: ProblemViews, arch: Arch):
     n_inner = _inner(views, "n").size if _inner(views, "n") else 1
     kouter = math.prod(loop.size for loop in k_loops(views))
     clk = arch.clock_ghz * 1e3
+    follow = a_rows_follow_m(views)
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
               + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
     dram_us = unique / (arch.dram_gbps * 1e3)
     tma_latency_us = 0.8
 
     def cost(a: Assignment) -> float:
-        bm, bn, cons, ctas = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"]
-        tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn)
-        k_iters = kouter * math.ceil(k_inner / BLOCK_K)
+        bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
+        # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
+        tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn) * splits
+        k_iters = math.ceil(kouter * math.ceil(k_inner / BLOCK_K) / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
         # leaves the tensor cores idle while it waits on its own barriers and epilogue.
         eff = {64: 0.62, 128: 0.8, 256: 0.9}[bn] * (1.0 if cons == 2 else 0.8)
         math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
-        stage = (bm + bn) * BLOCK_K * elem
+        a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
+        stage = (a_rows + bn) * BLOCK_K * elem
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
         l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
         l2_us = k_iters * stage / l2_share
@@ -431,6 +525,8 @@ def _cost(views: ProblemViews, arch: Arch):
         load_us *= ctas
         exposed_epi = epi_us if ctas == 1 else 0.1 * epi_us
         tile_us = max(math_us, load_us, l2_us) + exposed_epi
+        if splits > 1:
+            tile_us += CLUSTER_REDUCE_US + bm * bn * 4 / (DSMEM_BYTES_PER_CLK * clk)
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
@@ -445,6 +541,12 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
     gated(NAME, views.spec.source, gates(views, arch))
     return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
                    lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
+
+
+def _with_box_rows(t: TmaOperand, rows: int) -> TmaOperand:
+    """K-major A with its tiled m dim's box cut to `rows`."""
+    dims = tuple(TmaDim(d.label, d.size, d.stride_bytes, rows, d.index) if d.index == "mn" else d for d in t.dims)
+    return TmaOperand(t.operand, t.major, dims, t.boxes_per_stage, t.stage_bytes, t.runtime_align)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
@@ -465,6 +567,14 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if size["k"] % BLOCK_K:
         notes.append(f"k segment {inner['k'].label if inner['k'] else '-'} is not a multiple of {BLOCK_K}: "
                      "TMA zero-fills the last k-tile past its end")
+    follow = ta.major == "k"
+    run_time = views.spec.run_time_letter
+    box_rows = 0
+    if follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
+        box_rows = a_box_rows(size["m"], bm)
+        ta = _with_box_rows(ta, box_rows)
+    k_iters = math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K)
+    splits = a["k_splits"]
     plan = HopperPlan(
         block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
         stages=a["stages"],
@@ -475,10 +585,13 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         c_unit=c_unit, c_vec=c_vec, c_runtime_align=c_align, c_operand=views.spec.output.name,
         ep_vectors=epilogue_vectors(views, c_unit, c_vec),
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
-        k_iters=math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K),
-        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit),
+        k_iters=k_iters,
+        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit) if splits == 1 else 0,
         smem_bytes=smem_bytes(a, c_unit, elem), decisions=decisions, feasible=feasible,
         cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
+        k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
+        red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
+        a_rows_follow_m=follow, a_box_rows=box_rows,
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

@@ -32,13 +32,17 @@ def _coord(index: str, operand: str) -> str:
     return f"ko[{index[6:]}]"
 
 
-def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool) -> dict:
+def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False) -> dict:
     box_bytes = t.stage_bytes // t.boxes_per_stage
+    run_time_rows = rows_at_run_time and t.operand == "A"
     return {
         "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
-        # With M a run-time argument, A's tiled m dim is sized by it when the map is encoded.
-        "dims": [{"label": d.label, "size": "m_inner" if rows_at_run_time and t.operand == "A" and d.index == "mn"
-                  else f"{d.size}ull", "stride": d.stride_bytes, "box": d.box} for d in t.dims],
+        # With M a run-time argument, A's tiled m dim is sized by it when the map is encoded (and its box
+        # cut to the rows present, for K-major A).
+        "dims": [{"label": d.label, "size": "m_inner" if run_time_rows and d.index == "mn" else f"{d.size}ull",
+                  "stride": d.stride_bytes,
+                  "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
+                 for d in t.dims],
         "coords": [_coord(d.index, t.operand) for d in t.dims], "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
@@ -67,7 +71,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows)
+    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out]} for x in plan.tile_loops]
@@ -95,11 +99,14 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""),
         "epi_cols": EPI_COLS, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
+        "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
+        "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
     }
 
 
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
+    rows = base["rows_at_run_time"]
     text = env.get_template("hopper/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions]
     for t in (k["ta"], k["tb"]):
@@ -113,13 +120,21 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "
                          + ", ".join(x.label for x in plan.k_loops))
+    if plan.a_rows_follow_m and (plan.a_box_rows < plan.block_m or rows):
+        decisions.append(f"A: a box of {plan.a_box_rows} rows, the rows present rounded up to a swizzle atom"
+                         if plan.a_box_rows else
+                         "A: a box of the run-time rows rounded up to a swizzle atom while they are below BM")
     decisions.extend(plan.ep_vector_lines())
+    staged = (f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup" if plan.k_splits == 1
+              else "summed from the cluster's partial tiles")
     decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
-                     f"{plan.c_unit or 'nothing (scalar stores)'}, "
-                     f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup")
+                     f"{plan.c_unit or 'nothing (scalar stores)'}, {staged}")
     decisions.extend(plan.notes)
+    grid = (f"{plan.tiles} clusters of {plan.k_splits} blocks, {plan.kt_per_split} of the {plan.k_iters} "
+            "k-iterations a block" if plan.k_splits > 1 else
+            f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations a tile")
     decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
                      f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
-                     f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations "
-                     "a tile.")
-    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset({"atomic", "cuda.h", "mutex"}))
+                     f"{grid}.")
+    includes = {"atomic", "cuda.h", "mutex"} | ({"cooperative_groups.h"} if plan.k_splits > 1 else set())
+    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes))
