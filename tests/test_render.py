@@ -249,3 +249,25 @@ def test_split_hopper_kernels_compile_without_spills(case, tmp_path):
     assert "warning" not in out.stderr.lower(), out.stderr[-3000:]
     spills = re.findall(r"(\d+) bytes spill stores", out.stderr)
     assert spills and all(s == "0" for s in spills), out.stderr[-2000:]
+
+
+def test_two_consumer_warpgroups_meet_before_the_partial_tile_goes_over_the_stages():
+    """One warpgroup's last wgmma can still read a stage while the other parks its rows there (call 2 of the
+    sixth session: a 128-row split tile changed bits between repeats until they met at a barrier first)."""
+    from dataclasses import replace
+
+    from dgemm_cli.families import hopper
+    from dgemm_cli.families.solving import ranked
+
+    spec = _split_spec(m=128, n=4096, k=4096)
+    views, arch = analyse(spec), get_arch("sm_90a")
+    plans = ranked(hopper.problem(views, arch), 3000)
+    for consumers in (1, 2):
+        primary = next(p for p in plans if p.k_splits == 2 and p.consumers == consumers)
+        plan = replace(make_plan(views, arch, "hopper"), primary=primary)
+        cu = render_sources(spec, views, plan, plan_baseline(views), arch)["ks.cu"]
+        kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+        barrier = 'asm volatile("bar.sync 1, %0;\\n" ::"n"(CONSUMERS * 128) : "memory");'
+        assert (barrier in kernel) == (consumers == 2)
+        if consumers == 2:
+            assert kernel.index("wgmma_wait<0>();") < kernel.index(barrier) < kernel.index("partial[")

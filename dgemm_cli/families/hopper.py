@@ -67,7 +67,10 @@ CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilog
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
 SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
-K_SPLITS = (1, 2, 3, 4)  # blocks of a cluster that share one tile's k-iterations (portable cluster sizes)
+# Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
+# [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
+# in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
+K_SPLITS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
 # round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
@@ -465,8 +468,9 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         tiles = groups * math.ceil(_size(views, "m") / a["block_m"]) * math.ceil(_size(views, "n") / a["block_n"])
         if tiles >= arch.sms:
             return f"{tiles} tiles already fill {arch.sms} SMs: a split would add its reduction and no SM"
-        if tiles * s > 2 * arch.sms:
-            return f"{tiles} tiles x {s} = {tiles * s} blocks, over two an SM"
+        if tiles * s > arch.sms:
+            return (f"{tiles} tiles x {s} = {tiles * s} blocks, more than one wave of {arch.sms} SMs (measured "
+                    "slower: the clusters did not all fit at once)")
         why = k_split_slices(k_iters, s)[1]
         if why:
             return why
@@ -474,8 +478,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
         return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
     g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
-                "a K split only where the tiles leave SMs idle, every block with a slice, the f32 partial tile "
-                "parked in the block's pipeline stages")
+                "a K split only where the tiles leave SMs idle and the blocks fit one wave, every block with a slice, "
+                "the f32 partial tile parked in the block's pipeline stages")
     return g
 
 
@@ -525,13 +529,13 @@ def _cost(views: ProblemViews, arch: Arch):
         load_us *= ctas
         exposed_epi = epi_us if ctas == 1 else 0.1 * epi_us
         tile_us = max(math_us, load_us, l2_us) + exposed_epi
-        if splits > 1:
-            tile_us += CLUSTER_REDUCE_US + bm * bn * 4 / (DSMEM_BYTES_PER_CLK * clk)
+        # A split's reduction runs after the whole K slice has streamed: nothing overlaps it.
+        reduce_us = CLUSTER_REDUCE_US + bm * bn * 4 / (DSMEM_BYTES_PER_CLK * clk) if splits > 1 else 0.0
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
-        return (max(tiles_per_sm * tile_us, dram_us) + LAUNCH_US + 0.05 * tiles_per_sm * (tile_us + math_us)
-                + 0.01 * tiles_per_sm * load_us)
+        return (max(tiles_per_sm * tile_us, dram_us) + reduce_us + LAUNCH_US
+                + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 
     return cost
 
