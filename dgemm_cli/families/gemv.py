@@ -42,6 +42,10 @@ LAUNCH_US = 1.5  # as the hopper family: measured, gemv and hopper start alike (
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
+# The share of DRAM bandwidth the register pipeline streams at, against the hopper family's TMA pipeline
+# (whose estimate takes the whole): measured on the H200, sixth session, [1,4096]x[4096,14336]: gemv 31.7-32.4
+# µs (3.6-3.7 TB/s), hopper with a one-row box 30.5-30.7 µs (3.8 TB/s); at [2,...] gemv 34.5, hopper 30.6.
+STREAM_SHARE = 0.96
 # Share of the FMA peak a loop of loads, conversions and FMAs reaches. Measured on the H200 (third session,
 # docs/RESULTS.md): each row past the first added 2.2 µs at [m,4096]x[4096,4096] and 3.6 µs at N = 14336,
 # about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
@@ -259,7 +263,7 @@ def _cost(views: ProblemViews, arch: Arch):
         a_bytes = batch * m * k * views.operands["A"].elem_bytes * tiles_n  # from L2 after the first
         busy = min(blocks, arch.sms)
         # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
-        mem_us = (b_bytes + 0.1 * a_bytes) / min(dram * busy / arch.sms, in_flight / LOADED_LATENCY_US)
+        mem_us = (b_bytes + 0.1 * a_bytes) / min(STREAM_SHARE * dram * busy / arch.sms, in_flight / LOADED_LATENCY_US)
         math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
         stage_us = 0.3 * math.ceil(blocks / (arch.sms * resident))  # staging A: a round trip per wave
         reduce_us = REDUCE_US if splits > 1 else 0.0
