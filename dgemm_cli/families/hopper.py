@@ -8,8 +8,8 @@ registers from the producer to the consumers. A grid of one block per SM walks t
 grouped (L2-friendly) order; the epilogue stages each consumer's accumulators through shared
 memory so that C is written with vector stores along its contiguous dim.
 
-K split. When the output tiles leave SMs idle (decode: [8,4096]x[4096,14336] has 112 tiles of 64x128 for
-132 SMs; at N = 4096, 32), the `k_splits` blocks of a thread-block cluster share one tile, each streaming
+K split. When the output tiles leave many SMs idle (decode [16,4096]x[4096,4096]: 32 tiles of 64x128, 64 of
+64x64, for 132 SMs), the `k_splits` blocks of a thread-block cluster share one tile, each streaming
 its slice of the k-iterations. Each parks its f32 tile in its own (then idle) pipeline stages; after a
 cluster barrier each block sums a share of the tile over the cluster's blocks through distributed shared
 memory in rank order (bit-identical run to run) and runs the same store phase. The grid then holds one
@@ -18,7 +18,8 @@ cluster a tile (not persistent).
 Few rows. A K-major A whose rows fit in one tile row (M_INNER < BM) is loaded as a box of only its rows
 (rounded up to the 8-row swizzle atom): wgmma still reads 64 rows, but the rows past the box hold stale
 shared memory whose products land only in accumulator rows the store phase skips. Measured, the hopper
-kernel's time at one row of tiles follows the boxes' bytes, zero-filled rows included (docs/DESIGN.md).
+kernel's time at one row of tiles follows the boxes' bytes, zero-filled rows included: the cut took
+[8,4096]x[4096,14336] from 37.1 to 30.7 µs on the H200 (docs/RESULTS.md, sixth session).
 
 Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
 from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
@@ -67,6 +68,9 @@ CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilog
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
 SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
+# TMA pipeline depths. Small tiles (decode: 64x64 with an 8-row A box is 9 KB a stage) fit many more stages
+# than 6 in an SM's shared memory: more bytes in flight an SM where few SMs stream.
+STAGES = (3, 4, 5, 6, 8, 10, 12)
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
@@ -425,7 +429,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
-    g.node("stages", (3, 4, 5, 6), "TMA pipeline depth (shared-memory stages)")
+    g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
     g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
 
     def wg_rows(a: Assignment) -> str | None:
@@ -474,7 +478,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         why = k_split_slices(k_iters, s)[1]
         if why:
             return why
-        part = a["block_m"] * red_pitch(a, c_unit) * 4
+        part = (a["block_n"] if c_unit == "m" else a["block_m"]) * red_pitch(a, c_unit) * 4  # [col][row] or [row][col]
         stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
         return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
     g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
