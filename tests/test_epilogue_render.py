@@ -29,13 +29,14 @@ from .test_build import nvcc_or_skip
 # mma.sync, cta with FFMA, gemv) and one with run-time M (splitk, gemv and cta buckets). A change here is
 # a change to every generated kernel: refresh the digests only on purpose. Refreshed in the sixth session for
 # the hopper K split: a `k_splits` decision line, the store phase's tail loop unrolled (one macro for the unsplit
-# and the split kernel), the hopper cost of other families' headers, and decode_dynamic's buckets now on hopper.
+# and the split kernel), the hopper cost of other families' headers, decode_dynamic's buckets now on hopper,
+# and the deeper pipeline depths' count in the `stages` decision line.
 BEFORE_EPILOGUE = {
-    "square_bf16": ("540e8dc81de40120", "9f8ad9a689d03dec"),
+    "square_bf16": ("5e04af1a79cf911d", "9f8ad9a689d03dec"),
     "odd_tails": ("8e792163db650e83", "02c46a4d6264c150"),
     "nhwc_padded_f32": ("88a193848e3cc13d", "ae26a6c26a45f616"),
-    "decode_qk": ("414ad554513cc2ed", "8507a39ad780908f"),
-    "decode_dynamic": ("daead6d417b1a41b", "a9906a0b66264684"),
+    "decode_qk": ("617422a04857e9fd", "8507a39ad780908f"),
+    "decode_dynamic": ("250172a47c4aff5c", "a9906a0b66264684"),
     "conv1x1_nchw": ("558345e78b7be782", "b1f9b589b76fab45"),
 }
 
