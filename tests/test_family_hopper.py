@@ -142,3 +142,18 @@ def test_a_box_holds_only_the_rows_present_for_k_major_a(m, a_layout, rows):
             continue
         assert p.a_rows_follow_m and p.a_box_rows == min(rows, p.block_m) == mn.box
         assert mn.box % hopper.SWIZZLE_ROWS == 0
+
+
+def test_deep_pipelines_only_for_small_boxes():
+    """More than 6 stages paid only while the stages held at most 80 KB of boxes (H200, sixth session)."""
+    arch = get_arch("sm_90a")
+    for m, n in ((1, 4096), (16, 4096), (8, 14336), (300, 4096)):
+        views = _gemm(m, n, 4096)
+        for p in ranked(hopper.problem(views, arch), 3000):
+            held = p.stages * (next(d.box for d in p.a.dims if d.index == "mn") + p.block_n) * hopper.BLOCK_K * 2
+            assert p.stages <= hopper.SHALLOW_STAGES or held <= hopper.DEEP_STAGE_BYTES, (m, n, p.summary)
+    # decode tiles with an 8-row A box take 8 stages; 64x128 ones stay at 6 (each measured fastest)
+    pick = ranked(hopper.problem(_gemm(1, 4096, 4096), arch), 1)[0]
+    assert (pick.block_n, pick.stages, pick.k_splits) == (64, 8, 2)
+    pick = ranked(hopper.problem(_gemm(8, 14336, 4096), arch), 1)[0]
+    assert (pick.block_n, pick.stages, pick.k_splits) == (128, 6, 1)
