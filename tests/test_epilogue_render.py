@@ -36,7 +36,7 @@ BEFORE_EPILOGUE = {
     "odd_tails": ("8e792163db650e83", "02c46a4d6264c150"),
     "nhwc_padded_f32": ("88a193848e3cc13d", "ae26a6c26a45f616"),
     "decode_qk": ("617422a04857e9fd", "8507a39ad780908f"),
-    "decode_dynamic": ("250172a47c4aff5c", "a9906a0b66264684"),
+    "decode_dynamic": ("19a475afe8ec3629", "a9906a0b66264684"),
     "conv1x1_nchw": ("558345e78b7be782", "b1f9b589b76fab45"),
 }
 

@@ -198,11 +198,8 @@ class HopperPlan:
         out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.tiles} tiles "
                f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on {self.grid_desc}, "
                f"{self.k_iters} k-iterations"]
-        if self.a_rows_follow_m:
-            out.append(f"A: a box of {self.a_box_rows} rows (M rounded up to {SWIZZLE_ROWS}), not {self.block_m}"
-                       if self.a_box_rows else
-                       f"A: a box of the run-time rows rounded up to {SWIZZLE_ROWS} while they are below "
-                       f"{self.block_m}")
+        if self.a_box_line():
+            out.append(self.a_box_line())
         for t in (self.a, self.b):
             dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
                              + f", box {d.box})" for d in t.dims)
@@ -211,6 +208,17 @@ class HopperPlan:
         out.extend(self.ep_vector_lines())
         out.extend(f"note: {n}" for n in self.notes)
         return out
+
+    def a_box_line(self) -> str | None:
+        """What A's box holds when it is cut to the rows present (explain and the kernel's header comment)."""
+        if not self.a_rows_follow_m:
+            return None
+        if not self.a_box_rows:  # rows at run time: the launcher cuts the box
+            return (f"A: a box of the run-time rows rounded up to {SWIZZLE_ROWS} (a swizzle atom) while they are "
+                    f"fewer than {self.block_m}")
+        if self.a_box_rows < self.block_m:
+            return f"A: a box of {self.a_box_rows} rows, the rows present rounded up to {SWIZZLE_ROWS} (a swizzle atom)"
+        return None
 
     def ep_vector_lines(self) -> list[str]:
         """One line a view the store phase loads as vectors (explain and the kernel's header comment)."""

@@ -106,7 +106,6 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
 
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
-    rows = base["rows_at_run_time"]
     text = env.get_template("hopper/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions]
     for t in (k["ta"], k["tb"]):
@@ -120,10 +119,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "
                          + ", ".join(x.label for x in plan.k_loops))
-    if plan.a_rows_follow_m and (plan.a_box_rows < plan.block_m or rows):
-        decisions.append(f"A: a box of {plan.a_box_rows} rows, the rows present rounded up to a swizzle atom"
-                         if plan.a_box_rows else
-                         "A: a box of the run-time rows rounded up to a swizzle atom while they are below BM")
+    if plan.a_box_line():
+        decisions.append(plan.a_box_line())
     decisions.extend(plan.ep_vector_lines())
     staged = (f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup" if plan.k_splits == 1
               else "summed from the cluster's partial tiles")
