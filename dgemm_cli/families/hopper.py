@@ -488,7 +488,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.constrain("pipeline depth", "arch", ["block_m", "block_n", "stages"], depth_ok,
                 f"more than {SHALLOW_STAGES} stages only for small boxes")
 
-    k_iters = math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / BLOCK_K)
+    k_iters = problem_k_iters(views)
     groups = math.prod(loop.size for loop in tile_loops(views))
 
     def k_split_ok(a: Assignment) -> str | None:
@@ -514,8 +514,14 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
 
 
 def _size(views: ProblemViews, role: str) -> int:
+    """The size of a role's tiled (innermost) segment; 1 without one."""
     seg = _inner(views, role)
     return seg.size if seg else 1
+
+
+def problem_k_iters(views: ProblemViews) -> int:
+    """k-tiles of a tile: the tiled k segment in BLOCK_K steps, times the outer k segments."""
+    return math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / BLOCK_K)
 
 
 def _cost(views: ProblemViews, arch: Arch):
@@ -525,10 +531,8 @@ def _cost(views: ProblemViews, arch: Arch):
     elem = views.operands["A"].elem_bytes
     c_elem = views.operands["C"].elem_bytes
     groups = math.prod(loop.size for loop in tile_loops(views))
-    k_inner = _inner(views, "k").size if _inner(views, "k") else 1
-    m_inner = _inner(views, "m").size if _inner(views, "m") else 1
-    n_inner = _inner(views, "n").size if _inner(views, "n") else 1
-    kouter = math.prod(loop.size for loop in k_loops(views))
+    m_inner, n_inner = _size(views, "m"), _size(views, "n")
+    k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
     follow = a_rows_follow_m(views)
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
@@ -540,7 +544,7 @@ def _cost(views: ProblemViews, arch: Arch):
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
         tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn) * splits
-        k_iters = math.ceil(kouter * math.ceil(k_inner / BLOCK_K) / splits)
+        k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
@@ -607,7 +611,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
         box_rows = a_box_rows(size["m"], bm)
         ta = _with_box_rows(ta, box_rows)
-    k_iters = math.prod(loop.size for loop in kloops) * math.ceil(size["k"] / BLOCK_K)
+    k_iters = problem_k_iters(views)
     splits = a["k_splits"]
     plan = HopperPlan(
         block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
