@@ -4,13 +4,7 @@
 #      hopper family (seeds 1,2,3, --repeat 2); memcheck those two; count the vector loads in their sources.
 #   2. issue 5: decode_dynamic's last buckets at level 2 (tune --resume on the fifth session's database).
 #   3. issue 7: ncu of the decode kernels at M = 1 (gemv) and M = 8 (hopper), what bounds their bandwidth.
-set -u -o pipefail
-OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
-W=$(mktemp -d); export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-dg() { python3 -m dgemm_cli "$@"; }
-T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/log.txt"; }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; echo "commit ${DG_COMMIT:-?}"; nproc; } > "$OUT/env.txt"
-J=$(nproc)
+source tools/device_lib.sh
 dg gen specs/epilogue/*.yaml -o "$W/ep" > "$OUT/gen.txt" 2>&1
 dg gen specs/epilogue/vector_loads_*.yaml -o "$W/eph" --family hopper >> "$OUT/gen.txt" 2>&1
 for d in "$W"/eph/*/; do n=$(basename "$d"); mv "$d" "$W/eph/${n}_hopper"; done
@@ -35,21 +29,7 @@ stamp "ncu"
 cp docs/results/2026-11-30-h200-tuning-specs-level2-1c97a3b.json "$OUT/tuning.json"
 timeout ${T_TUNE:-260} python3 -m dgemm_cli tune specs/decode_dynamic.yaml --level 2 --resume --db "$OUT/tuning.json" -j "$J" \
   --budget 60 --reps 10 -o "$W/tune" > "$OUT/tune.txt" 2> "$OUT/tune_err.txt"; stamp "tune rc=$?"
-python3 - "$OUT" <<'PY'
-import json, sys, pathlib
-out = pathlib.Path(sys.argv[1])
-def load(n):
-    try: return json.loads((out / n).read_text())
-    except Exception as e: print(n, "unreadable", e); return []
-b = load("build.json")
-print("build:", sum(x["ok"] for x in b), "/", len(b), "spilling:", [x["name"] for x in b for k in x["kernels"] if k["spill_store_bytes"] or k["spill_load_bytes"]])
-v = load("verify_ep.json"); bad = [r for r in v if not r["passed"]]
-print(f"verify: {len(v) - len(bad)}/{len(v)} passed; repeat bit changes: {sum(bool((r.get('report') or {}).get('repeat_differed')) for r in v)}")
-for r in v: print(f"  {r['name']:<36} {'ok' if r['passed'] else 'FAIL'} rel {r.get('rel_err')} {r.get('error') or ''}")
-print((out / "sanitize.txt").read_text())
-print((out / "vector_lines.txt").read_text()[:1500])
-PY
+report
+cat "$OUT/vector_lines.txt"
 tail -12 "$OUT/tune.txt"
-KEEP='^(tuning|build|verify_ep)\.json$|^logs\.tgz$'
-tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -Ev "$KEEP")
-(cd "$OUT" && ls | grep -Ev "$KEEP" | xargs -r rm -f)
+pack '(tuning|build|verify_ep)\.json'

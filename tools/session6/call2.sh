@@ -6,13 +6,7 @@
 #   2. bench the decode benchmarks (the model's picks) against cuBLAS, same run.
 #   3. meanwhile on the second GPU: tune --level 1 of the decode benchmarks (every family's 4 cheapest), then
 #      --level 2 of the hopper family alone on two of them (how the split variants rank, measured).
-set -u -o pipefail
-OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
-W=$(mktemp -d); export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-dg() { python3 -m dgemm_cli "$@"; }
-T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/log.txt"; }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; echo "commit ${DG_COMMIT:-?}"; nproc; } > "$OUT/env.txt"
-J=$(nproc)
+source tools/device_lib.sh
 DEC="specs/bench/decode_1x2048x512.yaml specs/bench/decode_1x4096x14336.yaml specs/bench/decode_8x4096x14336.yaml specs/bench/decode_16x4096x14336.yaml
  specs/bench/decode_64x4096x14336.yaml specs/bench/decode_8x4096x4096.yaml specs/bench/decode_16x4096x4096.yaml
  specs/bench/decode_1x4096x4096.yaml specs/bench/up_128x14336x4096.yaml specs/moe_up.yaml"
@@ -53,30 +47,6 @@ done
 stamp "sanitize"
 timeout 90 python3 -m dgemm_cli bench "$W/dec" --reps 20 --m 1,2,3,4,8,16,17,32,64 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 wait $TUNE_PID; stamp "tunes done"
-python3 - "$OUT" <<'PY'
-import json, sys, pathlib
-out = pathlib.Path(sys.argv[1])
-def load(n):
-    try: return json.loads((out / n).read_text())
-    except Exception as e: print(n, "unreadable", e); return []
-b = load("build.json")
-print("split kernels among the random TMA specs:", (out / "split_count.txt").read_text().strip())
-print("build:", sum(x["ok"] for x in b), "/", len(b), "spilling:", [x["name"] for x in b for k in x["kernels"] if k["spill_store_bytes"] or k["spill_load_bytes"]])
-v = load("verify.json"); bad = [r for r in v if not r["passed"]]
-print(f"verify: {len(v) - len(bad)}/{len(v)} passed; repeat bit changes: {sum(bool((r.get('report') or {}).get('repeat_differed')) for r in v)}")
-for r in bad: print(f"  FAIL {r['name']} rel {r.get('rel_err')} {r.get('error') or ''} {str(r.get('first_fail'))[:200]}")
-try: print((out / "sanitize.txt").read_text())
-except OSError: print("no sanitize")
-for r in load("bench.json"):
-    print(f"bench {r['name']:<28} m={r.get('m')} {r.get('us')} us  cublas {r.get('baseline_us')} ratio {r.get('ratio')}")
-for e in load("tune.json") + load("tune_hopper.json"):
-    w = e["winner"]; ms = [m for m in e["measured"] if m.get("us")]
-    best = {}
-    for m in ms:
-        f = m["id"].split("-")[0]
-        if f not in best or m["us"] < best[f][1]: best[f] = (m["id"], m["us"], m["assignment"].get("k_splits", ""))
-    print(f"tune {e['name']:<22} {len(ms)}/{len(e['measured'])} win {w['id']} {w['us']:.2f} us ratio {w.get('ratio')} | " + ", ".join(f"{i}{'/s' + str(s) if s else ''} {u:.2f}" for i, u, s in best.values()))
-PY
-KEEP='^(tuning|tuning_hopper|tune|build|bench|verify)\.json$|^logs\.tgz$'
-tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -Ev "$KEEP")
-(cd "$OUT" && ls | grep -Ev "$KEEP" | xargs -r rm -f)
+report
+echo "split kernels among the random TMA specs: $(cat "$OUT/split_count.txt")"
+pack '(tuning|tuning_hopper|tune|build|bench|verify)\.json'

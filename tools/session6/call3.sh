@@ -6,13 +6,7 @@
 #          N = 4096 decode shapes and the run-time specs at m = 1..64.
 #   GPU 1: tune --level 1 of the two run-time decode benchmarks (one bucket after another), then bench them
 #          from that database.
-set -u -o pipefail
-OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
-W=$(mktemp -d); export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-dg() { python3 -m dgemm_cli "$@"; }
-T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/log.txt"; }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv; echo "commit ${DG_COMMIT:-?}"; nproc; } > "$OUT/env.txt"
-J=$(nproc)
+source tools/device_lib.sh
 DYN="specs/bench/decode_dyn_1-64x4096x4096.yaml specs/bench/decode_dyn_1-64x4096x14336.yaml"
 (
   export CUDA_VISIBLE_DEVICES=1
@@ -42,26 +36,6 @@ timeout 150 python3 -m dgemm_cli build "$W/randtma" "$W/dec" "$W"/forced_* -j "$
 timeout 110 python3 -m dgemm_cli verify "$W/randtma" "$W/dec" --seeds 1,2 --samples 32 --repeat 3 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 timeout 120 python3 -m dgemm_cli bench "$W/dec" "$W"/forced_* --reps 20 --m 1,2,3,4,8,16,17,32,64 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 wait $TUNE_PID; stamp "tune done"
-python3 - "$OUT" <<'PY'
-import json, sys, pathlib
-out = pathlib.Path(sys.argv[1])
-def load(n):
-    try: return json.loads((out / n).read_text())
-    except Exception as e: print(n, "unreadable", e); return []
-b = load("build.json")
-print("split kernels among the random TMA specs:", (out / "split_count.txt").read_text().strip())
-print("build:", sum(x["ok"] for x in b), "/", len(b), "spilling:", [x["name"] for x in b for k in x["kernels"] if k["spill_store_bytes"] or k["spill_load_bytes"]])
-v = load("verify.json"); bad = [r for r in v if not r["passed"]]
-print(f"verify: {len(v) - len(bad)}/{len(v)} passed; repeat bit changes: {[r['name'] for r in v if (r.get('report') or {}).get('repeat_differed')]}")
-for r in bad: print(f"  FAIL {r['name']} rel {r.get('rel_err')} {r.get('error') or ''} {str(r.get('first_fail'))[:200]}")
-for n in ("bench.json", "bench_dyn_tuned.json"):
-    for r in load(n):
-        if r.get("us"): print(f"{n[:9]} {r['name']:<34} m={r.get('m')} {r['us']:.2f} us cublas {r['baseline_us']:.2f} ratio {r['ratio']:.3f}")
-        else: print(n, r.get("name"), r.get("error"))
-for e in load("tune.json"):
-    w = e["winner"]; ms = [m for m in e["measured"] if m.get("us")]
-    print(f"tune {e['name']:<30} {len(ms)}/{len(e['measured'])} win {w['id']} {w['us']:.2f} us ratio {w.get('ratio'):.3f}")
-PY
-KEEP='^(tuning|tune|build|bench|bench_dyn_tuned|verify)\.json$|^logs\.tgz$'
-tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -Ev "$KEEP")
-(cd "$OUT" && ls | grep -Ev "$KEEP" | xargs -r rm -f)
+report
+echo "split kernels among the random TMA specs: $(cat "$OUT/split_count.txt")"
+pack '(tuning|tune|build|bench|bench_dyn_tuned|verify)\.json'

@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
 # Session 6, device call 7 (nvidia-h200): compute-sanitizer memcheck, racecheck and synccheck on two K-split
 # hopper kernels (tools/session6/sanitize/*.yaml: cut A box, 8 stages, an epilogue).
-set -u -o pipefail
-OUT=${OUT:-$PWD/gpu_out}; mkdir -p "$OUT"
-W=$(mktemp -d); export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv; echo "commit ${DG_COMMIT:-?}"; } > "$OUT/env.txt"
-python3 -m dgemm_cli gen tools/session6/sanitize/*.yaml -o "$W" > "$OUT/gen.txt" 2>&1
-timeout 90 python3 -m dgemm_cli build "$W" -j "$(nproc)" > "$OUT/build.txt" 2>&1; echo "build rc=$?"
+source tools/device_lib.sh
+dg gen tools/session6/sanitize/*.yaml -o "$W" > "$OUT/gen.txt" 2>&1
+timeout 90 python3 -m dgemm_cli build "$W" -j "$J" > "$OUT/build.txt" 2>&1; echo "build rc=$?"
 for d in "$W"/*/; do
   n=$(basename "$d")
   for tool in memcheck racecheck synccheck; do
