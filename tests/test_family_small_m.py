@@ -19,6 +19,7 @@ from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
 from .conftest import REPO
+from .test_splitk_groups import check as check_groups  # imported here: importing it inside a @given test nests its @given (a health check)
 
 SM90, SM80 = get_arch("sm_90a"), get_arch("sm_80")
 
@@ -58,8 +59,7 @@ def test_big_products_keep_their_families():
 
 
 def _check_splitk(p, views):
-    from .test_splitk_groups import check  # the tile shape with its groups, or the block shape dot (M = N = 1)
-    check(p, views)
+    check_groups(p, views)  # the tile shape with its groups, or the block shape dot (M = N = 1)
     if p.shape == "dot":
         return
     assert p.smem_bytes >= p.tile.block_m * p.red_pitch * 4 and p.smem_bytes <= SM90.smem_per_block
@@ -100,7 +100,7 @@ def _render(gemm: dict, family: str, **extra) -> str:
 
 def test_splitk_renders_a_cluster_launch_and_an_ordered_dsmem_sum():
     cu = _render({"m": 3, "n": 100, "k": 3000}, "splitk")
-    assert "cudaLaunchAttributeClusterDimension" in cu and "attrs[0].val.clusterDim.x = SPLITS;" in cu
+    assert "cudaLaunchAttributeClusterDimension" in cu and "attrs[1].val.clusterDim.x = SPLITS;" in cu
     # A programmatic dependent launch: the kernel waits for its predecessor before any memory access.
     assert "cudaLaunchAttributeProgrammaticStreamSerialization" in cu
     kernel = cu[cu.index("__global__"):]

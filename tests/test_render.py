@@ -181,14 +181,28 @@ def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_r
     assert "for (int s = 0; s < SPLITS; ++s)" in kernel and "cluster.map_shared_rank(partial, s)" in kernel
     assert ("partial[col * RED_PITCH + r] = acc" if c == "col" else "&partial[r * RED_PITCH + col]") in kernel
     launch = cu[cu.index("cudaError_t launch("):]
-    assert "attrs[0].val.clusterDim.x = SPLITS;" in launch and "TILES * SPLITS" in launch
+    assert "attrs[1].val.clusterDim.x = SPLITS;" in launch and "TILES * SPLITS" in launch
+    assert "programmaticStreamSerializationAllowed = 1" in launch
 
 
 def test_an_unsplit_hopper_kernel_stays_persistent_and_has_no_cluster():
     cu, plan = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
     assert plan.k_splits == 1
     assert "for (int t = blockIdx.x; t < TILES; t += gridDim.x)" in cu and "cooperative_groups" not in cu
-    assert "SPLITS" not in cu and "griddepcontrol" not in cu and "A_BOX_ROWS" not in cu
+    assert "SPLITS" not in cu and "clusterDim" not in cu and "A_BOX_ROWS" not in cu
+
+
+def test_a_persistent_hopper_kernel_is_a_dependent_launch():
+    """PDL: every thread waits for the previous grid after the barriers are set up and before any memory
+    access; the producer lets the next grid be scheduled once it has issued its last load."""
+    cu, _ = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
+    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    wait = kernel.index("griddepcontrol.wait")
+    assert kernel.index("__syncthreads();") < wait < kernel.index("tma_load_") < kernel.index("launch_dependents")
+    assert kernel.index("launch_dependents") < kernel.index("setmaxnreg.inc")  # the producer's branch
+    launch = cu[cu.index("cudaError_t launch("):]
+    assert "programmaticStreamSerializationAllowed = 1" in launch and "config.numAttrs = 1;" in launch
+    assert "cudaLaunchKernelEx(&config, ks_kernel, map_a, map_b, C, alpha, beta)" in launch
 
 
 def test_a_box_of_few_rows_expects_only_its_bytes():
