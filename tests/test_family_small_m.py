@@ -19,7 +19,9 @@ from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
 from .conftest import REPO
-from .test_splitk_groups import check as check_groups  # imported here: importing it inside a @given test nests its @given (a health check)
+from .test_splitk_groups import (
+    check as check_groups,  # imported here: importing it inside a @given test nests its @given (a health check)
+)
 
 SM90, SM80 = get_arch("sm_90a"), get_arch("sm_80")
 
