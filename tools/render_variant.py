@@ -1,0 +1,41 @@
+"""Render one spec with a given tiling assignment of one family (for device experiments).
+
+    python tools/render_variant.py SPEC OUT FAMILY 'JSON ASSIGNMENT' [NAME_SUFFIX]
+
+The assignment names the family's tiling-graph nodes (`deepgemm explain SPEC` lists them); nodes left out
+take their defaults. The generated directory is OUT/<name><suffix>/, as `deepgemm gen` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.constraints import Decision
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.families.solving import of_assignment
+from dgemm_cli.plan import Plan, fallback_plan, needs_fallback
+from dgemm_cli.render import generate
+from dgemm_cli.spec import load_spec
+from dgemm_cli.views import analyse
+
+
+def main(spec_path: str, out: str, family: str, assignment: str, suffix: str = "") -> None:
+    spec = load_spec(Path(spec_path))
+    if suffix:
+        spec = replace(spec, name=spec.name + suffix)
+    arch = get_arch(spec.arch)
+    views = analyse(spec)
+    primary = of_assignment(FAMILIES[family].problem(views, arch), json.loads(assignment))
+    fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
+    plan = Plan(primary, fallback, Decision("family", family, "the kernel family (tools/render_variant.py)", ()))
+    g = generate(spec, arch, Path(out), family, plan=plan, views=views)
+    print(f"{spec.name}: {primary.summary}")
+    del g
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
