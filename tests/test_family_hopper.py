@@ -7,6 +7,7 @@ import pytest
 from dgemm_cli.arch import get_arch
 from dgemm_cli.families import hopper
 from dgemm_cli.families.solving import ranked
+from dgemm_cli.plan import make_plan
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
@@ -85,7 +86,9 @@ def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
     assert out.returncode == 0, out.stderr
     ptx = out.stdout
     for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
-                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned"):
+                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned",
+                        # the packed store: C is m-contiguous in the conv (stored transposed), n-contiguous in the square
+                        "stmatrix.sync.aligned.m8n8.x4.trans" if "conv" in name else "stmatrix.sync.aligned.m8n8.x4.shared"):
         assert instruction in ptx, instruction
 
 
@@ -157,3 +160,67 @@ def test_deep_pipelines_only_for_small_boxes():
     assert (pick.block_n, pick.stages, pick.k_splits) == (64, 8, 2)
     pick = ranked(hopper.problem(_gemm(8, 14336, 4096), arch), 1)[0]
     assert (pick.block_n, pick.stages, pick.k_splits) == (128, 6, 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# The packed store (beta == 0: the epilogue in registers, stmatrix into a 16-bit staging tile)
+# ------------------------------------------------------------------------------------------------
+
+def _spec(c="row", dtype="bf16", epilogue=(), gemm=None, **extra):
+    doc = {"name": "g", "arch": "sm_90a", "dtype": dtype, "gemm": gemm or {"m": 300, "n": 520, "k": 264},
+           "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": c}}, **extra}
+    if epilogue:
+        doc["epilogue"] = list(epilogue)
+    return parse_spec(doc)
+
+
+@pytest.mark.parametrize("doc, packed", [
+    ({}, True),
+    ({"c": "col"}, True),  # a column of 300 rows: 4-element (8-byte) vectors along m
+    ({"c": "col", "gemm": {"m": 302, "n": 520, "k": 264}}, False),  # 302 rows: 2-element vectors, below PACK_MIN_VEC
+    ({"epilogue": [{"activation": "gelu_tanh"}, {"clamp": [-2.0, 2.0]}]}, True),  # steps that read no view
+    ({"epilogue": [{"bias": {"letters": "n"}}]}, False),  # the bias is read in the store phase
+    ({"D": True}, False),  # C is read for beta beside the output D
+    ({"dtype": "f32"}, False),
+])
+def test_the_packed_store_is_planned_for_16_bit_outputs_whose_epilogue_reads_no_view(doc, packed):
+    doc = dict(doc)
+    if doc.pop("D", False):
+        spec = parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": 300, "n": 520, "k": 264},
+                           "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"},
+                                        "D": {"layout": "row"}}})
+    else:
+        spec = _spec(**doc)
+    views = analyse(spec)
+    assert hopper.packed_store(views) is packed
+    if spec.A.dtype == "f32":
+        return
+    plan = make_plan(views, get_arch("sm_90a"), "hopper").primary
+    assert plan.packed_store is (packed and plan.k_splits == 1)
+    assert plan.epi_bytes == (hopper.epi_bytes(plan.c_unit, packed) if plan.k_splits == 1 else 0)
+
+
+@pytest.mark.parametrize("c, trans", [("row", False), ("col", True)])
+def test_the_packed_store_renders_stmatrix_beside_the_staged_store(c, trans):
+    from dgemm_cli.baseline import plan_baseline
+    from dgemm_cli.render import render_sources
+
+    # m = 304 keeps C's column stride a multiple of 8 elements (16-byte vectors along m when C is column-major)
+    spec = parse_spec({"name": "g", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 304, "n": 520, "k": 264},
+                       "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": c}},
+                       "epilogue": [{"activation": "relu"}]})
+    views, arch = analyse(spec), get_arch("sm_90a")
+    plan = make_plan(views, arch, "hopper")
+    assert plan.primary.packed_store and plan.primary.c_vec == 8
+    cu = render_sources(spec, views, plan, plan_baseline(views), arch)["g.cu"]
+    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    assert ("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in cu) is trans
+    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in cu or trans
+    # beta == 0 takes the packed store, any other beta the f32 staging (C read for beta)
+    packed, staged = kernel.index("if (beta == 0.0f) {"), kernel.index("} else {", kernel.index("if (beta == 0.0f) {"))
+    assert packed < kernel.index("stmatrix_x4(") < staged < kernel.index("Staged store")
+    # the activation runs on the pair in registers, before the rounding
+    pair = cu[cu.index("uint32_t out_pair("):]
+    assert pair.index("act_relu(t0)") < pair.index("__floats2half2_rn(t0, t1)")
+    assert "PACK_COLS = 64, PACK_PITCH = 72" in cu and "the packed tile must fit the staging buffer" in cu
+    assert "when beta == 0, the epilogue on the accumulators in registers" in cu  # the header comment says so

@@ -60,6 +60,15 @@ TMA_MAX_DIM = 1 << 32
 EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time
 EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
 EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
+# The packed store (16-bit output, nothing read beside the accumulators, beta == 0 at run time): the epilogue
+# runs on the accumulators in registers, stmatrix writes 16-bit pairs into a staging tile of PACK_COLS columns
+# by 64 rows, PACK_PAD elements of padding a line (so that stmatrix's eight 16-byte rows hit distinct banks).
+# Measured on the H200 (seventh session, call 3): the f32 staging path's store phase took 60% of the consumer
+# warps' samples on conv 8x256x56x56 (K = 256), latency-bound on its shared-memory round trips.
+PACK_COLS = 64
+PACK_PAD = 8
+PACK_BYTES = 64 * (PACK_COLS + PACK_PAD) * 2  # one 64 x PACK_COLS tile of 16-bit values, either way round
+PACK_MIN_VEC = 4  # copies of at least 8 bytes: narrower outputs keep the f32 staging
 PRODUCER_REGS = 40
 LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
 RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
@@ -169,6 +178,7 @@ class HopperPlan:
     # otherwise); with rows at run time, the launcher computes them.
     a_rows_follow_m: bool = False
     a_box_rows: int = 0
+    packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -205,6 +215,8 @@ class HopperPlan:
                              + f", box {d.box})" for d in t.dims)
             out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
         out.append(f"C: {self.c_vec}-element vector stores along {self.c_unit or 'nothing'}")
+        if self.packed_store:
+            out.append(self.packed_line())
         out.extend(self.ep_vector_lines())
         out.extend(f"note: {n}" for n in self.notes)
         return out
@@ -219,6 +231,12 @@ class HopperPlan:
         if self.a_box_rows < self.block_m:
             return f"A: a box of {self.a_box_rows} rows, the rows present rounded up to {SWIZZLE_ROWS} (a swizzle atom)"
         return None
+
+    def packed_line(self) -> str:
+        """What the packed store does (explain and the kernel's header comment)."""
+        return (f"{self.c_operand}: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written "
+                f"by stmatrix{'.trans' if self.c_unit == 'm' else ''} into a {PACK_BYTES} B staging tile "
+                f"({PACK_COLS} columns at a time), copied out in {self.c_vec}-element vectors")
 
     def ep_vector_lines(self) -> list[str]:
         """One line a view the store phase loads as vectors (explain and the kernel's header comment)."""
@@ -383,10 +401,20 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 # Tiling graph and cost
 # ------------------------------------------------------------------------------------------------
 
-def epi_bytes(c_unit: str | None) -> int:
-    if c_unit == "m":
-        return EPI_COLS * EPI_COL_PITCH * 4
-    return 64 * EPI_ROW_PITCH * 4
+def epi_bytes(c_unit: str | None, packed: bool = False) -> int:
+    """A consumer warpgroup's staging buffer: f32 columns (or rows), and the packed store's tile in the same bytes."""
+    staged = EPI_COLS * EPI_COL_PITCH * 4 if c_unit == "m" else 64 * EPI_ROW_PITCH * 4
+    return max(staged, PACK_BYTES) if packed else staged
+
+
+def packed_store(views: ProblemViews) -> bool:
+    """Whether the store phase can pack: a 16-bit output written in vectors of at least PACK_MIN_VEC elements,
+    and an epilogue that reads no view (no C beside D, no bias, scale or residual): the values are final
+    in registers once beta == 0."""
+    spec = views.spec
+    unit, vec, _ = c_vector(views)
+    reads = spec.D is not None or any(op.name != "D" for op in spec.extra_operands)
+    return DTYPE_BYTES[spec.output.dtype] == 2 and unit is not None and vec >= PACK_MIN_VEC and not reads
 
 
 def red_pitch(a: Assignment, c_unit: str | None) -> int:
@@ -412,11 +440,11 @@ def a_box_rows(m_inner: int, block_m: int) -> int:
     return min(block_m, -(-m_inner // SWIZZLE_ROWS) * SWIZZLE_ROWS)
 
 
-def smem_bytes(a: Assignment, c_unit: str | None, elem: int) -> int:
+def smem_bytes(a: Assignment, c_unit: str | None, elem: int, packed: bool = False) -> int:
     """Stages, each consumer's epilogue staging (a K split parks its tile over the stages instead), barriers."""
     stage = (a["block_m"] + a["block_n"]) * BLOCK_K * elem
     barriers = 2 * a["stages"] * 8  # a full and an empty mbarrier per stage
-    staging = a["consumers"] * epi_bytes(c_unit) if a.get("k_splits", 1) == 1 else 0
+    staging = a["consumers"] * epi_bytes(c_unit, packed) if a.get("k_splits", 1) == 1 else 0
     return a["stages"] * stage + staging + barriers + SMEM_ALIGN
 
 
@@ -437,6 +465,7 @@ def consumer_regs(consumers: int, ctas_per_sm: int) -> int:
 def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     elem = views.operands["A"].elem_bytes
     c_unit = c_vector(views)[0]
+    packed = packed_store(views)
     g = ConstraintGraph()
     g.node("block_m", (64, 128, 256), "rows of C per tile")
     g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
@@ -469,7 +498,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "only the 256-thread block (one consumer) has run two to an SM")
 
     def smem_ok(a: Assignment) -> str | None:
-        need = smem_bytes(a, c_unit, elem)
+        need = smem_bytes(a, c_unit, elem, packed)
         limit = min(arch.smem_per_block, arch.smem_per_sm // a["ctas_per_sm"] - SMEM_RESERVED_PER_BLOCK)
         return None if need <= limit else f"{need} B > {limit} B per block ({a['ctas_per_sm']} block(s) an SM)"
     g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "stages", "k_splits"],
@@ -613,6 +642,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         ta = _with_box_rows(ta, box_rows)
     k_iters = problem_k_iters(views)
     splits = a["k_splits"]
+    packed = packed_store(views) and splits == 1
     plan = HopperPlan(
         block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
         stages=a["stages"],
@@ -624,12 +654,12 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         ep_vectors=epilogue_vectors(views, c_unit, c_vec),
         tiles_m=tiles_m, tiles_n=tiles_n, tile_groups=groups, tiles=groups * tiles_m * tiles_n,
         k_iters=k_iters,
-        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit) if splits == 1 else 0,
-        smem_bytes=smem_bytes(a, c_unit, elem), decisions=decisions, feasible=feasible,
+        threads=threads, consumer_regs=regs, epi_bytes=epi_bytes(c_unit, packed) if splits == 1 else 0,
+        smem_bytes=smem_bytes(a, c_unit, elem, packed), decisions=decisions, feasible=feasible,
         cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
-        a_rows_follow_m=follow, a_box_rows=box_rows,
+        a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed,
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

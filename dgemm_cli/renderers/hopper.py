@@ -10,6 +10,8 @@ from dgemm_cli.families.hopper import (
     EPI_COL_PITCH,
     EPI_COLS,
     EPI_ROW_PITCH,
+    PACK_COLS,
+    PACK_PAD,
     PRODUCER_REGS,
     HopperPlan,
     TmaOperand,
@@ -101,6 +103,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
+        "packed": plan.packed_store, "pack_cols": PACK_COLS, "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
+        "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
     }
 
 
@@ -126,6 +130,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
               else "summed from the cluster's partial tiles")
     decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
                      f"{plan.c_unit or 'nothing (scalar stores)'}, {staged}")
+    if plan.packed_store:
+        decisions.append(plan.packed_line())
     decisions.extend(plan.notes)
     grid = (f"{plan.tiles} clusters of {plan.k_splits} blocks, {plan.kt_per_split} of the {plan.k_iters} "
             "k-iterations a block" if plan.k_splits > 1 else
