@@ -234,8 +234,8 @@ class HopperPlan:
 
     def packed_line(self) -> str:
         """What the packed store does (explain and the kernel's header comment)."""
-        return (f"{self.c_operand}: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written "
-                f"by stmatrix{'.trans' if self.c_unit == 'm' else ''} into a {PACK_BYTES} B staging tile "
+        return (f"{self.c_operand}: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs "
+                f"written by stmatrix{'.trans' if self.c_unit == 'm' else ''} into a {PACK_BYTES} B staging tile "
                 f"({PACK_COLS} columns at a time), copied out in {self.c_vec}-element vectors")
 
     def ep_vector_lines(self) -> list[str]:

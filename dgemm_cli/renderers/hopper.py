@@ -103,7 +103,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
-        "packed": plan.packed_store, "pack_cols": PACK_COLS, "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
+        "packed": plan.packed_store, "pack_cols": PACK_COLS,
+        "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
         "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
     }
 
