@@ -85,10 +85,10 @@ def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
                          capture_output=True, text=True, cwd=REPO, check=False)
     assert out.returncode == 0, out.stderr
     ptx = out.stdout
+    # the packed store: C is m-contiguous in the conv (stored transposed), n-contiguous in the square
+    packed = "stmatrix.sync.aligned.m8n8.x4" + (".trans" if "conv" in name else ".shared")
     for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
-                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned",
-                        # the packed store: C is m-contiguous in the conv (stored transposed), n-contiguous in the square
-                        "stmatrix.sync.aligned.m8n8.x4.trans" if "conv" in name else "stmatrix.sync.aligned.m8n8.x4.shared"):
+                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned", packed):
         assert instruction in ptx, instruction
 
 
