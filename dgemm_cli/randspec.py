@@ -21,6 +21,10 @@ DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`
 # Specs that get an `epilogue:` (and sometimes an output view D). Drawn from a generator of their own, seeded
 # by the spec's name, so that the share never changes the products the other draws give.
 EPILOGUE_SHARE = 0.3
+# TMA specs with two row letters, one sized in whole 64-row blocks (64 or 192) and the other 2..5:
+# where the blocked letter is the inner m segment, the hopper family's tiles run across the other (flat rows).
+# Drawn from a generator of the spec's own (0: the draws are those of before).
+ROW_BLOCKS_SHARE = 0.0
 ACTIVATION_NAMES = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -104,8 +108,8 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
-                epilogue_share: float = EPILOGUE_SHARE) -> dict:
-    spec = _fixed_spec(rng, name, tma_share, small_m_share)
+                epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE) -> dict:
+    spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share)
     if rng.random() < dynamic_share:
         _size_a_row_at_run_time(spec, rng)
     own = random.Random(f"{name}/epilogue")
@@ -193,11 +197,12 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
     sizes[x] = {"min": rng.choice([1, 1, rng.randint(1, hi)]), "max": hi}
 
 
-def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float) -> dict:
+def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
+                row_blocks_share: float = 0.0) -> dict:
     if rng.random() < small_m_share:
         return _small_m_spec(rng, name)
     if rng.random() < tma_share:
-        return _tma_spec(rng, name)
+        return _tma_spec(rng, name, row_blocks_share)
     dtype = rng.choice(["f16", "bf16", "f32"])
     spec: dict = {"name": name, "arch": "sm_90a", "dtype": dtype}
     if rng.random() < 0.4:
@@ -244,10 +249,11 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
 
 
 def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_share: float = SMALL_M_SHARE,
-                 dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE) -> list[dict]:
+                 dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE,
+                 row_blocks_share: float = ROW_BLOCKS_SHARE) -> list[dict]:
     rng = random.Random(seed)
-    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share)
-            for i in range(count)]
+    return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
+                        row_blocks_share) for i in range(count)]
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:
@@ -291,18 +297,23 @@ def _small_m_spec(rng: random.Random, name: str) -> dict:
             "beta": rng.choice([0.0, 0.0, 1.0, -2.0])}
 
 
-def _tma_spec(rng: random.Random, name: str) -> dict:
+def _tma_spec(rng: random.Random, name: str, row_blocks_share: float = 0.0) -> dict:
     """A 16-bit contraction with 16-byte-multiple strides and sizes in the hundreds, so that the sm_90a plan
     takes the TMA + wgmma family; a share keeps an offset, a broadcast or a missing alignment promise,
-    which exercise its gates and its run-time fallback."""
+    which exercise its gates and its run-time fallback. `row_blocks_share`: see ROW_BLOCKS_SHARE."""
     dtype = rng.choice(["f16", "bf16"])
+    own = random.Random(f"{name}/row-blocks")
+    blocked = row_blocks_share > 0 and own.random() < row_blocks_share
     while True:
         n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(1, 2), rng.randint(1, 2), rng.randint(1, 2)
+        n_m = 2 if blocked else n_m
         pool = iter(rng.sample(LETTERS, 8))
         batch, ms, ns, ks = ([next(pool) for _ in range(c)] for c in (n_batch, n_m, n_n, n_k))
         sizes = {x: rng.choice([rng.randint(1, 40), rng.randint(64, 700)]) for x in batch + ms + ns + ks}
         for x in batch:
             sizes[x] = rng.randint(1, 4)
+        if blocked:  # 64 or 192 rows: not a whole number of 128-row tiles, so flat rows save tiles
+            sizes[ms[0]], sizes[ms[1]] = own.choice([64, 192]), own.randint(2, 5)
         a, b, c = batch + ms + ks, batch + ks + ns, batch + ms + ns
         for lst in (a, b, c):
             rng.shuffle(lst)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.families import hopper
@@ -224,3 +228,79 @@ def test_the_packed_store_renders_stmatrix_beside_the_staged_store(c, trans):
     assert pair.index("act_relu(t0)") < pair.index("__floats2half2_rn(t0, t1)")
     assert "PACK_COLS = 64, PACK_PITCH = 72" in cu and "the packed tile must fit the staging buffer" in cu
     assert "when beta == 0, the epilogue on the accumulators in registers" in cu  # the header comment says so
+
+
+# ------------------------------------------------------------------------------------------------
+# Flat rows: tiles that run across the m loops in 64-row blocks
+# ------------------------------------------------------------------------------------------------
+
+def _conv(n=8, c=256, hw=56, k=512, **extra):
+    return analyse(parse_spec({"name": "conv", "dtype": "bf16", "arch": "sm_90a", "contraction": "nchw,kc->nkhw",
+                               "sizes": {"n": n, "c": c, "h": hw, "w": hw, "k": k}, **extra}))
+
+
+def test_flat_rows_fill_the_tiles_of_a_convolution_across_its_batch():
+    views, arch = _conv(), get_arch("sm_90a")
+    by_tile = {(p.block_m, p.block_n, p.consumers, p.ctas_per_sm): p for p in ranked(hopper.problem(views, arch), 2000)}
+    p = by_tile[(128, 128, 1, 2)]
+    assert p.flat_rows and p.tiles == 784 and p.tiles_m == 196 and p.tile_groups == 1  # not 8 x 25 x 4 = 800
+    assert p.m_loop_rows == 8 * 3136
+    assert p.a.boxes_per_stage == 2 and all(d.box == 64 for d in p.a.dims if d.index == "mn")
+    assert not by_tile[(64, 128, 1, 2)].flat_rows  # 64-row tiles: every block is a tile already
+    assert by_tile[(128, 256, 2, 1)].tiles == 392
+
+
+@pytest.mark.parametrize("doc, why", [
+    ({"hw": 55}, "3025 rows a batch: not a whole number of 64-row blocks"),
+    ({"n": 1}, "no m loop"),
+])
+def test_flat_rows_need_m_loops_and_whole_64_row_blocks(doc, why):
+    views = _conv(**doc)
+    assert not hopper.flat_rows(views, 128, 1), why
+    assert not hopper.flat_rows(_conv(), 128, 2)  # a K split keeps its one tile a cluster
+    assert not hopper.flat_rows(_conv(hw=64), 128, 1)  # 4096 rows: 128-row tiles already fit, nothing to save
+
+
+def test_a_flat_rows_kernel_loads_and_stores_by_64_row_block():
+    from dgemm_cli.baseline import plan_baseline
+    from dgemm_cli.render import render_sources
+
+    views, arch = _conv(), get_arch("sm_90a")
+    plan = make_plan(views, arch, "hopper")
+    assert plan.primary.flat_rows
+    cu = render_sources(views.spec, views, plan, plan_baseline(views), arch)["conv.cu"]
+    assert "constexpr int M_ROWS = 25088;" in cu and "Tile granule_at(int flat, const Tile& tile)" in cu
+    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    # the producer: a box a block, at the block's row and batch index
+    assert "blocks[j] = granule_at(tile.m0 + j * 64, tile);" in kernel
+    assert "&full[stage], blocks[j].m0, k0, blocks[j].loop[0]);" in kernel
+    # the store phase: each 64-row block its own batch offset of C; blocks past the run are skipped
+    assert kernel.count("const Tile blk = granule_at(flat0, tile);") == 2  # packed and staged stores
+    assert kernel.count("if (flat0 >= M_ROWS) continue;") == 2
+    assert "static_cast<long long>(blk.loop[0]) * 1605632" in kernel
+    assert "static_cast<long long>(tile.loop[0])" not in kernel
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9))
+def test_every_flat_rows_candidate_covers_its_rows_once(seed):
+    import random
+
+    from dgemm_cli.randspec import random_spec
+
+    views = analyse(parse_spec(random_spec(random.Random(seed), "r", tma_share=1.0, row_blocks_share=1.0)))
+    arch = get_arch("sm_90a")
+    if hopper.gates(views, arch):
+        return
+    for p in ranked(hopper.problem(views, arch), 200):
+        m_loops = math.prod(x.size for x in p.tile_loops if x.role == "m")
+        if not p.flat_rows:
+            assert p.tiles == p.tile_groups * p.tiles_m * p.tiles_n
+            continue
+        assert p.m_inner % 64 == 0 and m_loops > 1 and p.k_splits == 1 and p.block_m > 64
+        assert p.m_loop_rows == m_loops * p.m_inner
+        assert (p.tiles_m - 1) * p.block_m < p.m_loop_rows <= p.tiles_m * p.block_m
+        assert p.tile_groups * m_loops == math.prod(x.size for x in p.tile_loops)
+        unflat = p.tile_groups * m_loops * -(-p.m_inner // p.block_m) * p.tiles_n  # a partial tile each m-loop index
+        assert p.tiles == p.tile_groups * p.tiles_m * p.tiles_n < unflat
+        assert p.a.boxes_per_stage == p.block_m // 64 and not p.a_rows_follow_m

@@ -13,14 +13,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from dgemm_cli.arch import get_arch
-from dgemm_cli.constraints import Decision
-from dgemm_cli.families import FAMILIES
-from dgemm_cli.families.solving import of_assignment
-from dgemm_cli.plan import Plan, fallback_plan, needs_fallback
-from dgemm_cli.render import generate
-from dgemm_cli.spec import load_spec
-from dgemm_cli.views import analyse
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
+
+from dgemm_cli.arch import get_arch  # noqa: E402
+from dgemm_cli.constraints import Decision  # noqa: E402
+from dgemm_cli.families import FAMILIES  # noqa: E402
+from dgemm_cli.families.solving import of_assignment  # noqa: E402
+from dgemm_cli.plan import Plan, fallback_plan, needs_fallback  # noqa: E402
+from dgemm_cli.render import generate  # noqa: E402
+from dgemm_cli.spec import load_spec  # noqa: E402
+from dgemm_cli.views import analyse  # noqa: E402
 
 
 def main(spec_path: str, out: str, family: str, assignment: str, suffix: str = "") -> None:

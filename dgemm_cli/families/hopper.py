@@ -21,6 +21,13 @@ shared memory whose products land only in accumulator rows the store phase skips
 kernel's time at one row of tiles follows the boxes' bytes, zero-filled rows included: the cut took
 [8,4096]x[4096,14336] from 37.1 to 30.7 µs on the H200 (docs/RESULTS.md, sixth session).
 
+Rows across m loops. When the m role has outer segments (a tile loop, like n of an NCHW 1x1 convolution) and its
+tiled segment is a multiple of 64 rows, the m loops and the tiled segment walk as one run of rows: a tile is BM
+consecutive rows of it, made of 64-row blocks that each lie inside one m-loop index (A is loaded a 64-row box
+at a time with that block's coordinates; the store phase addresses C by block). No half-empty tile at the end
+of each m-loop index, and fewer tiles: conv 8x256x56x56 (3136 rows a batch) has 784 tiles of 128x128, not
+800, which is 3 for each of 264 persistent blocks instead of 4 for 8 of them.
+
 Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
 from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
 and of its other role, m for A / n for B) and one dim for every other segment it has a non-zero
@@ -179,6 +186,7 @@ class HopperPlan:
     a_rows_follow_m: bool = False
     a_box_rows: int = 0
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
+    flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -208,6 +216,8 @@ class HopperPlan:
         out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.tiles} tiles "
                f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on {self.grid_desc}, "
                f"{self.k_iters} k-iterations"]
+        if self.flat_rows:
+            out.append(self.flat_rows_line())
         if self.a_box_line():
             out.append(self.a_box_line())
         for t in (self.a, self.b):
@@ -220,6 +230,20 @@ class HopperPlan:
         out.extend(self.ep_vector_lines())
         out.extend(f"note: {n}" for n in self.notes)
         return out
+
+    @property
+    def m_loop_rows(self) -> int:
+        """Rows of the run the tiles walk: the m loops times the tiled segment when flat_rows, else the segment."""
+        return self.m_inner * math.prod(x.size for x in self.tile_loops if x.role == "m") if self.flat_rows \
+            else self.m_inner
+
+    def flat_rows_line(self) -> str | None:
+        if not self.flat_rows:
+            return None
+        loops = ", ".join(x.label for x in self.tile_loops if x.role == "m")
+        return (f"rows: the m loop(s) {loops} and {self.m_inner_label} ({self.m_inner} rows, a multiple of 64) walk as "
+                f"one run of {self.m_loop_rows} rows, {self.tiles_m} tiles of {self.block_m}; a 64-row block never "
+                "straddles an m-loop index")
 
     def a_box_line(self) -> str | None:
         """What A's box holds when it is cut to the rows present (explain and the kernel's header comment)."""
@@ -542,6 +566,17 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     return g
 
 
+def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
+    """Whether the tiles run across the m loops (module doc): m has outer segments, its tiled segment is a
+    whole number of 64-row blocks, rows are fixed at build time, the tile is not split, and it saves tiles."""
+    m_loops = math.prod(x.size for x in tile_loops(views) if x.role == "m")
+    m_inner = _size(views, "m")
+    run_time = views.spec.run_time_letter
+    if m_loops == 1 or m_inner % BOX_MN or k_splits > 1 or (run_time and run_time[1] < run_time[2]):
+        return False
+    return math.ceil(m_loops * m_inner / block_m) < m_loops * math.ceil(m_inner / block_m)
+
+
 def _size(views: ProblemViews, role: str) -> int:
     """The size of a role's tiled (innermost) segment; 1 without one."""
     seg = _inner(views, role)
@@ -560,6 +595,7 @@ def _cost(views: ProblemViews, arch: Arch):
     elem = views.operands["A"].elem_bytes
     c_elem = views.operands["C"].elem_bytes
     groups = math.prod(loop.size for loop in tile_loops(views))
+    m_loops = math.prod(x.size for x in tile_loops(views) if x.role == "m")
     m_inner, n_inner = _size(views, "m"), _size(views, "n")
     k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
@@ -573,6 +609,8 @@ def _cost(views: ProblemViews, arch: Arch):
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
         tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn) * splits
+        if flat_rows(views, bm, splits):
+            tiles = groups // m_loops * math.ceil(m_loops * m_inner / bm) * math.ceil(n_inner / bn)
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
@@ -627,6 +665,11 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     size = {r: s.size if s else 1 for r, s in inner.items()}
     groups = math.prod(loop.size for loop in loops)
     tiles_m, tiles_n = math.ceil(size["m"] / bm), math.ceil(size["n"] / bn)
+    flat = flat_rows(views, bm, a["k_splits"])
+    if flat:  # the tiles walk the m loops' rows as one run: the groups count only the other loops
+        m_loops = math.prod(x.size for x in loops if x.role == "m")
+        groups //= m_loops
+        tiles_m = math.ceil(m_loops * size["m"] / bm)
     threads = 128 * (cons + 1)
     regs = consumer_regs(cons, a["ctas_per_sm"])
     elem = views.operands["A"].elem_bytes
@@ -637,7 +680,12 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     follow = ta.major == "k"
     run_time = views.spec.run_time_letter
     box_rows = 0
-    if follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
+    if flat:  # a 64-row box a block: each block has its own m-loop coordinates
+        ta = TmaOperand(ta.operand, ta.major, tuple(TmaDim(d.label, d.size, d.stride_bytes, BOX_MN, d.index)
+                                                   if d.index == "mn" else d for d in ta.dims),
+                        bm // BOX_MN, ta.stage_bytes, ta.runtime_align)
+        follow = False  # every block is whole (the segment is a multiple of 64 rows): no box to cut
+    elif follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
         box_rows = a_box_rows(size["m"], bm)
         ta = _with_box_rows(ta, box_rows)
     k_iters = problem_k_iters(views)
@@ -659,7 +707,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
-        a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed,
+        a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

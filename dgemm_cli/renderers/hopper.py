@@ -34,7 +34,10 @@ def _coord(index: str, operand: str) -> str:
     return f"ko[{index[6:]}]"
 
 
-def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False) -> dict:
+def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False,
+             flat: bool = False) -> dict:
+    """A tensor map's template context. `flat` (A with flat rows): one box a 64-row block, at the block's
+    coordinates (`blocks[j]`, from granule_at)."""
     box_bytes = t.stage_bytes // t.boxes_per_stage
     run_time_rows = rows_at_run_time and t.operand == "A"
     return {
@@ -45,7 +48,9 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bo
                   "stride": d.stride_bytes,
                   "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
                  for d in t.dims],
-        "coords": [_coord(d.index, t.operand) for d in t.dims], "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
+        "coords": [_coord(d.index, t.operand).replace("tile.", "blocks[j].") if flat else _coord(d.index, t.operand)
+                   for d in t.dims],
+        "flat": flat, "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
                  if t.major == "k" else
@@ -57,8 +62,10 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bo
 def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str, tname: str) -> dict:
     """How the store phase addresses one view over C's letters: its offset at a tile's loop indices and
     (gm, gn), its step along the output's vector (c_unit), and its vector loads (plan.ep_vectors): `load`
-    elements each (0: element by element), `loads` of them a vector."""
-    tile = "".join(f" + static_cast<long long>(tile.loop[{i}]) * {x.stride.get(name, 0)}"
+    elements each (0: element by element), `loads` of them a vector. With flat rows the loop indices are the
+    64-row block's (`blk`)."""
+    blk = "blk" if plan.flat_rows else "tile"
+    tile = "".join(f" + static_cast<long long>({blk}.loop[{i}]) * {x.stride.get(name, 0)}"
                    for i, x in enumerate(plan.tile_loops) if x.stride.get(name, 0))
     sm, sn = inner_stride(views, "m", name), inner_stride(views, "n", name)
     at = "".join(f" + static_cast<long long>({g}) * {st}" for g, st in (("gm", sm), ("gn", sn)) if st)
@@ -73,10 +80,11 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m)
+    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
-    loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out]} for x in plan.tile_loops]
+    loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out], "is_m": x.role == "m"}
+             for x in plan.tile_loops]
     # The views the epilogue reads beside the output: C (for beta) when D is written, and the epilogue's.
     ep = base["ep"]
     reads = ([_view_at(views, plan, "C", "C", "C_t")] if ep and ep["has_d"] else []) + [
@@ -103,6 +111,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
+        "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
+        "blk": "blk" if plan.flat_rows else "tile",  # whose loop indices the store phase addresses C with
         "packed": plan.packed_store, "pack_cols": PACK_COLS,
         "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
         "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
@@ -126,6 +136,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
                          + ", ".join(x.label for x in plan.k_loops))
     if plan.a_box_line():
         decisions.append(plan.a_box_line())
+    if plan.flat_rows:
+        decisions.append(plan.flat_rows_line())
     decisions.extend(plan.ep_vector_lines())
     staged = (f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup" if plan.k_splits == 1
               else "summed from the cluster's partial tiles")

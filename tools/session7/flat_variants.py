@@ -1,0 +1,48 @@
+"""Render, for each spec given, its hopper plan at 128-row tiles where the tiles then run across the m loops
+(flat rows), so that a random sweep reaches that path (the model picks 64-row tiles for most small specs).
+
+    python tools/session7/flat_variants.py OUT SPEC...
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's deepgemm, not an installed one
+
+from dgemm_cli.arch import get_arch  # noqa: E402
+from dgemm_cli.constraints import Decision  # noqa: E402
+from dgemm_cli.errors import DeepGemmError  # noqa: E402
+from dgemm_cli.families import hopper  # noqa: E402
+from dgemm_cli.families.solving import of_assignment  # noqa: E402
+from dgemm_cli.plan import Plan, fallback_plan, needs_fallback  # noqa: E402
+from dgemm_cli.render import generate  # noqa: E402
+from dgemm_cli.spec import load_spec  # noqa: E402
+from dgemm_cli.views import analyse  # noqa: E402
+
+
+def main(out: str, *paths: str) -> None:
+    arch = get_arch("sm_90a")
+    for path in paths:
+        spec = load_spec(Path(path))
+        views = analyse(spec)
+        if hopper.gates(views, arch) or not hopper.flat_rows(views, 128, 1):
+            continue
+        for bn, cons in ((64, 2), (128, 1)):
+            a = {"block_m": 128, "block_n": bn, "consumers": cons, "ctas_per_sm": 1, "stages": 4}
+            try:
+                primary = of_assignment(hopper.problem(views, arch), a)
+            except DeepGemmError as err:
+                print(f"{spec.name}: {a}: {err}")
+                continue
+            named = replace(spec, name=f"{spec.name}_flat{bn}")
+            fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
+            plan = Plan(primary, fallback, Decision("family", "hopper", "flat-rows variant", ()))
+            generate(named, arch, Path(out), "hopper", plan=plan, views=analyse(named))
+            print(f"{named.name}: flat rows {primary.flat_rows}, {primary.summary}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
