@@ -92,7 +92,8 @@ def test_explain_dump_ptx_shows_wgmma_and_tma(tmp_path, name):
     # the packed store: C is m-contiguous in the conv (stored transposed), n-contiguous in the square
     packed = "stmatrix.sync.aligned.m8n8.x4" + (".trans" if "conv" in name else ".shared")
     for instruction in ("wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor", "mbarrier.try_wait.parity",
-                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned", packed):
+                        "setmaxnreg.inc.sync.aligned", "wgmma.wait_group.sync.aligned", packed,
+                        "st.global.wb.v4.u32"):  # the packed store's 16-byte copies, not split into 4-byte stores
         assert instruction in ptx, instruction
 
 
