@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 7, device call 8 (nvidia-h200): which change slowed the N = 14336 decode kernels (call 7: 32.2 µs
+# against 30.4 in the sixth session). exp/v0: the final code; v1: v0 without dependent launch (the wait, the
+# trigger and the launch attribute edited out of the generated source); v2: v0 with the packed store off
+# (`if (beta == 0.0f)` edited to false); v3: generated at f86a0b9. Bench v0..v3 twice, alternating.
+source tools/device_lib.sh
+timeout 200 python3 -m dgemm_cli build exp/v0 exp/v1 exp/v2 exp/v3 -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+for r in 1 2; do for v in v0 v1 v2 v3; do
+  timeout 60 python3 -m dgemm_cli bench exp/$v --json > "$OUT/bench_${v}_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench $v $r rc=$?"
+done; done
+for f in "$OUT"/bench_*.json; do
+  python3 - "$f" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    print(f"{sys.argv[1].rsplit('/',1)[1]:14s} {r['name']:24s} {r['us']:8.2f} us (stream {r['us_stream']:7.2f})  cuBLAS {r['baseline_us']:7.2f}  ratio {r['ratio']:.3f}")
+PY
+done
+pack '(build)\.json|bench_.*\.json'
