@@ -201,7 +201,8 @@ def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     assert kernel.index("__syncthreads();") < wait < kernel.index("tma_load_") < kernel.index("launch_dependents")
     assert kernel.index("launch_dependents") < kernel.index("setmaxnreg.inc")  # the producer's branch
     launch = cu[cu.index("cudaError_t launch("):]
-    assert "programmaticStreamSerializationAllowed = 1" in launch and "config.numAttrs = 1;" in launch
+    assert "programmaticStreamSerializationAllowed = 1" in launch
+    assert "config.numAttrs = (grid == resident) ? 1 : 0;" in launch  # only a grid that takes every block slot
     assert "cudaLaunchKernelEx(&config, ks_kernel, map_a, map_b, C, alpha, beta)" in launch
 
 
