@@ -16,3 +16,25 @@ pack() {
   tar -C "$OUT" -czf "$OUT/logs.tgz" --exclude logs.tgz $(cd "$OUT" && ls | grep -Ev "$keep")
   (cd "$OUT" && ls | grep -Ev "$keep" | xargs -r rm -f)
 }
+# One line a row of each bench JSON given: file, kernel, µs (graph-replayed and stream), cuBLAS µs, ratio.
+bench_rows() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for r in json.load(open(path)):
+        print(f"{path.rsplit('/', 1)[-1]:16s} {r['name']:40s} {r['us']:8.2f} us (stream {r['us_stream']:7.2f})  "
+              f"cuBLAS {r['baseline_us']:8.2f}  ratio {r['ratio']:.3f}")
+PY
+}
+# compute-sanitizer memcheck, racecheck and synccheck on each generated directory given (its harness's verify,
+# seed 1): logs san_<tool>_<name>.txt and one line a run in sanitize.txt.
+sanitize() {
+  local d h n tool
+  for d in "$@"; do
+    h=$(ls "$d"/build/sm_90a/*_harness); n=$(basename "$d")
+    for tool in memcheck racecheck synccheck; do
+      timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 "$h" verify --seeds 1 --samples 16 > "$OUT/san_${tool}_$n.txt" 2>&1
+      echo "$tool $n rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$n.txt" | tail -1)" >> "$OUT/sanitize.txt"
+    done
+  done
+}

@@ -129,7 +129,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
                          for d, size in zip(t["dims"], sizes))
         decisions.append(f"TMA {t['name']}: {t['rank']}-d map [{dims}] (innermost first), {t['desc']}")
     if plan.tile_loops:
-        decisions.append("tile loops (not tiled, one index per tile): "
+        per_block = "; the m loops' per 64-row block" if plan.flat_rows else ""  # flat rows (the line below)
+        decisions.append(f"tile loops (not tiled, one index per tile{per_block}): "
                          + ", ".join(x.label for x in plan.tile_loops))
     if plan.k_loops:
         decisions.append("k loops (outer k segments, one index per k-iteration): "

@@ -18,14 +18,7 @@ for n in conv_nchw_8x256x56x56_k512 conv_nchw_32x64x56x56_k64; do
 done
 stamp ncu
 report
-for f in "$OUT"/bench_*.json; do
-  python3 - "$f" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-for r in (d if isinstance(d, list) else d.get("results", [])):
-    print(f"{sys.argv[1].rsplit('/',1)[1]:18s} {r['name']:30s} {r['us']:8.2f} us (stream {r['us_stream']:8.2f}) cuBLAS {r['baseline_us']:8.2f} ratio {r['ratio']:.3f}")
-PY
-done
+bench_rows "$OUT"/bench_*.json
 for f in "$OUT"/ncu_ours_*.txt; do
   echo "== $(basename "$f")"
   grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Registers Per|Achieved Occupancy|dram__bytes|lts__t_bytes|No Eligible|Issued Warp|Stall|stall" "$f" | head -40

@@ -14,21 +14,9 @@ for r in 1 2; do
     timeout 100 python3 -m dgemm_cli bench $dirs --json > "$OUT/bench_${v}_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench $v $r rc=$?"
   done
 done
-for d in exp/new/conv_nchw_8x256x56x56_k512 exp/newh/packed_relu_clamp_ccol_mtail_t128x256c2 exp/newh/packed_gelu_crow_ntail_t128x128c1; do
-  h=$(ls $d/build/sm_90a/*_harness); n=$(basename $d)
-  for tool in memcheck racecheck synccheck; do
-    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 "$h" verify --seeds 1 --samples 16 > "$OUT/san_${tool}_$n.txt" 2>&1
-    echo "$tool $n rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$n.txt" | tail -1)" >> "$OUT/sanitize.txt"
-  done
-done
+sanitize exp/new/conv_nchw_8x256x56x56_k512 exp/newh/packed_relu_clamp_ccol_mtail_t128x256c2 exp/newh/packed_gelu_crow_ntail_t128x128c1
 stamp sanitize
 report
 cat "$OUT/sanitize.txt"
-for f in "$OUT"/bench_*.json; do
-  python3 - "$f" <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1])):
-    print(f"{sys.argv[1].rsplit('/',1)[1]:16s} {r['name']:40s} {r['us']:8.2f} us  cuBLAS {r['baseline_us']:8.2f}  ratio {r['ratio']:.3f}")
-PY
-done
+bench_rows "$OUT"/bench_*.json
 pack '(build|verify)\.json|bench_.*\.json'

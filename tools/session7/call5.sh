@@ -2,7 +2,7 @@
 # Session 7, device call 5 (nvidia-h200): flat rows (tiles across the m loops) with the packed store.
 # exp/new: specs/*.yaml, specs/epilogue, the two conv benchmarks (model's picks) and hand-set tilings of them;
 # exp/rand: 80 random TMA specs with a row letter in whole 64-row blocks (seeds 71, 72) on hopper; exp/flat: their
-# 128-row-tile variants where the tiles run across the m loops (tools/session7/flat_variants.py); exp/old: the
+# 128-row-tile variants where the tiles run across the m loops (tools/flat_variants.py); exp/old: the
 # convs at f86a0b9. Build, verify (seeds 1,2, --repeat 2), bench, compute-sanitizer on two flat kernels.
 source tools/device_lib.sh
 timeout 260 python3 -m dgemm_cli build exp/new exp/rand exp/flat exp/old -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
@@ -11,21 +11,9 @@ for r in 1 2; do
   timeout 60 python3 -m dgemm_cli bench exp/old --json > "$OUT/bench_old_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench old $r rc=$?"
   timeout 100 python3 -m dgemm_cli bench exp/new/conv* exp/new/sq* exp/new/conv1x1_nchw --json > "$OUT/bench_new_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench new $r rc=$?"
 done
-for d in exp/new/conv_nchw_8x256x56x56_k512 exp/new/conv_bias_relu $(ls -d exp/flat/*_flat64 | head -1); do
-  h=$(ls $d/build/sm_90a/*_harness); n=$(basename $d)
-  for tool in memcheck racecheck synccheck; do
-    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 "$h" verify --seeds 1 --samples 16 > "$OUT/san_${tool}_$n.txt" 2>&1
-    echo "$tool $n rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/san_${tool}_$n.txt" | tail -1)" >> "$OUT/sanitize.txt"
-  done
-done
+sanitize exp/new/conv_nchw_8x256x56x56_k512 exp/new/conv_bias_relu $(ls -d exp/flat/*_flat64 | head -1)
 stamp sanitize
 report | head -3
 cat "$OUT/sanitize.txt"
-for f in "$OUT"/bench_*.json; do
-  python3 - "$f" <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1])):
-    print(f"{sys.argv[1].rsplit('/',1)[1]:16s} {r['name']:40s} {r['us']:8.2f} us  cuBLAS {r['baseline_us']:8.2f}  ratio {r['ratio']:.3f}")
-PY
-done
+bench_rows "$OUT"/bench_*.json
 pack '(build|verify)\.json|bench_.*\.json'

@@ -8,11 +8,5 @@ timeout 200 python3 -m dgemm_cli build exp/v0 exp/v1 exp/v2 exp/v3 -j "$J" --jso
 for r in 1 2; do for v in v0 v1 v2 v3; do
   timeout 60 python3 -m dgemm_cli bench exp/$v --json > "$OUT/bench_${v}_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench $v $r rc=$?"
 done; done
-for f in "$OUT"/bench_*.json; do
-  python3 - "$f" <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1])):
-    print(f"{sys.argv[1].rsplit('/',1)[1]:14s} {r['name']:24s} {r['us']:8.2f} us (stream {r['us_stream']:7.2f})  cuBLAS {r['baseline_us']:7.2f}  ratio {r['ratio']:.3f}")
-PY
-done
+bench_rows "$OUT"/bench_*.json
 pack '(build)\.json|bench_.*\.json'

@@ -1,7 +1,7 @@
 """Render, for each spec given, its hopper plan at 128-row tiles where the tiles then run across the m loops
 (flat rows), so that a random sweep reaches that path (the model picks 64-row tiles for most small specs).
 
-    python tools/session7/flat_variants.py OUT SPEC...
+    python tools/flat_variants.py OUT SPEC...
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's deepgemm, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
 
 from dgemm_cli.arch import get_arch  # noqa: E402
 from dgemm_cli.constraints import Decision  # noqa: E402
