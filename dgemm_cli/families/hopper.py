@@ -40,7 +40,7 @@ what TMA cannot take; those problems go to another family and `explain` says whi
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dgemm_cli.arch import Arch
@@ -234,8 +234,9 @@ class HopperPlan:
     @property
     def m_loop_rows(self) -> int:
         """Rows of the run the tiles walk: the m loops times the tiled segment when flat_rows, else the segment."""
-        return self.m_inner * math.prod(x.size for x in self.tile_loops if x.role == "m") if self.flat_rows \
-            else self.m_inner
+        if not self.flat_rows:
+            return self.m_inner
+        return self.m_inner * math.prod(x.size for x in self.tile_loops if x.role == "m")
 
     def flat_rows_line(self) -> str | None:
         if not self.flat_rows:
@@ -681,9 +682,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     run_time = views.spec.run_time_letter
     box_rows = 0
     if flat:  # a 64-row box a block: each block has its own m-loop coordinates
-        ta = TmaOperand(ta.operand, ta.major, tuple(TmaDim(d.label, d.size, d.stride_bytes, BOX_MN, d.index)
-                                                   if d.index == "mn" else d for d in ta.dims),
-                        bm // BOX_MN, ta.stage_bytes, ta.runtime_align)
+        ta = replace(_with_box_rows(ta, BOX_MN), boxes_per_stage=bm // BOX_MN)
         follow = False  # every block is whole (the segment is a multiple of 64 rows): no box to cut
     elif follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
         box_rows = a_box_rows(size["m"], bm)
