@@ -112,7 +112,6 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
-        "blk": "blk" if plan.flat_rows else "tile",  # whose loop indices the store phase addresses C with
         "packed": plan.packed_store, "pack_cols": PACK_COLS,
         "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
         "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
