@@ -38,3 +38,17 @@ sanitize() {
     done
   done
 }
+# ncu --set full of each generated directory's own kernel (its harness's verify, seed 1), then from the saved
+# report: the details page (ncu_details_<name>.txt), the raw metrics (ncu_raw_<name>.csv) and the stall samples
+# per SASS instruction (ncu_sass_<name>.csv).
+ncu_full() {
+  local d h n
+  for d in "$@"; do
+    h=$(ls "$d"/build/sm_90a/*_harness); n=$(basename "$d")
+    timeout 120 ncu -k "regex:^${n}_kernel" -c 1 --set full --import-source no -o "$W/$n" "$h" verify --seeds 1 --samples 8 > "$OUT/ncu_run_$n.txt" 2>&1
+    echo "ncu $n rc=$?" >> "$OUT/log.txt"
+    ncu --import "$W/$n.ncu-rep" --page details --print-details all > "$OUT/ncu_details_$n.txt" 2>&1
+    ncu --import "$W/$n.ncu-rep" --page raw --csv > "$OUT/ncu_raw_$n.csv" 2>&1
+    ncu --import "$W/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu_sass_$n.csv" 2>&1
+  done
+}

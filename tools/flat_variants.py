@@ -12,13 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
 
+from render_variant import render  # noqa: E402  (tools/, beside this file)
+
 from dgemm_cli.arch import get_arch  # noqa: E402
-from dgemm_cli.constraints import Decision  # noqa: E402
 from dgemm_cli.errors import DeepGemmError  # noqa: E402
 from dgemm_cli.families import hopper  # noqa: E402
-from dgemm_cli.families.solving import of_assignment  # noqa: E402
-from dgemm_cli.plan import Plan, fallback_plan, needs_fallback  # noqa: E402
-from dgemm_cli.render import generate  # noqa: E402
 from dgemm_cli.spec import load_spec  # noqa: E402
 from dgemm_cli.views import analyse  # noqa: E402
 
@@ -32,15 +30,12 @@ def main(out: str, *paths: str) -> None:
             continue
         for bn, cons in ((64, 2), (128, 1)):
             a = {"block_m": 128, "block_n": bn, "consumers": cons, "ctas_per_sm": 1, "stages": 4}
+            named = replace(spec, name=f"{spec.name}_flat{bn}")
             try:
-                primary = of_assignment(hopper.problem(views, arch), a)
+                primary = render(named, Path(out), "hopper", a)
             except DeepGemmError as err:
                 print(f"{spec.name}: {a}: {err}")
                 continue
-            named = replace(spec, name=f"{spec.name}_flat{bn}")
-            fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
-            plan = Plan(primary, fallback, Decision("family", "hopper", "flat-rows variant", ()))
-            generate(named, arch, Path(out), "hopper", plan=plan, views=analyse(named))
             print(f"{named.name}: flat rows {primary.flat_rows}, {primary.summary}")
 
 

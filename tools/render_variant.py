@@ -12,6 +12,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
 
@@ -21,22 +22,26 @@ from dgemm_cli.families import FAMILIES  # noqa: E402
 from dgemm_cli.families.solving import of_assignment  # noqa: E402
 from dgemm_cli.plan import Plan, fallback_plan, needs_fallback  # noqa: E402
 from dgemm_cli.render import generate  # noqa: E402
-from dgemm_cli.spec import load_spec  # noqa: E402
+from dgemm_cli.spec import Spec, load_spec  # noqa: E402
 from dgemm_cli.views import analyse  # noqa: E402
+
+
+def render(spec: Spec, out: Path, family: str, assignment: dict) -> Any:
+    """Generate `spec` into out/<spec.name>/ with `family` at `assignment`; the family's plan."""
+    arch = get_arch(spec.arch)
+    views = analyse(spec)
+    primary = of_assignment(FAMILIES[family].problem(views, arch), assignment)
+    fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
+    plan = Plan(primary, fallback, Decision("family", family, "the kernel family (tools/render_variant.py)", ()))
+    generate(spec, arch, out, family, plan=plan, views=views)
+    return primary
 
 
 def main(spec_path: str, out: str, family: str, assignment: str, suffix: str = "") -> None:
     spec = load_spec(Path(spec_path))
     if suffix:
         spec = replace(spec, name=spec.name + suffix)
-    arch = get_arch(spec.arch)
-    views = analyse(spec)
-    primary = of_assignment(FAMILIES[family].problem(views, arch), json.loads(assignment))
-    fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
-    plan = Plan(primary, fallback, Decision("family", family, "the kernel family (tools/render_variant.py)", ()))
-    g = generate(spec, arch, Path(out), family, plan=plan, views=views)
-    print(f"{spec.name}: {primary.summary}")
-    del g
+    print(f"{spec.name}: {render(spec, Path(out), family, json.loads(assignment)).summary}")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,8 @@ EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte
 # warps' samples on conv 8x256x56x56 (K = 256), latency-bound on its shared-memory round trips.
 PACK_COLS = 64
 PACK_PAD = 8
-PACK_BYTES = 64 * (PACK_COLS + PACK_PAD) * 2  # one 64 x PACK_COLS tile of 16-bit values, either way round
+PACK_PITCH = 64 + PACK_PAD  # elements a line: 64 rows of a column, or PACK_COLS (64) columns of a row
+PACK_BYTES = 64 * PACK_PITCH * 2  # one 64 x PACK_COLS tile of 16-bit values, either way round
 PACK_MIN_VEC = 4  # copies of at least 8 bytes: narrower outputs keep the f32 staging
 PRODUCER_REGS = 40
 LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
@@ -543,13 +544,14 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 f"more than {SHALLOW_STAGES} stages only for small boxes")
 
     k_iters = problem_k_iters(views)
-    groups = math.prod(loop.size for loop in tile_loops(views))
+    grid = tile_grid(views)
 
     def k_split_ok(a: Assignment) -> str | None:
         s = a["k_splits"]
         if s == 1:
             return None
-        tiles = groups * math.ceil(_size(views, "m") / a["block_m"]) * math.ceil(_size(views, "n") / a["block_n"])
+        groups, tiles_m, tiles_n, _ = grid(a["block_m"], a["block_n"], s)
+        tiles = groups * tiles_m * tiles_n
         if tiles >= arch.sms:
             return f"{tiles} tiles already fill {arch.sms} SMs: a split would add its reduction and no SM"
         if tiles * s > arch.sms:
@@ -567,15 +569,31 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     return g
 
 
-def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
-    """Whether the tiles run across the m loops (module doc): m has outer segments, its tiled segment is a
-    whole number of 64-row blocks, rows are fixed at build time, the tile is not split, and it saves tiles."""
-    m_loops = math.prod(x.size for x in tile_loops(views) if x.role == "m")
-    m_inner = _size(views, "m")
+def tile_grid(views: ProblemViews):
+    """The tile counts of a tiling, as a function of (block_m, block_n, k_splits) -> (tile groups, tiles_m,
+    tiles_n, flat rows), the view facts read once. Flat rows (module doc): m has outer segments, its tiled
+    segment is a whole number of 64-row blocks, rows are fixed at build time, the tile is not split, and it
+    saves tiles; then the groups count only the other loops and tiles_m covers the m loops' rows."""
+    loops = tile_loops(views)
+    groups = math.prod(x.size for x in loops)
+    m_loops = math.prod(x.size for x in loops if x.role == "m")
+    m_inner, n_inner = _size(views, "m"), _size(views, "n")
     run_time = views.spec.run_time_letter
-    if m_loops == 1 or m_inner % BOX_MN or k_splits > 1 or (run_time and run_time[1] < run_time[2]):
-        return False
-    return math.ceil(m_loops * m_inner / block_m) < m_loops * math.ceil(m_inner / block_m)
+    eligible = m_loops > 1 and m_inner % BOX_MN == 0 and not (run_time and run_time[1] < run_time[2])
+
+    def grid(block_m: int, block_n: int, k_splits: int) -> tuple[int, int, int, bool]:
+        tiles_m, tiles_n = math.ceil(m_inner / block_m), math.ceil(n_inner / block_n)
+        flat_m = math.ceil(m_loops * m_inner / block_m)
+        if eligible and k_splits == 1 and flat_m < m_loops * tiles_m:
+            return groups // m_loops, flat_m, tiles_n, True
+        return groups, tiles_m, tiles_n, False
+
+    return grid
+
+
+def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
+    """Whether the tiles of this tiling run across the m loops (tile_grid)."""
+    return tile_grid(views)(block_m, BOX_MN, k_splits)[3]
 
 
 def _size(views: ProblemViews, role: str) -> int:
@@ -595,9 +613,8 @@ def _cost(views: ProblemViews, arch: Arch):
     of L2 traffic; at least the DRAM time of the unique bytes; plus the persistent kernel's start."""
     elem = views.operands["A"].elem_bytes
     c_elem = views.operands["C"].elem_bytes
-    groups = math.prod(loop.size for loop in tile_loops(views))
-    m_loops = math.prod(x.size for x in tile_loops(views) if x.role == "m")
-    m_inner, n_inner = _size(views, "m"), _size(views, "n")
+    grid = tile_grid(views)
+    m_inner = _size(views, "m")
     k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
     follow = a_rows_follow_m(views)
@@ -609,9 +626,8 @@ def _cost(views: ProblemViews, arch: Arch):
     def cost(a: Assignment) -> float:
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
-        tiles = groups * math.ceil(m_inner / bm) * math.ceil(n_inner / bn) * splits
-        if flat_rows(views, bm, splits):
-            tiles = groups // m_loops * math.ceil(m_loops * m_inner / bm) * math.ceil(n_inner / bn)
+        groups, tiles_m, tiles_n, _ = grid(bm, bn, splits)
+        tiles = groups * tiles_m * tiles_n * splits
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
@@ -664,13 +680,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     loops, kloops = tile_loops(views), k_loops(views)
     inner = {r: _inner(views, r) for r in ("m", "n", "k")}
     size = {r: s.size if s else 1 for r, s in inner.items()}
-    groups = math.prod(loop.size for loop in loops)
-    tiles_m, tiles_n = math.ceil(size["m"] / bm), math.ceil(size["n"] / bn)
-    flat = flat_rows(views, bm, a["k_splits"])
-    if flat:  # the tiles walk the m loops' rows as one run: the groups count only the other loops
-        m_loops = math.prod(x.size for x in loops if x.role == "m")
-        groups //= m_loops
-        tiles_m = math.ceil(m_loops * size["m"] / bm)
+    groups, tiles_m, tiles_n, flat = tile_grid(views)(bm, bn, a["k_splits"])
     threads = 128 * (cons + 1)
     regs = consumer_regs(cons, a["ctas_per_sm"])
     elem = views.operands["A"].elem_bytes

@@ -11,7 +11,7 @@ from dgemm_cli.families.hopper import (
     EPI_COLS,
     EPI_ROW_PITCH,
     PACK_COLS,
-    PACK_PAD,
+    PACK_PITCH,
     PRODUCER_REGS,
     HopperPlan,
     TmaOperand,
@@ -24,13 +24,14 @@ RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
 
 
-def _coord(index: str, operand: str) -> str:
+def _coord(index: str, operand: str, tile: str = "tile") -> str:
+    """The kernel's coordinate of a tensor-map dim; `tile`: the Tile whose origin and loop indices it takes."""
     if index == "k":
         return "k0"
     if index == "mn":
-        return "tile.m0" if operand == "A" else "tile.n0"
+        return f"{tile}.m0" if operand == "A" else f"{tile}.n0"
     if index.startswith("loop"):
-        return f"tile.loop[{index[4:]}]"
+        return f"{tile}.loop[{index[4:]}]"
     return f"ko[{index[6:]}]"
 
 
@@ -48,8 +49,7 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bo
                   "stride": d.stride_bytes,
                   "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
                  for d in t.dims],
-        "coords": [_coord(d.index, t.operand).replace("tile.", "blocks[j].") if flat else _coord(d.index, t.operand)
-                   for d in t.dims],
+        "coords": [_coord(d.index, t.operand, "blocks[j]" if flat else "tile") for d in t.dims],
         "flat": flat, "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
@@ -113,7 +113,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": PACK_COLS,
-        "pack_pitch": (64 if plan.c_unit == "m" else PACK_COLS) + PACK_PAD,
+        "pack_pitch": PACK_PITCH,
         "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
     }
 

@@ -8,15 +8,7 @@ ncu --version > "$OUT/ncu_version.txt" 2>&1
 timeout 200 python3 -m dgemm_cli build exp/c3 -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 timeout 90 python3 -m dgemm_cli verify exp/c3 --seeds 1,2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 timeout 90 python3 -m dgemm_cli bench exp/c3 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
-for n in conv_nchw_8x256x56x56_k512 conv_nchw_8x256x56x56_k512_t128x256 conv_nchw_32x64x56x56_k64; do
-  h=$(ls exp/c3/$n/build/sm_90a/*_harness)
-  timeout 120 ncu -k "regex:^${n}_kernel" -c 1 --set full --import-source no -o "$W/$n" "$h" verify --seeds 1 --samples 8 > "$OUT/ncu_run_$n.txt" 2>&1
-  echo "ncu $n rc=$?" >> "$OUT/log.txt"
-  ncu --import "$W/$n.ncu-rep" --page details --print-details all > "$OUT/ncu_details_$n.txt" 2>&1
-  ncu --import "$W/$n.ncu-rep" --page raw --csv > "$OUT/ncu_raw_$n.csv" 2>&1
-  ncu --import "$W/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu_sass_$n.csv" 2>&1
-  echo "import $n rc=$?" >> "$OUT/log.txt"
-done
+ncu_full exp/c3/conv_nchw_8x256x56x56_k512 exp/c3/conv_nchw_8x256x56x56_k512_t128x256 exp/c3/conv_nchw_32x64x56x56_k64
 stamp ncu
 report
 for f in "$OUT"/ncu_details_*.txt; do

@@ -4,13 +4,7 @@
 # two-blocks-an-SM tiling, and the 32x64 model pick.
 source tools/device_lib.sh
 timeout 200 python3 -m dgemm_cli build exp/new/conv_nchw_8x256x56x56_k512 exp/new/conv_nchw_8x256x56x56_k512_t128x128c1 exp/new/conv_nchw_32x64x56x56_k64 -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
-for n in conv_nchw_8x256x56x56_k512 conv_nchw_8x256x56x56_k512_t128x128c1 conv_nchw_32x64x56x56_k64; do
-  h=$(ls exp/new/$n/build/sm_90a/*_harness)
-  timeout 120 ncu -k "regex:^${n}_kernel" -c 1 --set full --import-source no -o "$W/$n" "$h" verify --seeds 1 --samples 8 > "$OUT/ncu_run_$n.txt" 2>&1
-  ncu --import "$W/$n.ncu-rep" --page details --print-details all > "$OUT/ncu_details_$n.txt" 2>&1
-  ncu --import "$W/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu_sass_$n.csv" 2>&1
-  echo "ncu $n done" >> "$OUT/log.txt"
-done
+ncu_full exp/new/conv_nchw_8x256x56x56_k512 exp/new/conv_nchw_8x256x56x56_k512_t128x128c1 exp/new/conv_nchw_32x64x56x56_k64
 stamp ncu
 for f in "$OUT"/ncu_details_*.txt; do echo "== $f"; grep -E "^    Duration|SM Active Cycles|Elapsed Cycles|Tensor Cycles Active  " "$f" | head -5; done
 pack 'build\.json'
