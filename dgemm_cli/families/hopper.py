@@ -64,7 +64,7 @@ TMA_STRIDE_ALIGN = 16
 TMA_BASE_ALIGN = 16
 TMA_MAX_STRIDE = 1 << 40
 TMA_MAX_DIM = 1 << 32
-EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time
+EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time (16 where BN is odd to it)
 EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
 EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
 # The packed store (16-bit output, nothing read beside the accumulators, beta == 0 at run time): the epilogue
@@ -72,12 +72,19 @@ EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte
 # by 64 rows, PACK_PAD elements of padding a line (so that stmatrix's eight 16-byte rows hit distinct banks).
 # Measured on the H200 (seventh session, call 3): the f32 staging path's store phase took 60% of the consumer
 # warps' samples on conv 8x256x56x56 (K = 256), latency-bound on its shared-memory round trips.
-PACK_COLS = 64
+PACK_COLS = 64  # at most; a BN that is not a multiple takes the largest of 32 and 16 that divides it
 PACK_PAD = 8
 PACK_PITCH = 64 + PACK_PAD  # elements a line: 64 rows of a column, or PACK_COLS (64) columns of a row
 PACK_BYTES = 64 * PACK_PITCH * 2  # one 64 x PACK_COLS tile of 16-bit values, either way round
 PACK_MIN_VEC = 4  # copies of at least 8 bytes: narrower outputs keep the f32 staging
 PRODUCER_REGS = 40
+# Tile widths (the wgmma N, a multiple of 16 here). Past the powers of two, widths that let the tile count fill
+# the SMs: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112. An MN-major B is loaded in
+# 64-wide boxes, so it takes only multiples of 64.
+BLOCK_N = (64, 96, 112, 128, 160, 192, 224, 256)
+# wgmma's share of the tensor-core peak by tile width (shared-memory bytes per FLOP fall as N grows), set at the
+# powers of two and interpolated between them.
+WGMMA_EFF = {64: 0.62, 128: 0.8, 256: 0.9}
 LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
 RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
@@ -198,6 +205,14 @@ class HopperPlan:
                                   *((x, n) for x, _, n in self.ep_vectors)) if n}
 
     @property
+    def epi_cols(self) -> int:
+        return epi_cols(self.block_n)
+
+    @property
+    def pack_cols(self) -> int:
+        return pack_cols(self.block_n)
+
+    @property
     def grid_desc(self) -> str:
         if self.k_splits > 1:
             return (f"one cluster of {self.k_splits} blocks a tile ({self.kt_per_split} of the {self.k_iters} "
@@ -262,7 +277,7 @@ class HopperPlan:
         """What the packed store does (explain and the kernel's header comment)."""
         return (f"{self.c_operand}: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs "
                 f"written by stmatrix{'.trans' if self.c_unit == 'm' else ''} into a {PACK_BYTES} B staging tile "
-                f"({PACK_COLS} columns at a time), copied out in {self.c_vec}-element vectors")
+                f"({self.pack_cols} columns at a time), copied out in {self.c_vec}-element vectors")
 
     def ep_vector_lines(self) -> list[str]:
         """One line a view the store phase loads as vectors (explain and the kernel's header comment)."""
@@ -427,6 +442,26 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 # Tiling graph and cost
 # ------------------------------------------------------------------------------------------------
 
+def epi_cols(block_n: int) -> int:
+    """Columns the f32 staging store takes at a time: EPI_COLS, or 16 where it does not divide the tile."""
+    return EPI_COLS if block_n % EPI_COLS == 0 else 16
+
+
+def pack_cols(block_n: int) -> int:
+    """Columns the packed store takes at a time: the largest of PACK_COLS, 32 and 16 that divides the tile."""
+    return next(c for c in (PACK_COLS, 32, 16) if block_n % c == 0)
+
+
+def wgmma_eff(block_n: int) -> float:
+    """WGMMA_EFF at block_n, linear between its widths."""
+    widths = sorted(WGMMA_EFF)
+    lo = max(w for w in widths if w <= block_n)
+    hi = min(w for w in widths if w >= block_n)
+    if lo == hi:
+        return WGMMA_EFF[lo]
+    return WGMMA_EFF[lo] + (WGMMA_EFF[hi] - WGMMA_EFF[lo]) * (block_n - lo) / (hi - lo)
+
+
 def epi_bytes(c_unit: str | None, packed: bool = False) -> int:
     """A consumer warpgroup's staging buffer: f32 columns (or rows), and the packed store's tile in the same bytes."""
     staged = EPI_COLS * EPI_COL_PITCH * 4 if c_unit == "m" else 64 * EPI_ROW_PITCH * 4
@@ -494,7 +529,10 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     packed = packed_store(views)
     g = ConstraintGraph()
     g.node("block_m", (64, 128, 256), "rows of C per tile")
-    g.node("block_n", (64, 128, 256), "columns of C per tile (the wgmma N)")
+    b_major = tma_operand(views, "B", BOX_MN)
+    mn_major_b = not isinstance(b_major, str) and b_major.major == "mn"
+    g.node("block_n", tuple(bn for bn in BLOCK_N if not mn_major_b or bn % BOX_MN == 0),
+           "columns of C per tile (the wgmma N)" + (f"; B is n-major: {BOX_MN}-wide boxes" if mn_major_b else ""))
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
@@ -633,7 +671,7 @@ def _cost(views: ProblemViews, arch: Arch):
         busy = min(tiles, arch.sms)
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
         # leaves the tensor cores idle while it waits on its own barriers and epilogue.
-        eff = {64: 0.62, 128: 0.8, 256: 0.9}[bn] * (1.0 if cons == 2 else 0.8)
+        eff = wgmma_eff(bn) * (1.0 if cons == 2 else 0.8)
         math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
         a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
         stage = (a_rows + bn) * BLOCK_K * elem

@@ -1,0 +1,123 @@
+// What a launch costs under CUDA-graph replay on this GPU, the way `deepgemm bench` times a kernel: launches
+// captured in one graph, each on its own buffer of a rotation larger than L2, time / launches.
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o launch_floor tools/launch_floor.cu && ./launch_floor
+// Rows: an empty kernel (1 block; 256 blocks), one 16-byte load a thread from DRAM and a store (256 blocks of
+// 128 threads: 512 KB a launch), the same in clusters of 8 with a cluster barrier, and the same as a
+// programmatic dependent launch with the load after griddepcontrol.wait or before it.
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#define CK(x)                                                                                    \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+constexpr int BLOCKS = 256, THREADS = 128;
+constexpr size_t BYTES = size_t(BLOCKS) * THREADS * 16;  // a launch's loads
+constexpr int SETS = 512;                                  // 256 MB of rotation: past the 60 MB L2
+
+__global__ void empty_kernel(const uint4*, float*) {}
+
+template <bool CLUSTER, int PDL>  // PDL 0: plain; 1: wait, then load; 2: load, then wait
+__global__ void load_kernel(const uint4* __restrict__ in, float* __restrict__ out) {
+  const int i = blockIdx.x * THREADS + threadIdx.x;
+  uint4 v;
+  if (PDL == 2) v = __ldg(in + i);
+  if (PDL) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  if (PDL != 2) v = __ldg(in + i);
+  if (PDL) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  float s = __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) + __uint_as_float(v.w);
+  if (CLUSTER) cooperative_groups::this_cluster().sync();
+  if (s == 1234.5f) out[i] = s;  // never true for the zeroed input: the load must still happen
+  if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+using Kernel = void (*)(const uint4*, float*);
+
+static void launch(Kernel k, int blocks, int cluster, bool pdl, const uint4* in, float* out, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(THREADS);
+  cfg.stream = s;
+  cudaLaunchAttribute at[2];
+  int n = 0;
+  if (pdl) {
+    at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    at[n].id = cudaLaunchAttributeClusterDimension;
+    at[n++].val.clusterDim = {unsigned(cluster), 1, 1};
+  }
+  cfg.attrs = at;
+  cfg.numAttrs = n;
+  CK(cudaLaunchKernelEx(&cfg, k, in, out));
+}
+
+static double graph_us(Kernel k, int blocks, int cluster, bool pdl, const uint4* in, float* out, cudaStream_t s) {
+  const int launches = 2 * SETS;
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < launches; ++l)
+    launch(k, blocks, cluster, pdl, in + size_t(l % SETS) * (BYTES / 16), out, s);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&x, g, 0));
+  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < 7; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(x, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / launches);
+  }
+  std::sort(us.begin(), us.end());
+  CK(cudaGraphExecDestroy(x));
+  CK(cudaGraphDestroy(g));
+  return us[us.size() / 2];
+}
+
+int main() {
+  uint4* in;
+  float* out;
+  CK(cudaMalloc(&in, BYTES * SETS));
+  CK(cudaMemset(in, 0, BYTES * SETS));
+  CK(cudaMalloc(&out, BLOCKS * THREADS * sizeof(float)));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  struct Row {
+    const char* what;
+    Kernel k;
+    int blocks, cluster;
+    bool pdl;
+  } rows[] = {
+      {"empty, 1 block", empty_kernel, 1, 1, false},
+      {"empty, 256 blocks", empty_kernel, BLOCKS, 1, false},
+      {"empty, 256 blocks, dependent launch", empty_kernel, BLOCKS, 1, true},
+      {"one load + store, 256 blocks", load_kernel<false, 0>, BLOCKS, 1, false},
+      {"one load + store, clusters of 8 + cluster barrier", load_kernel<true, 0>, BLOCKS, 8, false},
+      {"one load + store, dependent launch, load after the wait", load_kernel<false, 1>, BLOCKS, 1, true},
+      {"one load + store, dependent launch, load before the wait", load_kernel<false, 2>, BLOCKS, 1, true},
+      {"clusters of 8, dependent launch, load after the wait", load_kernel<true, 1>, BLOCKS, 8, true},
+      {"clusters of 8, dependent launch, load before the wait", load_kernel<true, 2>, BLOCKS, 8, true},
+  };
+  std::printf("launch floor under graph replay (%d launches a graph, %zu KB a launch, %d sets)\n", 2 * SETS,
+              BYTES / 1024, SETS);
+  for (const Row& r : rows)
+    std::printf("%-60s %6.2f us\n", r.what, graph_us(r.k, r.blocks, r.cluster, r.pdl, in, out, s));
+  return 0;
+}
