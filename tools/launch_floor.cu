@@ -3,7 +3,8 @@
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o launch_floor tools/launch_floor.cu && ./launch_floor
 // Rows: an empty kernel (1 block; 256 blocks), one 16-byte load a thread from DRAM and a store (256 blocks of
 // 128 threads: 512 KB a launch), the same in clusters of 8 with a cluster barrier, and the same as a
-// programmatic dependent launch with the load after griddepcontrol.wait or before it.
+// programmatic dependent launch with the load after griddepcontrol.wait or before it. Last, the read ceiling:
+// a grid-stride stream of 16-byte loads over a [4096 x 14336] f16 weight (117 MB) and a [4096 x 4096] one.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -38,6 +39,50 @@ __global__ void load_kernel(const uint4* __restrict__ in, float* __restrict__ ou
   if (CLUSTER) cooperative_groups::this_cluster().sync();
   if (s == 1234.5f) out[i] = s;  // never true for the zeroed input: the load must still happen
   if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+// Reads `bytes` from `in` with 16-byte loads, UNROLL in flight a thread, grid-stride; one sum a block.
+template <int UNROLL>
+__global__ void __launch_bounds__(512) read_kernel(const uint4* __restrict__ in, size_t vecs, float* __restrict__ out) {
+  float s = 0.0f;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += UNROLL * stride) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) v[u] = i + u * stride < vecs ? __ldg(in + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
+  }
+  if (s == 1234.5f) out[blockIdx.x] = s;
+}
+
+static double read_us(size_t bytes, int blocks, int sets, const uint4* in, float* out, cudaStream_t s) {
+  const int launches = 8 * sets;
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < launches; ++l)
+    read_kernel<8><<<blocks, 512, 0, s>>>(in + size_t(l % sets) * (bytes / 16), bytes / 16, out);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&x, g, 0));
+  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < 7; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(x, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / launches);
+  }
+  std::sort(us.begin(), us.end());
+  CK(cudaGraphExecDestroy(x));
+  CK(cudaGraphDestroy(g));
+  return us[us.size() / 2];
 }
 
 using Kernel = void (*)(const uint4*, float*);
@@ -119,5 +164,16 @@ int main() {
               BYTES / 1024, SETS);
   for (const Row& r : rows)
     std::printf("%-60s %6.2f us\n", r.what, graph_us(r.k, r.blocks, r.cluster, r.pdl, in, out, s));
+  // The read ceiling: 4 copies of the 117 MB weight (past the 60 MB L2), 12 of the 32 MB one.
+  uint4* big;
+  const size_t w14336 = size_t(4096) * 14336 * 2, w4096 = size_t(4096) * 4096 * 2;
+  CK(cudaMalloc(&big, w14336 * 4));
+  CK(cudaMemset(big, 0, w14336 * 4));
+  for (size_t bytes : {w14336, w4096})
+    for (int blocks : {132, 264, 528}) {
+      const double us = read_us(bytes, blocks, bytes == w14336 ? 4 : 12, big, out, s);
+      std::printf("read %3zu MB, %3d blocks of 512 threads, 8 loads in flight  %7.2f us  %6.0f GB/s\n", bytes >> 20,
+                  blocks, us, bytes / us / 1e3);
+    }
   return 0;
 }
