@@ -152,19 +152,16 @@ def test_a_box_holds_only_the_rows_present_for_k_major_a(m, a_layout, rows):
         assert mn.box % hopper.SWIZZLE_ROWS == 0
 
 
-def test_deep_pipelines_only_for_small_boxes():
-    """More than 6 stages paid only while the stages held at most 80 KB of boxes (H200, sixth session)."""
+def test_pipelines_at_most_8_stages():
+    """8 stages were the fastest depth of every decode tiling measured where they fit; 10 and 12 were slower
+    (H200, sixth and eighth sessions): no plan goes past 8, and the decode picks take 8."""
     arch = get_arch("sm_90a")
-    for m, n in ((1, 4096), (16, 4096), (8, 14336), (300, 4096)):
-        views = _gemm(m, n, 4096)
-        for p in ranked(hopper.problem(views, arch), 3000):
-            held = p.stages * (next(d.box for d in p.a.dims if d.index == "mn") + p.block_n) * hopper.BLOCK_K * 2
-            assert p.stages <= hopper.SHALLOW_STAGES or held <= hopper.DEEP_STAGE_BYTES, (m, n, p.summary)
-    # decode tiles with an 8-row A box take 8 stages; wide ones (112: 128 tiles of N = 14336) stay at 6
-    pick = ranked(hopper.problem(_gemm(1, 4096, 4096), arch), 1)[0]
-    assert (pick.block_n, pick.stages, pick.k_splits) == (64, 8, 2)
-    pick = ranked(hopper.problem(_gemm(8, 14336, 4096), arch), 1)[0]
-    assert (pick.block_n, pick.stages, pick.k_splits) == (112, 6, 1)
+    for m, n in ((1, 4096), (16, 4096), (64, 4096), (8, 14336), (300, 4096)):
+        for p in ranked(hopper.problem(_gemm(m, n, 4096), arch), 3000):
+            assert p.stages <= 8, (m, n, p.summary)
+    for m, n, want in ((1, 4096, (64, 8, 2)), (64, 4096, (64, 8, 2)), (8, 14336, (112, 8, 1))):
+        pick = ranked(hopper.problem(_gemm(m, n, 4096), arch), 1)[0]
+        assert (pick.block_n, pick.stages, pick.k_splits) == want, (m, n, pick.summary)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -305,3 +302,44 @@ def test_every_flat_rows_candidate_covers_its_rows_once(seed):
         unflat = p.tile_groups * m_loops * -(-p.m_inner // p.block_m) * p.tiles_n  # a partial tile each m-loop index
         assert p.tiles == p.tile_groups * p.tiles_m * p.tiles_n < unflat
         assert p.a.boxes_per_stage == p.block_m // 64 and not p.a_rows_follow_m
+
+
+# ------------------------------------------------------------------------------------------------
+# Tile widths past the powers of two (BLOCK_N): 112 fills the SMs at N = 14336
+# ------------------------------------------------------------------------------------------------
+
+def test_widths_whose_tile_count_fills_the_sms_are_candidates():
+    arch = get_arch("sm_90a")
+    widths = {p.block_n for p in ranked(hopper.problem(_gemm(8, 14336, 4096), arch), 3000)}
+    assert {96, 112, 160, 192, 224} <= widths
+    pick = ranked(hopper.problem(_gemm(8, 14336, 4096), arch), 1)[0]
+    assert pick.tiles == 128 <= arch.sms  # 112 tiles of 128 would leave 20 SMs idle
+    # an n-major B is loaded in 64-wide boxes: only multiples of 64
+    views = _gemm(8, 14336, 4096, b="row")
+    assert {p.block_n for p in ranked(hopper.problem(views, arch), 3000)} <= {64, 128, 192, 256}
+
+
+@pytest.mark.parametrize("bn, epi, pack", [(64, 32, 64), (96, 32, 32), (112, 16, 16), (160, 32, 32), (192, 32, 64)])
+def test_the_stores_take_columns_that_divide_the_tile(bn, epi, pack):
+    assert (hopper.epi_cols(bn), hopper.pack_cols(bn)) == (epi, pack)
+    assert bn % epi == 0 and bn % pack == 0 and pack % 16 == 0  # stmatrix.x4 writes 16 columns
+
+
+def test_wgmma_efficiency_is_interpolated_between_the_measured_widths():
+    assert hopper.wgmma_eff(64) == hopper.WGMMA_EFF[64] and hopper.wgmma_eff(256) == hopper.WGMMA_EFF[256]
+    assert hopper.WGMMA_EFF[64] < hopper.wgmma_eff(96) < hopper.wgmma_eff(112) < hopper.WGMMA_EFF[128]
+
+
+def test_a_112_wide_tile_renders_its_wgmma_and_16_column_stores():
+    from dgemm_cli.baseline import plan_baseline
+    from dgemm_cli.render import render_sources
+
+    spec = parse_spec({"name": "g", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 8, "n": 14336, "k": 4096},
+                       "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}})
+    views, arch = analyse(spec), get_arch("sm_90a")
+    plan = make_plan(views, arch, "hopper")
+    assert plan.primary.block_n == 112 and plan.primary.packed_store
+    cu = render_sources(spec, views, plan, plan_baseline(views), arch)["g.cu"]
+    assert "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16" in cu
+    assert "float (&d)[56]" in cu  # 112 / 2 accumulators a thread
+    assert "constexpr int EPI_COLS = 16," in cu and "PACK_COLS = 16, PACK_PITCH = 72" in cu

@@ -92,14 +92,13 @@ CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilog
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
 SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
-# TMA pipeline depths. Small tiles (decode: 64x64 with an 8-row A box is 9 KB a stage) fit many more stages
-# than 6 in an SM's shared memory. Deeper than 6 pays only while the stages hold little: measured on the H200
-# (sixth session, call 5), [1,4096]x[4096,4096] on 64x64 split 2 ran 11.10 / 10.56 / 10.72 / 10.97 µs at 6 / 8
-# / 10 / 12 stages (54 / 74 / 92 / 111 KB of boxes), and [8,4096]x[4096,14336] on 64x128 30.76 at 6 stages
-# (102 KB) against 31.58 at 8 (136 KB).
-STAGES = (3, 4, 5, 6, 8, 10, 12)
-SHALLOW_STAGES = 6  # always allowed
-DEEP_STAGE_BYTES = 80 * 1024  # deeper pipelines only while their boxes stay within this
+# TMA pipeline depths: 8 at most. Measured on the H200, 8 stages were the fastest depth of every decode tiling tried
+# where they fit, and 10 or 12 were slower each time: sixth session (call 5), [1,4096]x[4096,4096] on 64x64 split 2
+# 11.10 / 10.56 / 10.72 / 10.97 µs at 6 / 8 / 10 / 12 stages; eighth session (call 3), [64,4096]x[4096,4096] on
+# 64x64 split 2 (64-row boxes, 16 KB a stage) 12.13 / 11.67 / 11.92 / 12.04 at 6 / 8 / 10 / 12, [16,...] 10.92 at
+# 8 against 11.35 at 12, and 64x112 at N = 14336 ran 0.5-1.5% faster at 8 than at 6 for m = 1, 16, 64. (One
+# sixth-session run had 64x128 at [8,4096]x[4096,14336] 2.7% slower at 8 than at 6.)
+STAGES = (3, 4, 5, 6, 8)
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
@@ -567,19 +566,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         return None if need <= limit else f"{need} B > {limit} B per block ({a['ctas_per_sm']} block(s) an SM)"
     g.constrain("shared memory", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "stages", "k_splits"],
                 smem_ok, "stages + per-consumer epilogue staging (none with a K split) + barriers")
-
-    follow = a_rows_follow_m(views)
-
-    def depth_ok(a: Assignment) -> str | None:
-        if a["stages"] <= SHALLOW_STAGES:
-            return None
-        rows = a_box_rows(_size(views, "m"), a["block_m"]) if follow else a["block_m"]
-        held = a["stages"] * (rows + a["block_n"]) * BLOCK_K * elem
-        return (None if held <= DEEP_STAGE_BYTES else
-                f"{a['stages']} stages hold {held} B of boxes; past {SHALLOW_STAGES} stages only up to "
-                f"{DEEP_STAGE_BYTES} B paid (measured)")
-    g.constrain("pipeline depth", "arch", ["block_m", "block_n", "stages"], depth_ok,
-                f"more than {SHALLOW_STAGES} stages only for small boxes")
 
     k_iters = problem_k_iters(views)
     grid = tile_grid(views)
