@@ -88,12 +88,15 @@ class ConstraintGraph:
         self.constraints.append(Constraint(name, source, tuple(nodes), check, doc))
 
     def restrict(self, assignment: Assignment) -> tuple[Assignment, list[str]]:
-        """`assignment` cut to this graph's nodes, and what is wrong with it: missing nodes, then the
-        constraints it breaks (e.g. a tuned plan read back after the graph changed). A node the
+        """`assignment` cut to this graph's nodes, and what is wrong with it: missing nodes, values outside
+        a node's domain (a domain can depend on the views: the hopper family's tile widths for an n-major B),
+        then the constraints it breaks (e.g. a tuned plan read back after the graph changed). A node the
         assignment lacks takes its default, where it has one."""
         a = {n.name: assignment.get(n.name, n.default) for n in self.nodes}
         missing = [f"no value for {name}" for name, v in a.items() if v is None]
-        return a, missing or self.violations(a)
+        outside = [f"{n.name} = {a[n.name]} is not one of {', '.join(map(str, n.domain))} ({n.doc})"
+                   for n in self.nodes if a[n.name] is not None and a[n.name] not in n.domain]
+        return a, missing or outside or self.violations(a)
 
     def violations(self, assignment: Assignment) -> list[str]:
         out = []
