@@ -139,6 +139,19 @@ def test_a_tuned_assignment_from_before_the_k_split_reads_back_unsplit():
     assert plan.k_splits == 1 and plan.tiles == 112 and "persistent" in plan.summary
 
 
+def test_an_assignment_outside_the_views_domain_is_refused():
+    """A 112-wide tile with an n-major B (64-wide boxes) rendered a kernel whose stage barrier never completed
+    (eighth session, call 5): an assignment from a database or a tool must not go past the domain."""
+    from dgemm_cli.errors import PlanError
+    from dgemm_cli.families.solving import of_assignment
+
+    views, arch = _gemm(8, 14336, 4096, b="row"), get_arch("sm_90a")
+    a = {"block_m": 64, "block_n": 112, "consumers": 1, "ctas_per_sm": 1, "stages": 6, "k_splits": 1}
+    with pytest.raises(PlanError, match="block_n = 112 is not one of 64, 128, 192, 256"):
+        of_assignment(hopper.problem(views, arch), a)
+    assert of_assignment(hopper.problem(views, arch), {**a, "block_n": 128}).block_n == 128
+
+
 @pytest.mark.parametrize("m, a_layout, rows", [(1, "row", 8), (8, "row", 8), (20, "row", 24), (64, "row", 64),
                                                (300, "row", 300), (8, "col", None)])
 def test_a_box_holds_only_the_rows_present_for_k_major_a(m, a_layout, rows):
