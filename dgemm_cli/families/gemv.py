@@ -51,6 +51,19 @@ STREAM_SHARE = 0.96
 # about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
 # 12.4-12.7 µs against gemv's 13.5-17.7.
 FMA_ISSUE = 0.22
+# Launch-bound terms, counted only where the loads in flight hold all of B (one round trip: nothing streams
+# beside the fixed work to hide it). Fitted to the 32 gemv candidates that the level-2 tunes timed at
+# [1,4096]x[4096,128] and [1,2048]x[2048,512] on the H200 (eighth session, docs/RESULTS.md):
+#  - a block's barriers (A staged, the cluster's two) wait for its slowest warp: 256-thread blocks ran 0.2-0.4 µs
+#    slower than 128-thread ones with the same columns a warp, in all 4 pairs;
+#  - past 2 blocks an SM, each block's fixed work (staging, barriers, the cluster reduction) adds up: 4 blocks an
+#    SM ran 0.35 µs slower than 2 at [1,2048]x[2048,512], 8 ran 2.1 µs slower than 4;
+#  - fewer than 8 warps an SM leave the serial phases (staging, shuffles, barriers) exposed: 4 warps an SM ran
+#    0.3-0.4 µs slower than 8 at [1,4096]x[4096,128] (same threads a block and K slice).
+BARRIER_US = 0.35  # per doubling of a block's warps past 4
+BLOCK_US = 0.4  # per block an SM holds past 2
+WARPS_TO_OVERLAP = 8
+WARP_SHORT_US = 0.08  # per warp an SM holds fewer than WARPS_TO_OVERLAP
 
 
 @dataclass(frozen=True)
@@ -220,13 +233,14 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
 
         def lanes_busy(a: Assignment) -> str | None:
             ks = _k_slice(views.k, a["splits"], chunk)
-            if ks >= min(step, views.k):
+            if ks >= min(2 * step, views.k):
                 return None
-            return f"a K slice of {ks} leaves lanes of the {step}-element warp step idle"
-        # Measured on the H200 (2026-11-30): [1,2048]x[2048,512] with 128-element slices ran 7.2-8.7 µs,
-        # with 256-element slices 4.7 µs.
+            return f"a K slice of {ks} gives a lane fewer than two chunks of the {step}-element warp step"
+        # Measured on the H200 (2026-11-30): [1,2048]x[2048,512] with 128-element slices ran 7.2-8.7 µs, with
+        # 256-element slices (one chunk a lane) 4.1-5.9, with 512-element ones 3.4-4.0; [1,4096]x[4096,128] with
+        # 256-element slices 3.2-3.8, with 512-element ones 2.9-3.6 (eighth session, level-2 tunes).
         g.constrain("lanes busy", "problem", ["splits"], lanes_busy,
-                    "a K slice spans at least one warp-wide step of chunks")
+                    "a K slice gives every lane at least two chunks of the warp-wide step")
 
     def smem_ok(a: Assignment) -> str | None:
         need = smem_bytes(views, a, orient, chunk)
@@ -267,7 +281,10 @@ def _cost(views: ProblemViews, arch: Arch):
         math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
         stage_us = 0.3 * math.ceil(blocks / (arch.sms * resident))  # staging A: a round trip per wave
         reduce_us = REDUCE_US if splits > 1 else 0.0
-        return max(mem_us, math_us) + stage_us + reduce_us + LAUNCH_US + MEMORY_LATENCY_US
+        warps_per_sm = blocks * threads / 32 / arch.sms
+        fixed_us = (BARRIER_US * math.log2(threads / 128) + BLOCK_US * max(0.0, blocks / arch.sms - 2)
+                    + WARP_SHORT_US * max(0.0, WARPS_TO_OVERLAP - warps_per_sm)) if b_bytes <= in_flight else 0.0
+        return max(mem_us, math_us) + stage_us + reduce_us + LAUNCH_US + MEMORY_LATENCY_US + fixed_us
 
     return cost
 
