@@ -64,7 +64,9 @@ TMA_STRIDE_ALIGN = 16
 TMA_BASE_ALIGN = 16
 TMA_MAX_STRIDE = 1 << 40
 TMA_MAX_DIM = 1 << 32
-EPI_COLS = 32  # output columns a consumer warpgroup stages through shared memory at a time (16 where BN is odd to it)
+# Output columns a consumer warpgroup stages through shared memory at a time (epi_cols: 16 where 32 does not divide
+# the tile's width).
+EPI_COLS = 32
 EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
 EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
 # The packed store (16-bit output, nothing read beside the accumulators, beta == 0 at run time): the epilogue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 8, device call 3 (nvidia-h200): pipeline depth past the 80 KB rule (call 2: [64,4096]x[4096,4096] ran
-# 12.13 / 13.28 / 14.08 µs at 6 / 5 / 4 stages). exp/st (exp/stage_sweep.py): 64x64 split 2 at m = 64 and 16,
+# 12.13 / 13.28 / 14.08 µs at 6 / 5 / 4 stages). exp/st (tools/session8/stage_sweep.py, run at 452e4b2): 64x64 split 2 at m = 64 and 16,
 # 64x112 at m = 1, 16, 64 (N = 14336), at 6..12 stages. Build, verify (seed 1, --repeat 2), bench twice;
 # tools/launch_floor.cu (the launch rows and the read ceiling).
 source tools/device_lib.sh
