@@ -231,16 +231,19 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     if orient == "k":
         step = 32 * chunk
 
+        # Two 16-byte chunks a lane (measured below); element loads keep one warp-wide step (not measured further).
+        rounds = 2 if chunk > 1 else 1
+
         def lanes_busy(a: Assignment) -> str | None:
             ks = _k_slice(views.k, a["splits"], chunk)
-            if ks >= min(2 * step, views.k):
+            if ks >= min(rounds * step, views.k):
                 return None
-            return f"a K slice of {ks} gives a lane fewer than two chunks of the {step}-element warp step"
+            return f"a K slice of {ks} gives a lane fewer than {rounds} chunk(s) of the {step}-element warp step"
         # Measured on the H200 (2026-11-30): [1,2048]x[2048,512] with 128-element slices ran 7.2-8.7 µs, with
         # 256-element slices (one chunk a lane) 4.1-5.9, with 512-element ones 3.4-4.0; [1,4096]x[4096,128] with
         # 256-element slices 3.2-3.8, with 512-element ones 2.9-3.6 (eighth session, level-2 tunes).
         g.constrain("lanes busy", "problem", ["splits"], lanes_busy,
-                    "a K slice gives every lane at least two chunks of the warp-wide step")
+                    "a K slice gives every lane two 16-byte chunks (one element a lane for element loads)")
 
     def smem_ok(a: Assignment) -> str | None:
         need = smem_bytes(views, a, orient, chunk)
