@@ -12,10 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
 
-from render_variant import render  # noqa: E402  (tools/, beside this file)
+from render_variant import render_first  # noqa: E402  (tools/, beside this file)
 
 from dgemm_cli.arch import get_arch  # noqa: E402
-from dgemm_cli.errors import DeepGemmError  # noqa: E402
 from dgemm_cli.families import hopper  # noqa: E402
 from dgemm_cli.spec import load_spec  # noqa: E402
 from dgemm_cli.views import analyse  # noqa: E402
@@ -31,12 +30,9 @@ def main(out: str, *paths: str) -> None:
         for bn, cons in ((64, 2), (128, 1)):
             a = {"block_m": 128, "block_n": bn, "consumers": cons, "ctas_per_sm": 1, "stages": 4}
             named = replace(spec, name=f"{spec.name}_flat{bn}")
-            try:
-                primary = render(named, Path(out), "hopper", a)
-            except DeepGemmError as err:
-                print(f"{spec.name}: {a}: {err}")
-                continue
-            print(f"{named.name}: flat rows {primary.flat_rows}, {primary.summary}")
+            primary = render_first(named, Path(out), "hopper", [a])
+            if primary is not None:
+                print(f"{named.name}: flat rows {primary.flat_rows}, {primary.summary}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views; epilogue: specs/epilogue; randep / randeptma: RAND_EP random specs with fused epilogues / RAND_EP_TMA TMA-friendly ones on hopper; randflat: RAND_FLAT TMA specs with a row letter in 64-row blocks on hopper, plus their flat-rows variants)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views; epilogue: specs/epilogue; randep / randeptma: RAND_EP random specs with fused epilogues / RAND_EP_TMA TMA-friendly ones on hopper; randflat: RAND_FLAT TMA specs with a row letter in 64-row blocks on hopper, plus their flat-rows variants; randwidth: RAND_WIDTH TMA specs at the tile widths 96..224)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -59,6 +59,9 @@ if has verify || has bench || has sanitize; then
     dg random-specs "${RAND_FLAT:-40}" -o "$W/rsf" --seed 71 --tma-share 1.0 --row-blocks-share 1.0 > /dev/null
     dg gen "$W"/rsf/*.yaml -o "$W/randflat" --family hopper > "$OUT/gen_randflat.txt" 2>&1 || echo "gen random flat failed"
     python3 tools/flat_variants.py "$W/randflat" "$W"/rsf/*.yaml >> "$OUT/gen_randflat.txt" 2>&1;; esac
+  case " $SETS " in *" randwidth "*)  # TMA specs at the tile widths 96..224 (tools/width_variants.py), whatever the model picks
+    dg random-specs "${RAND_WIDTH:-40}" -o "$W/rsw" --seed 11 --tma-share 1.0 > /dev/null
+    python3 tools/width_variants.py "$W/randwidth" "$W"/rsw/*.yaml > "$OUT/gen_randwidth.txt" 2>&1;; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac

@@ -56,13 +56,14 @@ __global__ void __launch_bounds__(512) read_kernel(const uint4* __restrict__ in,
   if (s == 1234.5f) out[blockIdx.x] = s;
 }
 
-static double read_us(size_t bytes, int blocks, int sets, const uint4* in, float* out, cudaStream_t s) {
-  const int launches = 8 * sets;
+// Median µs a launch of `launches` launches captured into one graph by `capture(l)` (launch l), after two
+// warm-up replays: the way `deepgemm bench` times a kernel.
+template <typename Capture>
+static double graph_median_us(cudaStream_t s, int launches, Capture capture) {
   cudaGraph_t g;
   cudaGraphExec_t x;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < launches; ++l)
-    read_kernel<8><<<blocks, 512, 0, s>>>(in + size_t(l % sets) * (bytes / 16), bytes / 16, out);
+  for (int l = 0; l < launches; ++l) capture(l);
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&x, g, 0));
   for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
@@ -80,9 +81,17 @@ static double read_us(size_t bytes, int blocks, int sets, const uint4* in, float
     us.push_back(1000.0 * ms / launches);
   }
   std::sort(us.begin(), us.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
   CK(cudaGraphExecDestroy(x));
   CK(cudaGraphDestroy(g));
   return us[us.size() / 2];
+}
+
+static double read_us(size_t bytes, int blocks, int sets, const uint4* in, float* out, cudaStream_t s) {
+  return graph_median_us(s, 8 * sets, [&](int l) {
+    read_kernel<8><<<blocks, 512, 0, s>>>(in + size_t(l % sets) * (bytes / 16), bytes / 16, out);
+  });
 }
 
 using Kernel = void (*)(const uint4*, float*);
@@ -108,32 +117,9 @@ static void launch(Kernel k, int blocks, int cluster, bool pdl, const uint4* in,
 }
 
 static double graph_us(Kernel k, int blocks, int cluster, bool pdl, const uint4* in, float* out, cudaStream_t s) {
-  const int launches = 2 * SETS;
-  cudaGraph_t g;
-  cudaGraphExec_t x;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < launches; ++l)
+  return graph_median_us(s, 2 * SETS, [&](int l) {
     launch(k, blocks, cluster, pdl, in + size_t(l % SETS) * (BYTES / 16), out, s);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&x, g, 0));
-  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> us;
-  for (int r = 0; r < 7; ++r) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(x, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    us.push_back(1000.0 * ms / launches);
-  }
-  std::sort(us.begin(), us.end());
-  CK(cudaGraphExecDestroy(x));
-  CK(cudaGraphDestroy(g));
-  return us[us.size() / 2];
+  });
 }
 
 int main() {

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from dgemm_cli.arch import get_arch  # noqa: E402
 from dgemm_cli.constraints import Decision  # noqa: E402
+from dgemm_cli.errors import DeepGemmError  # noqa: E402
 from dgemm_cli.families import FAMILIES  # noqa: E402
 from dgemm_cli.families.solving import of_assignment  # noqa: E402
 from dgemm_cli.plan import Plan, fallback_plan, needs_fallback  # noqa: E402
@@ -35,6 +36,17 @@ def render(spec: Spec, out: Path, family: str, assignment: dict) -> Any:
     plan = Plan(primary, fallback, Decision("family", family, "the kernel family (tools/render_variant.py)", ()))
     generate(spec, arch, out, family, plan=plan, views=views)
     return primary
+
+
+def render_first(spec: Spec, out: Path, family: str, assignments: list[dict]) -> Any | None:
+    """Render `spec` at the first of `assignments` that fits (render); print why each one before it did not.
+    The family's plan, or None when none fits."""
+    for a in assignments:
+        try:
+            return render(spec, out, family, a)
+        except DeepGemmError as err:
+            print(f"{spec.name}: {a}: {err}")
+    return None
 
 
 def main(spec_path: str, out: str, family: str, assignment: str, suffix: str = "") -> None:

@@ -14,10 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's deepgemm, not an installed one
 
-from render_variant import render  # noqa: E402  (tools/, beside this file)
+from render_variant import render_first  # noqa: E402  (tools/, beside this file)
 
 from dgemm_cli.arch import get_arch  # noqa: E402
-from dgemm_cli.errors import DeepGemmError  # noqa: E402
 from dgemm_cli.families import hopper  # noqa: E402
 from dgemm_cli.families.solving import ranked  # noqa: E402
 from dgemm_cli.spec import load_spec  # noqa: E402
@@ -37,15 +36,11 @@ def main(out: str, *paths: str) -> None:
         pick = ranked(problem, 1)[0].assignment
         for bn in (WIDTHS[i % len(WIDTHS)], WIDTHS[(i + 2) % len(WIDTHS)]):
             named = replace(spec, name=f"{spec.name}_w{bn}")
-            for a in ({**pick, "block_n": bn},
-                      {"block_m": 64, "block_n": bn, "consumers": 1, "ctas_per_sm": 1, "stages": 4, "k_splits": 1}):
-                try:
-                    primary = render(named, Path(out), "hopper", a)
-                except DeepGemmError as err:
-                    print(f"{named.name}: {a}: {err}")
-                    continue
+            primary = render_first(named, Path(out), "hopper", [
+                {**pick, "block_n": bn},
+                {"block_m": 64, "block_n": bn, "consumers": 1, "ctas_per_sm": 1, "stages": 4, "k_splits": 1}])
+            if primary is not None:
                 print(f"{named.name}: {primary.summary}; packed store {primary.packed_store}")
-                break
 
 
 if __name__ == "__main__":
