@@ -1,0 +1,254 @@
+// How the order in which a decode kernel pulls its weight from DRAM sets its speed. No math: each block streams
+// its tile of a [N rows][K] f16 weight (k contiguous, nn.Linear's layout) through a TMA pipeline the way the
+// hopper family does (one producer thread, a consumer warpgroup freeing the stages), and the grid-stride read of
+// tools/launch_floor.cu is the reference. Timed as `deepgemm bench` times a kernel: launches captured in one
+// CUDA graph, each on its own copy of the weight in a rotation past L2; time / launches.
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o read_patterns tools/read_patterns.cu && ./read_patterns
+// A row `rows R, KB boxes a stage, S stages, split P`: a block owns R rows of the weight and 1/P of K; a stage holds
+// KB boxes of R rows x 64 k (128 bytes of each row), adjacent along k, so a stage asks DRAM for KB x 128
+// contiguous bytes of each of its rows. KB = 1 is the hopper family's stage today.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CK(x)                                                                                    \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
+}
+
+template <int ROWS, int KB, int STAGES>
+constexpr int smem_bytes() { return STAGES * KB * ROWS * 128 + 2 * STAGES * 8 + 1024; }
+
+// Block b: rows [(b / splits) * ROWS, + ROWS), k-tiles [(b % splits) * k_tiles / splits, + k_tiles / splits).
+template <int ROWS, int KB, int STAGES>
+__global__ void __launch_bounds__(256) tile_read(const __grid_constant__ CUtensorMap map, int k_tiles, int splits,
+                                                 float* out) {
+  extern __shared__ __align__(1024) unsigned char raw[];
+  unsigned char* const smem = raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
+  constexpr int BOX = ROWS * 128, STAGE = KB * BOX;
+  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE);
+  uint64_t* const empty = full + STAGES;
+  const int row0 = (blockIdx.x / splits) * ROWS;
+  const int per = k_tiles / splits, kt0 = (blockIdx.x % splits) * per;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    if (threadIdx.x == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      for (int kt = kt0; kt < kt0 + per; kt += KB) {
+        mbar_wait(&empty[s], phase ^ 1);
+        mbar_expect_tx(&full[s], STAGE);
+#pragma unroll
+        for (int j = 0; j < KB; ++j) tma_load_2d(smem + s * STAGE + j * BOX, &map, &full[s], (kt + j) * 64, row0);
+        if (++s == STAGES) s = 0, phase ^= 1;
+      }
+    }
+  } else {
+    const int t = threadIdx.x - 128;
+    float sum = 0.0f;
+    int s = 0;
+    uint32_t phase = 0;
+    for (int kt = kt0; kt < kt0 + per; kt += KB) {
+      mbar_wait(&full[s], phase);
+      sum += reinterpret_cast<const float*>(smem + s * STAGE)[t];
+      __syncwarp();
+      if (t % 32 == 0) mbar_arrive(&empty[s]);
+      if (++s == STAGES) s = 0, phase ^= 1;
+    }
+    if (sum == 1234.5f) out[blockIdx.x] = sum;
+  }
+}
+
+// The grid-stride reference (tools/launch_floor.cu): 16-byte loads, 8 in flight a thread.
+__global__ void __launch_bounds__(512) flat_read(const uint4* __restrict__ in, size_t vecs, float* __restrict__ out) {
+  constexpr int UNROLL = 8;
+  float s = 0.0f;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += UNROLL * stride) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) v[u] = i + u * stride < vecs ? __ldg(in + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
+  }
+  if (s == 1234.5f) out[blockIdx.x] = s;
+}
+
+__global__ void fill_random(uint32_t* p, size_t words) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = x & 0x3bff3bffu;  // finite f16 pairs
+  }
+}
+
+template <typename Capture>
+static double graph_median_us(cudaStream_t s, int launches, Capture capture) {
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < launches; ++l) capture(l);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&x, g, 0));
+  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < 7; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(x, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / launches);
+  }
+  std::sort(us.begin(), us.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  CK(cudaGraphExecDestroy(x));
+  CK(cudaGraphDestroy(g));
+  return us[us.size() / 2];
+}
+
+using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                            const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static Encode encoder() {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
+  return reinterpret_cast<Encode>(p);
+}
+
+struct Weight {
+  const void* base;
+  int n, k, copies;
+};
+
+template <int ROWS, int KB, int STAGES>
+static void tile_row(const Weight& w, int splits, float* out, cudaStream_t s) {
+  static const Encode encode = encoder();
+  std::vector<CUtensorMap> maps(w.copies);
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  for (int c = 0; c < w.copies; ++c) {
+    const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(w.n)}, strides[1] = {cuuint64_t(w.k) * 2};
+    const cuuint32_t box[2] = {64, ROWS}, estr[2] = {1, 1};
+    void* g = const_cast<char*>(static_cast<const char*>(w.base) + c * bytes);
+    if (encode(&maps[c], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, g, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) !=
+        CUDA_SUCCESS) {
+      std::printf("tensor map failed\n");
+      std::exit(1);
+    }
+  }
+  constexpr int SMEM = smem_bytes<ROWS, KB, STAGES>();
+  auto* kern = tile_read<ROWS, KB, STAGES>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  const int blocks = (w.n / ROWS) * splits, k_tiles = w.k / 64;
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, SMEM));
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    kern<<<blocks, 256, SMEM, s>>>(maps[l % w.copies], k_tiles, splits, out);
+  });
+  CK(cudaGetLastError());
+  std::printf("tile  N=%5d  rows %3d, %d box(es) a stage (%4d B a row), %d stages (%6.1f KB), split %d: %4d blocks, "
+              "%d an SM  %7.2f us  %5.0f GB/s\n",
+              w.n, ROWS, KB, KB * 128, STAGES, (KB * ROWS * 128 * STAGES) / 1024.0, splits, blocks, per_sm, us,
+              bytes / us / 1e3);
+}
+
+static void flat_row(const Weight& w, int blocks, const char* what, float* out, cudaStream_t s) {
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    flat_read<<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes),
+                                     bytes / 16, out);
+  });
+  std::printf("flat  N=%5d  %-44s %4d blocks of 512 threads                          %7.2f us  %5.0f GB/s\n", w.n, what,
+              blocks, us, bytes / us / 1e3);
+}
+
+int main() {
+  const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
+  void* buf;
+  float* out;
+  CK(cudaMalloc(&buf, total));
+  CK(cudaMalloc(&out, 1 << 20));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
+
+  CK(cudaMemset(buf, 0, total));
+  for (int b : {132, 264}) flat_row(big, b, "zeros", out, s);
+  fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
+  CK(cudaDeviceSynchronize());
+  for (int b : {132, 264, 528}) flat_row(big, b, "random", out, s);
+  for (int b : {132, 264}) flat_row(small, b, "random", out, s);
+
+  // N = 14336: the hopper family's 64x112 tile today (rows 112, one box, 8 stages), then the same bytes in
+  // flight in fewer, longer stages; 2 blocks an SM; a K split.
+  tile_row<112, 1, 8>(big, 1, out, s);
+  tile_row<112, 2, 4>(big, 1, out, s);
+  tile_row<112, 4, 2>(big, 1, out, s);
+  tile_row<112, 2, 6>(big, 1, out, s);
+  tile_row<112, 4, 3>(big, 1, out, s);
+  tile_row<112, 8, 1>(big, 1, out, s);
+  tile_row<56, 1, 8>(big, 1, out, s);
+  tile_row<56, 2, 6>(big, 1, out, s);
+  tile_row<56, 4, 3>(big, 1, out, s);
+  tile_row<112, 1, 6>(big, 2, out, s);
+  tile_row<112, 2, 3>(big, 2, out, s);
+  tile_row<224, 1, 6>(big, 2, out, s);
+  tile_row<224, 2, 3>(big, 2, out, s);
+  tile_row<128, 1, 8>(big, 1, out, s);
+  tile_row<128, 4, 2>(big, 1, out, s);
+  // N = 4096: 64x64 tiles split 2 today.
+  tile_row<64, 1, 8>(small, 2, out, s);
+  tile_row<64, 2, 4>(small, 2, out, s);
+  tile_row<64, 4, 2>(small, 2, out, s);
+  tile_row<64, 4, 3>(small, 2, out, s);
+  tile_row<32, 1, 8>(small, 1, out, s);
+  tile_row<32, 4, 4>(small, 1, out, s);
+  tile_row<64, 2, 4>(small, 4, out, s);
+  tile_row<64, 4, 2>(small, 4, out, s);
+  return 0;
+}
