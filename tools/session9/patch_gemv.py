@@ -42,9 +42,14 @@ if mode == "vec":
 """ + stage_old.group(0).replace("__syncthreads();\n", "").replace("\n  ", "\n    ").replace("  for (int i", "    for (int i", 1) + "  }\n  __syncthreads();\n"
     text = text.replace(stage_old.group(0), new)
 elif mode == "direct":
-    text = text.replace(stage_old.group(0), "")
+    # the wide path (VEC == CH, taken when A and B are both 16-byte aligned) reads A from global; the narrow
+    # fallback stages it as before
+    text = text.replace(stage_old.group(0), "  if (VEC != CH) {\n" + stage_old.group(0) + "  }\n")
     text = text.replace("*reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(xs + r * K_SLICE + kk);",
-                        "__ldg(reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(A + a_k_offset(k0 + kk)));")
+                        "VEC == CH ? __ldg(reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(A + a_k_offset(k0 + kk)))"
+                        " : *reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(xs + r * K_SLICE + kk);")
+    assert "if (aligned(B, 16)) return" in text
+    text = text.replace("if (aligned(B, 16)) return", "if (aligned(B, 16) && aligned(A, 16)) return")
 else:
     raise SystemExit(f"mode {mode}?")
 cu.write_text(text)
