@@ -120,6 +120,29 @@ def test_gemv_lanes_follow_b_and_check_its_pointer(layout, lanes):
     assert "return launch_with<1>(A, B, C, alpha, beta, stream);" in cu
 
 
+@pytest.mark.parametrize("gemm, operands, a_vec, a_check", [
+    ({"m": 1, "n": 512, "k": 2048}, {}, 8, 16),  # k-contiguous A promised 2 bytes: checked in the kernel
+    ({"m": 3, "n": 512, "k": 2048}, {"A": {"align": 16}}, 8, 0),  # promised: no check
+    ({"m": 2, "n": 512, "k": 2048}, {"A": {"layout": "col"}}, 1, 0),  # m-contiguous A: element loads
+    ({"m": 2, "n": 512, "k": 2050}, {}, 2, 4),  # rows 2050 elements apart: 4-byte vectors
+    ({"m": 1, "n": 512, "k": 105}, {"B": {"layout": "col"}}, 1, 0),  # B's element loads: a K slice of 105
+])
+def test_gemv_stages_a_in_vectors_where_its_view_allows(gemm, operands, a_vec, a_check):
+    views = _views(gemm, operands=operands)
+    p = make_plan(views, SM90, "gemv").primary
+    assert (p.a_vec, p.a_check) == (a_vec, a_check)
+    assert p.a_vec == 1 or p.k_slice % p.a_vec == 0
+    spec = parse_spec({"name": "g", "dtype": "f16", "gemm": gemm, "operands": operands})
+    cu = render_sources(spec, views, make_plan(views, SM90, "gemv"), plan_baseline(views), SM90)["g.cu"]
+    assert (f"constexpr int AV = {a_vec}," in cu) == (a_vec > 1)
+    assert (f"reinterpret_cast<uintptr_t>(A) % {a_check} == 0" in cu) == (a_check > 0)
+
+
+def test_gemv_f32_stages_four_element_vectors():
+    views = analyse(parse_spec({"name": "g", "dtype": "f32", "gemm": {"m": 1, "n": 512, "k": 2048}}))
+    assert make_plan(views, SM90, "gemv").primary.a_vec == 4
+
+
 def test_gemv_without_a_split_launches_plainly():
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
                        "operands": {"B": {"layout": "col", "align": 16}}})

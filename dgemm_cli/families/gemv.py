@@ -3,7 +3,8 @@ streaming B straight from memory into registers (pure).
 
 With M <= 4 a product reads every byte of B once and does at most 4 FMAs per element of it: the
 memory system bounds it, and shared-memory staging or tensor-core fragments only add latency. Each
-block stages its K slice of A in shared memory once, then its warps stream B with 16-byte vector
+block stages its K slice of A in shared memory once (16-byte vectors where A's view and pointer allow:
+one round trip, where element loads took several), then its warps stream B with 16-byte vector
 loads, several in flight per thread, and multiply-add in f32:
   - lanes along k when B is k-contiguous (nn.Linear's [N, K] weights) or has no contiguous dim: each
     warp walks a few columns at a time over the K slice and sums its lanes with shuffles;
@@ -43,9 +44,25 @@ MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
 # The share of DRAM bandwidth the register pipeline streams at, against the hopper family's TMA pipeline
-# (whose estimate takes the whole): measured on the H200, sixth session, [1,4096]x[4096,14336]: gemv 31.7-32.4
-# µs (3.6-3.7 TB/s), hopper with a one-row box 30.5-30.7 µs (3.8 TB/s); at [2,...] gemv 34.5, hopper 30.6.
-STREAM_SHARE = 0.96
+# (whose estimate takes the whole). Measured on the H200 (ninth session, docs/RESULTS.md), A staged in 16-byte
+# vectors: [1,4096]x[4096,14336] 28.5 µs (4.12 TB/s) against hopper's 29.9; [1,4096]x[4096,4096] 9.7 against
+# 10.5. (Sixth session, A staged element by element: 0.96.)
+STREAM_SHARE = 1.05
+# ...for one column a warp; each doubling of a warp's columns streamed less (two columns: 28.95 against 28.50 µs
+# with 128 threads, 29.70 against 28.70 with 256; wider not measured).
+COLS_SHARE = 0.975
+# ...and for 128-thread blocks; 256-thread ones with the same columns a warp streamed 0.7% slower (28.70 against
+# 28.50 µs at N = 14336, one column a warp).
+THREADS_SHARE = 0.993
+# Staging A: one round trip (L2) a batch of 4 loads a thread, batches in sequence, a wave of blocks after another.
+# Measured on the H200 (ninth session): element loads of a 2048-element slice (4 batches a 128-thread block) ran
+# 1.1-1.25 µs slower than 16-byte ones (1 batch), a 1024-element slice 0.4, a 512-element one 0.1.
+STAGE_TRIP_US = 0.28
+STAGE_BATCH = 4  # loads a thread issues before it stores (templates/gemv/body.cu.j2, A_BATCH)
+# What a byte of A re-read from L2 (every column tile stages its slice) costs against a byte of B from DRAM.
+# Fitted (ninth session): at [1,4096]x[4096,14336] 4-column blocks (3584 stagings of A) ran 0.7% faster than
+# 8-column ones (1792), so the re-reads cost little beside the stream (0.1 before, set a priori).
+A_L2_SHARE = 0.03
 # Share of the FMA peak a loop of loads, conversions and FMAs reaches. Measured on the H200 (third session,
 # docs/RESULTS.md): each row past the first added 2.2 µs at [m,4096]x[4096,4096] and 3.6 µs at N = 14336,
 # about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
@@ -82,6 +99,8 @@ class GemvPlan:
     blocks: int
     red_pitch: int
     partial_offset: int  # bytes: A's K slice comes first in shared memory, the partial sums after it
+    a_vec: int  # elements of A a staging load takes when A's pointer is 16-byte aligned (1: element loads only)
+    a_check: int  # bytes A's view pointer must be aligned to for them; 0 when the spec promises it
     smem_bytes: int
     elem_bytes: int
     index_type: str
@@ -130,6 +149,10 @@ class GemvPlan:
     def detail_lines(self) -> list[str]:
         out = [f"=> {self.blocks} blocks = {self.blocks // self.splits} column tiles x {self.splits} K slice(s) of "
                f"{self.k_slice}; {self.threads} threads; {self.smem_bytes} B shared memory (A's slice, partial sums)"]
+        if self.a_vec > 1:
+            out.append(f"A: its K slice staged in {self.a_vec}-element vectors"
+                       + (f" when its view pointer is {self.a_check}-byte aligned, else element by element (checked "
+                          "in the kernel)" if self.a_check else ""))
         if self.b_check:
             out.append(f"B: {self.chunk}-element loads when its view pointer is {self.b_check}-byte aligned, else "
                        f"{self.chunk_promised}-element loads (checked at run time)")
@@ -169,6 +192,15 @@ def live_regs(views: ProblemViews, orient: str, chunk: int, unroll: int, cols: i
     """Registers a thread keeps live across the loop: two rounds of loaded B words and the accumulators."""
     loaded = 2 * unroll * cols * math.ceil(chunk * views.operands["B"].elem_bytes / 4)
     return loaded + views.m * cols * (chunk if orient == "n" else 1)
+
+
+def a_vectors(views: ProblemViews, k_slice: int) -> tuple[int, int]:
+    """(elements a load of A's staging takes if its pointer is 16-byte aligned, as promised): vectors along k when
+    A is k-contiguous and a K slice is whole vectors (each row of the staged slice starts 16-byte aligned)."""
+    a = views.operands["A"]
+    if a.unit_role != "k" or k_slice % a.vector_elems_aligned:
+        return 1, 1
+    return a.vector_elems_aligned, a.vector_elems
 
 
 def _k_slice(k: int, splits: int, chunk: int) -> int:
@@ -279,15 +311,23 @@ def _cost(views: ProblemViews, arch: Arch):
         b_bytes = batch * tiles_n * bn * k * elem
         a_bytes = batch * m * k * views.operands["A"].elem_bytes * tiles_n  # from L2 after the first
         busy = min(blocks, arch.sms)
-        # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
-        mem_us = (b_bytes + 0.1 * a_bytes) / min(STREAM_SHARE * dram * busy / arch.sms, in_flight / LOADED_LATENCY_US)
+        # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused. The first round trip is
+        # MEMORY_LATENCY_US below; each further round the loads in flight need adds a loaded round trip.
+        share = STREAM_SHARE * COLS_SHARE ** math.log2(a["cols"]) * THREADS_SHARE ** math.log2(threads / 128)
+        rounds_after_first = max(0.0, (b_bytes + A_L2_SHARE * a_bytes) / in_flight - 1.0)
+        mem_us = max((b_bytes + A_L2_SHARE * a_bytes) / (share * dram * busy / arch.sms), rounds_after_first * LOADED_LATENCY_US)
         math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
-        stage_us = 0.3 * math.ceil(blocks / (arch.sms * resident))  # staging A: a round trip per wave
+        k_slice = _k_slice(k, splits, chunk)
+        per_load = a_vectors(views, k_slice)[0]  # 16-byte staging where A's pointer allows it (the measured case)
+        batches = math.ceil(m * k_slice / (per_load * threads * STAGE_BATCH))
+        stage_us = STAGE_TRIP_US * batches * math.ceil(blocks / (arch.sms * resident))
         reduce_us = REDUCE_US if splits > 1 else 0.0
         warps_per_sm = blocks * threads / 32 / arch.sms
         fixed_us = (BARRIER_US * math.log2(threads / 128) + BLOCK_US * max(0.0, blocks / arch.sms - 2)
                     + WARP_SHORT_US * max(0.0, WARPS_TO_OVERLAP - warps_per_sm)) if b_bytes <= in_flight else 0.0
-        return max(mem_us, math_us) + stage_us + reduce_us + LAUNCH_US + MEMORY_LATENCY_US + fixed_us
+        # Ties (all of B in flight either way) go to more chunks in flight a thread: the measured configurations.
+        tie_us = 0.02 / a["unroll"]
+        return max(mem_us, math_us) + stage_us + reduce_us + LAUNCH_US + MEMORY_LATENCY_US + fixed_us + tie_us
 
     return cost
 
@@ -302,11 +342,14 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
           cost_us: float) -> GemvPlan:
     orient, chunk, promised = lanes_along(views)
     tiles_n = math.ceil(views.n / a["block_n"])
+    k_slice = _k_slice(views.k, a["splits"], chunk)
+    a_vec, a_vec_promised = a_vectors(views, k_slice)
+    a_check = a_vec * views.operands["A"].elem_bytes if a_vec > a_vec_promised else 0
     return GemvPlan(
         lanes_along=orient, chunk=chunk, chunk_promised=promised, threads=a["threads"], block_n=a["block_n"],
-        cols=a["cols"], unroll=a["unroll"], splits=a["splits"], k_slice=_k_slice(views.k, a["splits"], chunk),
+        cols=a["cols"], unroll=a["unroll"], splits=a["splits"], k_slice=k_slice,
         tiles_n=tiles_n, blocks=views.batch * tiles_n * a["splits"], red_pitch=a["block_n"] + RED_PAD,
-        partial_offset=partial_offset(views, a["splits"], chunk),
+        partial_offset=partial_offset(views, a["splits"], chunk), a_vec=a_vec, a_check=a_check,
         smem_bytes=smem_bytes(views, a, orient, chunk), elem_bytes=views.operands["B"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),

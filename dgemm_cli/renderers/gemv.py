@@ -19,7 +19,7 @@ def context(spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> dict
         "unroll": plan.unroll, "cols": plan.cols, "warps_n": plan.warps_n, "splits": plan.splits,
         "k_slice": plan.k_slice, "tiles_n": plan.tiles_n, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
         "partial_offset": plan.partial_offset, "smem_bytes": plan.smem_bytes,
-        "partial_slices": plan.partial_slices,
+        "partial_slices": plan.partial_slices, "a_vec": plan.a_vec, "a_check": plan.a_check,
         "func_attributes": settings, "func_attributes_why": why,
     }
 
