@@ -1,3 +1,4 @@
+# ruff: noqa: E501 -- an experiment script: the C++ it splices in stays one line a statement
 """Session 9 experiment: two hand edits of a generated gemv kernel (lanes along k, M = 1, A k-contiguous), to
 time what staging A costs before the template changes.
 
