@@ -67,7 +67,9 @@ A_L2_SHARE = 0.03
 # docs/RESULTS.md): each row past the first added 2.2 µs at [m,4096]x[4096,4096] and 3.6 µs at N = 14336,
 # about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
 # 12.4-12.7 µs against gemv's 13.5-17.7.
-FMA_ISSUE = 0.22
+# Ninth session: with A staged in vectors (the stream 5% faster), [2,4096]x[4096,14336] ran 31.3 µs on gemv against
+# 30.1-30.3 on hopper, and 0.22 put gemv 1% ahead; 0.19 puts the two rows' FMAs at the 31.3 µs measured.
+FMA_ISSUE = 0.19
 # Launch-bound terms, counted only where the loads in flight hold all of B (one round trip: nothing streams
 # beside the fixed work to hide it). Fitted to the 32 gemv candidates that the level-2 tunes timed at
 # [1,4096]x[4096,128] and [1,2048]x[2048,512] on the H200 (eighth session, docs/RESULTS.md):
@@ -314,8 +316,9 @@ def _cost(views: ProblemViews, arch: Arch):
         # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused. The first round trip is
         # MEMORY_LATENCY_US below; each further round the loads in flight need adds a loaded round trip.
         share = STREAM_SHARE * COLS_SHARE ** math.log2(a["cols"]) * THREADS_SHARE ** math.log2(threads / 128)
-        rounds_after_first = max(0.0, (b_bytes + A_L2_SHARE * a_bytes) / in_flight - 1.0)
-        mem_us = max((b_bytes + A_L2_SHARE * a_bytes) / (share * dram * busy / arch.sms), rounds_after_first * LOADED_LATENCY_US)
+        streamed = b_bytes + A_L2_SHARE * a_bytes
+        rounds_after_first = max(0.0, streamed / in_flight - 1.0)
+        mem_us = max(streamed / (share * dram * busy / arch.sms), rounds_after_first * LOADED_LATENCY_US)
         math_us = batch * m * tiles_n * bn * k * (1 + 1 / m) / (fma_rate * busy)  # + one conversion per B element
         k_slice = _k_slice(k, splits, chunk)
         per_load = a_vectors(views, k_slice)[0]  # 16-byte staging where A's pointer allows it (the measured case)
