@@ -48,6 +48,9 @@ REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
 # vectors: [1,4096]x[4096,14336] 28.5 µs (4.12 TB/s) against hopper's 29.9; [1,4096]x[4096,4096] 9.7 against
 # 10.5. (Sixth session, A staged element by element: 0.96.)
 STREAM_SHARE = 1.05
+# Lanes along n (B n-contiguous, [K, N] weights) were not timed with the vector staging: their share stays the
+# sixth session's.
+STREAM_SHARE_LANES_N = 0.96
 # ...for one column a warp; each doubling of a warp's columns streamed less (two columns: 28.95 against 28.50 µs
 # with 128 threads, 29.70 against 28.70 with 256; wider not measured).
 COLS_SHARE = 0.975
@@ -315,7 +318,8 @@ def _cost(views: ProblemViews, arch: Arch):
         busy = min(blocks, arch.sms)
         # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused. The first round trip is
         # MEMORY_LATENCY_US below; each further round the loads in flight need adds a loaded round trip.
-        share = STREAM_SHARE * COLS_SHARE ** math.log2(a["cols"]) * THREADS_SHARE ** math.log2(threads / 128)
+        share = ((STREAM_SHARE if orient == "k" else STREAM_SHARE_LANES_N) * COLS_SHARE ** math.log2(a["cols"])
+                 * THREADS_SHARE ** math.log2(threads / 128))
         streamed = b_bytes + A_L2_SHARE * a_bytes
         rounds_after_first = max(0.0, streamed / in_flight - 1.0)
         mem_us = max(streamed / (share * dram * busy / arch.sms), rounds_after_first * LOADED_LATENCY_US)
