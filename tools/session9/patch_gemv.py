@@ -6,7 +6,8 @@ time what staging A costs before the template changes.
 
 vec:    A's K slice staged with 16-byte loads (all in flight at once) instead of 2-byte ones, 4 a round trip.
 direct: no staging; each lane reads its 8 elements of A straight from global memory (L1/L2) beside B's chunk.
-Writes DIR + '_' + mode (the kernel renamed after the new directory)."""
+Writes DIR + '_' + mode (the kernel renamed after the new directory). Applies to kernels rendered at 040c9bc:
+since e7e68f7 the template stages vectors itself (call 4 rendered the A/B kernels in a worktree at 040c9bc)."""
 import re
 import shutil
 import sys
