@@ -1,0 +1,248 @@
+// Probe (session 9): can a tensor-core kernel that streams the weight through registers, the way the gemv family
+// does, read [M,4096]·[4096,N] (B in nn.Linear's [N,K] layout, f16) at gemv's pace for M = 8 and 16?
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o regmma_probe tools/regmma_probe.cu && ./regmma_probe
+// The product is computed as C^T = B A^T with mma.sync.m16n8k16: the mma's A operand is 16 rows of the weight, its B
+// operand 8 tokens of the activation. A sum over k does not care about k's order, so each lane loads 16 contiguous
+// bytes of its two weight rows (g and g + 8) and feeds them to two mmas as if they were the k-slots the fragment
+// layout gives it; the activation fragment takes the same 8 physical k of token g (one 16-byte load), so the
+// products pair up. A warp owns 16 rows of N and a K slice; WK warps of a block split K and sum through shared
+// memory in order. Activations come straight from global memory (L1), or from A staged in shared memory (ACT_SMEM).
+// Checked against a naive f32 kernel on random data; timed as `deepgemm bench` times (graph replay, B rotated past L2).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CK(x)                                                                                    \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// MT: 8-token tiles (1: M <= 8, 2: M <= 16). WN warps side by side along N (16 rows each), WK warps along K.
+// U: 16-byte chunks a row and lane a round (two rounds in flight). A row's lanes t = 0..3 read 64 contiguous bytes
+// per chunk index j; a round covers 256 U bytes... of each row.
+template <int MT, int WN, int WK, int U, bool ACT_SMEM>
+__global__ void __launch_bounds__(32 * WN * WK) regmma(const __half* __restrict__ A, const __half* __restrict__ B,
+                                                       __half* __restrict__ C, int M, int N, int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int THREADS = 32 * WN * WK, STEP = 32 * U;  // k elements a warp consumes a round
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wn = warp % WN, wk = warp / WN;
+  const int pitch = K + 32;  // staged A row pitch (halves): rows g and g + 1 land on different bank halves
+  __half* const xs = reinterpret_cast<__half*>(smem);
+  float* const red = reinterpret_cast<float*>(smem + (ACT_SMEM ? 8 * MT * pitch * 2 : 0));
+  if (ACT_SMEM) {
+    for (int i = threadIdx.x; i < 8 * MT * (K / 8); i += THREADS) {
+      const int r = i / (K / 8), c = i % (K / 8) * 8;
+      *reinterpret_cast<uint4*>(xs + r * pitch + c) =
+          r < M ? __ldg(reinterpret_cast<const uint4*>(A + size_t(r) * K + c)) : make_uint4(0, 0, 0, 0);
+    }
+    __syncthreads();
+  }
+  const int n0 = (blockIdx.x * WN + wn) * 16;
+  const int k_slice = K / WK, k0 = wk * k_slice;
+  const __half* const row0 = B + size_t(n0 + g) * K + k0 + t * 8;
+  const __half* const row1 = row0 + size_t(8) * K;
+  float acc[MT][4] = {};
+  uint4 wa[2][U], wb[2][U];
+  const auto load = [&](uint4 (&w)[2][U], int kk) {
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      const bool in = kk + j * 32 < k_slice;
+      w[0][j] = in ? __ldg(reinterpret_cast<const uint4*>(row0 + kk + j * 32)) : make_uint4(0, 0, 0, 0);
+      w[1][j] = in ? __ldg(reinterpret_cast<const uint4*>(row1 + kk + j * 32)) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  const auto act = [&](int token, int k) -> uint4 {
+    if (ACT_SMEM) return *reinterpret_cast<const uint4*>(xs + token * pitch + k);
+    return token < M ? __ldg(reinterpret_cast<const uint4*>(A + size_t(token) * K + k)) : make_uint4(0, 0, 0, 0);
+  };
+  const auto compute = [&](const uint4 (&w)[2][U], int kk) {
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      const int k = k0 + kk + j * 32 + t * 8;
+      if (kk + j * 32 < k_slice) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint4 x = act(mt * 8 + g, k);
+          mma16816(acc[mt], w[0][j].x, w[1][j].x, w[0][j].y, w[1][j].y, x.x, x.y);
+          mma16816(acc[mt], w[0][j].z, w[1][j].z, w[0][j].w, w[1][j].w, x.z, x.w);
+        }
+      }
+    }
+  };
+  load(wa, 0);
+#pragma unroll 1
+  for (int kk = 0; kk < k_slice; kk += 2 * STEP) {
+    load(wb, kk + STEP);
+    compute(wa, kk);
+    load(wa, kk + 2 * STEP);
+    compute(wb, kk + STEP);
+  }
+  // The WK partial tiles through shared memory, summed in k order: red[wk][token][wn * 16 + row].
+  constexpr int RP = WN * 16 + 4;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float* const p = red + (wk * 8 * MT + mt * 8 + 2 * t) * RP + wn * 16 + g;
+    p[0] = acc[mt][0];
+    p[RP] = acc[mt][1];
+    p[8] = acc[mt][2];
+    p[RP + 8] = acc[mt][3];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < M * WN * 16; i += THREADS) {
+    const int token = i / (WN * 16), c = i % (WN * 16);
+    float s = 0.0f;
+    for (int w = 0; w < WK; ++w) s += red[(w * 8 * MT + token) * RP + c];
+    C[size_t(token) * N + blockIdx.x * WN * 16 + c] = __float2half(s);
+  }
+}
+
+__global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  for (int m = 0; m < M; ++m) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s += __half2float(A[size_t(m) * K + k]) * __half2float(B[size_t(n) * K + k]);
+    C[size_t(m) * N + n] = s;
+  }
+}
+
+__global__ void fill(__half* p, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
+  }
+}
+
+template <typename Capture>
+static double graph_median_us(cudaStream_t s, int launches, Capture capture) {
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < launches; ++l) capture(l);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&x, g, 0));
+  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < 7; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(x, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / launches);
+  }
+  std::sort(us.begin(), us.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  CK(cudaGraphExecDestroy(x));
+  CK(cudaGraphDestroy(g));
+  return us[us.size() / 2];
+}
+
+static __half *g_A, *g_B, *g_C;
+static float* g_ref;
+
+template <int MT, int WN, int WK, int U, bool ACT_SMEM>
+static void row(int M, int N, int K, int copies, cudaStream_t s) {
+  auto* kern = regmma<MT, WN, WK, U, ACT_SMEM>;
+  const int smem = (ACT_SMEM ? 8 * MT * (K + 32) * 2 : 0) + WK * 8 * MT * (WN * 16 + 4) * 4;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int blocks = N / (16 * WN);
+  // correctness on copy 0
+  CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));  // NaN
+  kern<<<blocks, 32 * WN * WK, smem, s>>>(g_A, g_B, g_C, M, N, K);
+  CK(cudaStreamSynchronize(s));
+  std::vector<__half> got(size_t(M) * N);
+  std::vector<float> want(size_t(M) * N);
+  CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
+  reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
+  CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  bool nan = false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float v = __half2float(got[i]);
+    if (!(v == v)) nan = true;
+    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 32 * WN * WK, smem));
+  const size_t bbytes = size_t(N) * K * 2;
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, 32 * WN * WK, smem, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
+  });
+  std::printf("M=%2d N=%5d  WN %d WK %2d U %d %-5s  %4d blocks of %3d, %d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n", M,
+              N, WN, WK, U, ACT_SMEM ? "smem" : "L1", blocks, 32 * WN * WK, per_sm, us, bbytes / us / 1e3, worst,
+              nan || worst > 2e-2 ? "  FAIL" : "");
+}
+
+int main() {
+  const int K = 4096;
+  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
+  CK(cudaMalloc(&g_B, big * 2));
+  CK(cudaMalloc(&g_A, size_t(16) * K * 2));
+  CK(cudaMalloc(&g_C, size_t(16) * 14336 * 2));
+  CK(cudaMalloc(&g_ref, size_t(16) * 14336 * 4));
+  fill<<<1024, 256>>>(g_B, big, 1);
+  fill<<<64, 256>>>(g_A, size_t(16) * K, 2);
+  CK(cudaDeviceSynchronize());
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int M : {8, 16, 1}) {
+    const int N = 14336, c = 4;
+    if (M <= 8) {
+      row<1, 4, 1, 4, false>(M, N, K, c, s);
+      row<1, 1, 4, 4, false>(M, N, K, c, s);
+      row<1, 2, 2, 4, false>(M, N, K, c, s);
+      row<1, 4, 1, 2, false>(M, N, K, c, s);
+      row<1, 4, 2, 4, false>(M, N, K, c, s);
+      row<1, 4, 4, 4, true>(M, N, K, c, s);
+    } else {
+      row<2, 4, 1, 4, false>(M, N, K, c, s);
+      row<2, 1, 4, 4, false>(M, N, K, c, s);
+      row<2, 2, 2, 4, false>(M, N, K, c, s);
+      row<2, 4, 1, 2, false>(M, N, K, c, s);
+      row<2, 4, 2, 4, false>(M, N, K, c, s);
+      row<2, 4, 4, 4, true>(M, N, K, c, s);
+    }
+  }
+  for (int M : {8, 16}) {
+    const int N = 4096, c = 14;
+    if (M <= 8) {
+      row<1, 1, 4, 4, false>(M, N, K, c, s);
+      row<1, 2, 4, 4, false>(M, N, K, c, s);
+      row<1, 1, 8, 2, false>(M, N, K, c, s);
+      row<1, 2, 2, 4, false>(M, N, K, c, s);
+      row<1, 4, 1, 4, false>(M, N, K, c, s);
+    } else {
+      row<2, 1, 4, 4, false>(M, N, K, c, s);
+      row<2, 2, 4, 4, false>(M, N, K, c, s);
+      row<2, 1, 8, 2, false>(M, N, K, c, s);
+      row<2, 2, 2, 4, false>(M, N, K, c, s);
+      row<2, 4, 1, 4, false>(M, N, K, c, s);
+    }
+  }
+  return 0;
+}
