@@ -52,3 +52,13 @@ ncu_full() {
     ncu --import "$W/$n.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu_sass_$n.csv" 2>&1
   done
 }
+# One line a kernel that failed in each verify JSON given: FAIL, file, name, the error's start.
+failures() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for r in json.load(open(path)):
+        if not r.get("passed"):
+            print("FAIL", path.rsplit("/", 1)[-1], r["name"], (r.get("error") or "")[:200])
+PY
+}

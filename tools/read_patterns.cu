@@ -10,19 +10,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <vector>
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "graph_timing.cuh"
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
@@ -96,57 +86,12 @@ __global__ void __launch_bounds__(256) tile_read(const __grid_constant__ CUtenso
   }
 }
 
-// The grid-stride reference (tools/launch_floor.cu): 16-byte loads, 8 in flight a thread.
-__global__ void __launch_bounds__(512) flat_read(const uint4* __restrict__ in, size_t vecs, float* __restrict__ out) {
-  constexpr int UNROLL = 8;
-  float s = 0.0f;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < vecs; i += UNROLL * stride) {
-    uint4 v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) v[u] = i + u * stride < vecs ? __ldg(in + i + u * stride) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
-  }
-  if (s == 1234.5f) out[blockIdx.x] = s;
-}
-
 __global__ void fill_random(uint32_t* p, size_t words) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
     uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
     x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
     p[i] = x & 0x3bff3bffu;  // finite f16 pairs
   }
-}
-
-template <typename Capture>
-static double graph_median_us(cudaStream_t s, int launches, Capture capture) {
-  cudaGraph_t g;
-  cudaGraphExec_t x;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < launches; ++l) capture(l);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&x, g, 0));
-  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> us;
-  for (int r = 0; r < 7; ++r) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(x, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    us.push_back(1000.0 * ms / launches);
-  }
-  std::sort(us.begin(), us.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  CK(cudaGraphExecDestroy(x));
-  CK(cudaGraphDestroy(g));
-  return us[us.size() / 2];
 }
 
 using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
@@ -200,7 +145,7 @@ static void tile_row(const Weight& w, int splits, float* out, cudaStream_t s) {
 static void flat_row(const Weight& w, int blocks, const char* what, float* out, cudaStream_t s) {
   const size_t bytes = size_t(w.n) * w.k * 2;
   const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    flat_read<<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes),
+    read_kernel<8><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes),
                                      bytes / 16, out);
   });
   std::printf("flat  N=%5d  %-44s %4d blocks of 512 threads                          %7.2f us  %5.0f GB/s\n", w.n, what,

@@ -11,19 +11,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <vector>
 
-#define CK(x)                                                                                    \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+#include "graph_timing.cuh"
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
@@ -130,36 +120,6 @@ __global__ void fill(__half* p, size_t n, uint32_t seed) {
     x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
     p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
   }
-}
-
-template <typename Capture>
-static double graph_median_us(cudaStream_t s, int launches, Capture capture) {
-  cudaGraph_t g;
-  cudaGraphExec_t x;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < launches; ++l) capture(l);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&x, g, 0));
-  for (int w = 0; w < 2; ++w) CK(cudaGraphLaunch(x, s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> us;
-  for (int r = 0; r < 7; ++r) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(x, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    us.push_back(1000.0 * ms / launches);
-  }
-  std::sort(us.begin(), us.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  CK(cudaGraphExecDestroy(x));
-  CK(cudaGraphDestroy(g));
-  return us[us.size() / 2];
 }
 
 static __half *g_A, *g_B, *g_C;

@@ -18,10 +18,5 @@ bench_rows "$OUT"/bench_[12].json | sort -k2,2 -k1,1
 bench_rows "$OUT"/bench_dyn.json
 cat "$OUT/sanitize.txt"
 report | grep -E "verif|build|pass|fail" | head -5
-python3 - "$OUT/verify.json" <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1])):
-    if not r.get("passed"):
-        print("FAIL", r["name"], (r.get("error") or "")[:200])
-PY
+failures "$OUT/verify.json"
 pack '(build|verify)\.json|bench_.*\.json|gen\.txt'

@@ -21,11 +21,5 @@ grep -c '"family": "gemv"' "$W"/randsmall/*/plan.json "$W"/randdyn/*/plan.json |
 bench_rows "$OUT"/bench_[12].json | sort -k2,2 -k1,1
 bench_rows "$OUT"/bench_dyn.json
 report | grep -E "verif|build|pass|fail" | head -8
-python3 - "$OUT"/verify_*.json <<'PY'
-import json, sys
-for path in sys.argv[1:]:
-    for r in json.load(open(path)):
-        if not r.get("passed"):
-            print("FAIL", path.rsplit("/", 1)[-1], r["name"], (r.get("error") or "")[:200])
-PY
+failures "$OUT"/verify_*.json
 pack '(build|verify_.*)\.json|bench_.*\.json'

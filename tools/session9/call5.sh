@@ -15,11 +15,5 @@ timeout 60 python3 -m dgemm_cli verify "$W"/randsmall --seeds 1 --json > "$OUT/v
 timeout 60 python3 -m dgemm_cli bench "$W"/sp/decode_bias_silu "$W"/sp/moe_up --json > "$OUT/bench_sp.json" 2>> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 bench_rows "$OUT"/bench_sp.json
 report | grep -E "verif|build|pass|fail" | head -8
-python3 - "$OUT"/verify_*.json <<'PY'
-import json, sys
-for path in sys.argv[1:]:
-    for r in json.load(open(path)):
-        if not r.get("passed"):
-            print("FAIL", path.rsplit("/", 1)[-1], r["name"], (r.get("error") or "")[:200])
-PY
+failures "$OUT"/verify_*.json
 pack '(build|verify_.*)\.json|bench_.*\.json'
