@@ -1,0 +1,272 @@
+// Probe (session 10): a decode kernel that moves the weight with 1-D bulk copies (cp.async.bulk: one copy a
+// weight row and K chunk, not a 2-D tensor-map box) into a ring of shared-memory stages, and multiplies with
+// mma.sync from there. [M,K]·[K,N] with B in nn.Linear's [N,K] layout, f16, f32 accumulate, M = 1..64.
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o rowstream_probe tools/rowstream_probe.cu
+// Why: the hopper family's TMA box order reads at most 4.03 TB/s at N = 14336 with no math at all, a grid-stride
+// read 4.29 (tools/read_patterns.cu). Does a row-wise bulk-copy stream read faster, and does math on it keep pace?
+// The product is C^T = B A^T with mma.sync.m16n8k16 (the mma's A operand: 16 weight rows; its B operand: 8 tokens).
+// A sum over k ignores k's order, so each lane reads 16 contiguous bytes (8 k) of its rows g and g + 8 and of token
+// g, and feeds them to two mmas as the k-slots its fragments hold: weight and activation pair up on the same k.
+// Rows of a stage sit 16 bytes apart mod 128 (pitch = chunk + 16 bytes): the 8 rows g of one read hit 8 different
+// bank groups, so a warp's 512-byte read takes the minimum 4 wavefronts.
+// Checked against a naive f32 kernel on random data; timed as `deepgemm bench` times (graph replay, B rotated past L2).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "graph_timing.cuh"
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(smem_u32(bar)), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+template <bool EVICT_FIRST>
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
+  if (EVICT_FIRST)
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+            smem_u32(dst)),
+        "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+        : "memory");
+  else
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// MT: 8-token tiles (M <= 8 MT). WC consumer warps, R 16-row tiles each: BN = 16 R WC weight rows a block.
+// KS: k elements a stage; STAGES in the ring. MATH false: consumers only wait and release (the read ceiling).
+template <int MT, int WC, int R, int KS, int STAGES, bool MATH, bool EVICT_FIRST>
+__global__ void __launch_bounds__(32 * (WC + 1)) rowstream(const __half* __restrict__ A, const __half* __restrict__ B,
+                                                            __half* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 16 * R * WC, TOK = MATH ? 8 * MT : 0, ROWS = BN + TOK;
+  constexpr int PITCH = KS * 2 + 16, STAGE_BYTES = ROWS * PITCH;
+  extern __shared__ __align__(128) unsigned char smem[];
+  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
+  uint64_t* const empty = full + STAGES;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n0 = blockIdx.x * BN;
+  const int chunks = K / KS;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], WC);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // Token rows past M are never copied: zero them in every stage once.
+  if (MATH)
+    for (int i = threadIdx.x; i < STAGES * (TOK - M) * (PITCH / 16); i += blockDim.x) {
+      const int s = i / ((TOK - M) * (PITCH / 16)), r = M + i / (PITCH / 16) % (TOK - M), c = i % (PITCH / 16);
+      *reinterpret_cast<uint4*>(smem + s * STAGE_BYTES + (BN + r) * PITCH + c * 16) = make_uint4(0, 0, 0, 0);
+    }
+  __syncthreads();
+  if (warp == WC) {  // producer
+    uint64_t policy = 0;
+    if (EVICT_FIRST) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    const int copied = BN + (MATH ? M : 0);
+    for (int c = 0; c < chunks; ++c) {
+      const int s = c % STAGES;
+      mbar_wait(&empty[s], ((c / STAGES) & 1) ^ 1);
+      if (lane == 0) mbar_expect_tx(&full[s], copied * KS * 2);
+      __syncwarp();
+      unsigned char* const stage = smem + s * STAGE_BYTES;
+      for (int r = lane; r < copied; r += 32) {
+        const __half* src = r < BN ? B + size_t(n0 + r) * K + size_t(c) * KS : A + size_t(r - BN) * K + size_t(c) * KS;
+        bulk_copy<EVICT_FIRST>(stage + r * PITCH, src, KS * 2, &full[s], policy);
+      }
+    }
+    return;
+  }
+  const int g = lane / 4, t = lane % 4;
+  float acc[R][MT][4] = {};
+  uint32_t sink = 0;
+  for (int c = 0; c < chunks; ++c) {
+    const int s = c % STAGES;
+    mbar_wait(&full[s], (c / STAGES) & 1);
+    const unsigned char* const stage = smem + s * STAGE_BYTES;
+    if (MATH) {
+#pragma unroll 4
+      for (int j = 0; j < KS / 32; ++j) {
+        const int kb = (32 * j + 8 * t) * 2;
+        uint4 x[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) x[mt] = *reinterpret_cast<const uint4*>(stage + (BN + mt * 8 + g) * PITCH + kb);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int row = (warp * R + r) * 16 + g;
+          const uint4 w0 = *reinterpret_cast<const uint4*>(stage + row * PITCH + kb);
+          const uint4 w1 = *reinterpret_cast<const uint4*>(stage + (row + 8) * PITCH + kb);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(acc[r][mt], w0.x, w1.x, w0.y, w1.y, x[mt].x, x[mt].y);
+            mma16816(acc[r][mt], w0.z, w1.z, w0.w, w1.w, x[mt].z, x[mt].w);
+          }
+        }
+      }
+    } else {
+      sink ^= *reinterpret_cast<const uint32_t*>(stage + (warp * 16 * R + g) * PITCH + t * 4);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[s]);
+  }
+  if (!MATH) {
+    if (sink == 0x12345678u) C[0] = __float2half(1.0f);
+    return;
+  }
+  // acc[r][mt]: {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}, D[row][token].
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = n0 + (warp * R + r) * 16 + g;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = mt * 8 + 2 * t + (i & 1), n = row + (i >> 1) * 8;
+        if (token < M) C[size_t(token) * N + n] = __float2half(acc[r][mt][i]);
+      }
+  }
+}
+
+__global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  for (int m = 0; m < M; ++m) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s += __half2float(A[size_t(m) * K + k]) * __half2float(B[size_t(n) * K + k]);
+    C[size_t(m) * N + n] = s;
+  }
+}
+
+__global__ void fill(__half* p, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
+  }
+}
+
+static __half *g_A, *g_B, *g_C;
+static float* g_ref;
+
+template <int MT, int WC, int R, int KS, int STAGES, bool MATH, bool EVICT_FIRST = false>
+static void row(int M, int N, int K, int copies, cudaStream_t s) {
+  auto* kern = rowstream<MT, WC, R, KS, STAGES, MATH, EVICT_FIRST>;
+  constexpr int BN = 16 * R * WC, ROWS = BN + (MATH ? 8 * MT : 0);
+  const int smem = STAGES * ROWS * (KS * 2 + 16) + 2 * STAGES * 8;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int blocks = N / BN, threads = 32 * (WC + 1);
+  double worst = 0;
+  bool nan = false;
+  if (MATH) {
+    CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));  // NaN
+    kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K);
+    CK(cudaStreamSynchronize(s));
+    std::vector<__half> got(size_t(M) * N);
+    std::vector<float> want(size_t(M) * N);
+    CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
+    reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
+    CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float v = __half2float(got[i]);
+      if (!(v == v)) nan = true;
+      worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+    }
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
+  const size_t bbytes = size_t(N) * K * 2;
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, threads, smem, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
+  });
+  std::printf("%-4s M=%2d N=%5d  rows %3d (%d warps x %d tiles) KS %3d x %d stages%s  %4d blocks, %d an SM, %6.1f KB  "
+              "%7.2f us  %5.0f GB/s  err %.1e%s\n",
+              MATH ? "mma" : "read", M, N, BN, WC, R, KS, STAGES, EVICT_FIRST ? " ef" : "   ", blocks, per_sm,
+              smem / 1024.0, us, bbytes / us / 1e3, worst, nan || worst > 2e-2 ? "  FAIL" : "");
+  std::fflush(stdout);
+}
+
+int main() {
+  const int K = 4096;
+  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
+  CK(cudaMalloc(&g_B, big * 2));
+  CK(cudaMalloc(&g_A, size_t(64) * K * 2));
+  CK(cudaMalloc(&g_C, size_t(64) * 14336 * 2));
+  CK(cudaMalloc(&g_ref, size_t(64) * 14336 * 4));
+  fill<<<1024, 256>>>(g_B, big, 1);
+  fill<<<64, 256>>>(g_A, size_t(64) * K, 2);
+  CK(cudaDeviceSynchronize());
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  {
+    const int N = 14336, c = 4;
+    std::printf("-- read ceilings, N = %d (a grid-stride read: 4.29 TB/s; hopper's TMA order: 4.03)\n", N);
+    row<1, 7, 1, 256, 3, false>(1, N, K, c, s);
+    row<1, 7, 1, 256, 3, false, true>(1, N, K, c, s);
+    row<1, 7, 1, 128, 6, false>(1, N, K, c, s);
+    row<1, 4, 1, 512, 3, false>(1, N, K, c, s);
+    row<1, 4, 1, 256, 3, false>(1, N, K, c, s);
+    row<1, 4, 1, 128, 4, false>(1, N, K, c, s);
+    row<1, 2, 1, 256, 6, false>(1, N, K, c, s);
+    std::printf("-- with math, N = %d (hopper today: 30.5 us at M = 8 / 16; gemv 28.5 at M = 1; target <= 28.6)\n", N);
+    for (int M : {1, 8}) {
+      row<1, 7, 1, 256, 3, true>(M, N, K, c, s);
+      row<1, 7, 1, 128, 6, true>(M, N, K, c, s);
+      row<1, 4, 1, 128, 4, true>(M, N, K, c, s);
+    }
+    for (int M : {16}) {
+      row<2, 7, 1, 256, 3, true>(M, N, K, c, s);
+      row<2, 7, 1, 256, 3, true, true>(M, N, K, c, s);
+      row<2, 7, 1, 128, 6, true>(M, N, K, c, s);
+      row<2, 4, 1, 128, 4, true>(M, N, K, c, s);
+    }
+    for (int M : {32}) {
+      row<4, 7, 1, 128, 5, true>(M, N, K, c, s);
+      row<4, 7, 1, 256, 2, true>(M, N, K, c, s);
+    }
+    for (int M : {64}) {
+      row<8, 7, 1, 128, 4, true>(M, N, K, c, s);
+      row<8, 7, 1, 64, 8, true>(M, N, K, c, s);
+    }
+  }
+  {
+    const int N = 4096, c = 14;
+    std::printf("-- N = %d (hopper today: 10.95 us at M = 16, target 10.65; cuBLAS ~12.8)\n", N);
+    row<1, 2, 1, 256, 6, false>(1, N, K, c, s);
+    row<1, 1, 1, 256, 6, false>(1, N, K, c, s);
+    row<1, 2, 1, 512, 4, false>(1, N, K, c, s);
+    for (int M : {8}) {
+      row<1, 2, 1, 256, 6, true>(M, N, K, c, s);
+      row<1, 1, 1, 256, 6, true>(M, N, K, c, s);
+    }
+    for (int M : {16}) {
+      row<2, 2, 1, 256, 6, true>(M, N, K, c, s);
+      row<2, 1, 1, 256, 6, true>(M, N, K, c, s);
+      row<2, 2, 1, 512, 4, true>(M, N, K, c, s);
+    }
+    for (int M : {64}) row<8, 2, 1, 128, 6, true>(M, N, K, c, s);
+  }
+  return 0;
+}
