@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "graph_timing.cuh"
 
@@ -150,6 +151,85 @@ __global__ void __launch_bounds__(32 * (WC + 1)) rowstream(const __half* __restr
   }
 }
 
+// The same stream with the copies done by every thread as 16-byte cp.async (LDGSTS): a warp's 32 chunks are 512
+// contiguous bytes of one row, landing at the same padded pitch. No TMA request per row; STAGES - 1 chunks in flight.
+template <int MT, int WC, int R, int KS, int STAGES, bool MATH>
+__global__ void __launch_bounds__(32 * WC) cpstream(const __half* __restrict__ A, const __half* __restrict__ B,
+                                                    __half* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 16 * R * WC, TOK = MATH ? 8 * MT : 0, THREADS = 32 * WC;
+  constexpr int PITCH = KS * 2 + 16, STAGE_BYTES = (BN + TOK) * PITCH, CPR = KS / 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n0 = blockIdx.x * BN;
+  const int chunks = K / KS;
+  if (MATH)
+    for (int i = threadIdx.x; i < STAGES * (TOK - M) * (PITCH / 16); i += THREADS) {
+      const int s = i / ((TOK - M) * (PITCH / 16)), r = M + i / (PITCH / 16) % (TOK - M), c = i % (PITCH / 16);
+      *reinterpret_cast<uint4*>(smem + s * STAGE_BYTES + (BN + r) * PITCH + c * 16) = make_uint4(0, 0, 0, 0);
+    }
+  const int copied = (BN + (MATH ? M : 0)) * CPR;
+  const auto load_stage = [&](int c) {
+    unsigned char* const stage = smem + (c % STAGES) * STAGE_BYTES;
+    if (c < chunks)
+      for (int q = threadIdx.x; q < copied; q += THREADS) {
+        const int r = q / CPR, col = q % CPR;
+        const __half* src = (r < BN ? B + size_t(n0 + r) * K : A + size_t(r - BN) * K) + size_t(c) * KS + col * 8;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(stage + r * PITCH + col * 16)), "l"(src)
+                     : "memory");
+      }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  };
+#pragma unroll 1
+  for (int c = 0; c < STAGES - 1; ++c) load_stage(c);
+  const int g = lane / 4, t = lane % 4;
+  float acc[R][MT][4] = {};
+  uint32_t sink = 0;
+#pragma unroll 1
+  for (int c = 0; c < chunks; ++c) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");
+    __syncthreads();  // chunk c landed for every thread; everyone is done with chunk c - 1's slot
+    load_stage(c + STAGES - 1);
+    const unsigned char* const stage = smem + (c % STAGES) * STAGE_BYTES;
+    if (MATH) {
+#pragma unroll 4
+      for (int j = 0; j < KS / 32; ++j) {
+        const int kb = (32 * j + 8 * t) * 2;
+        uint4 x[MT];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) x[mt] = *reinterpret_cast<const uint4*>(stage + (BN + mt * 8 + g) * PITCH + kb);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int row = (warp * R + r) * 16 + g;
+          const uint4 w0 = *reinterpret_cast<const uint4*>(stage + row * PITCH + kb);
+          const uint4 w1 = *reinterpret_cast<const uint4*>(stage + (row + 8) * PITCH + kb);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(acc[r][mt], w0.x, w1.x, w0.y, w1.y, x[mt].x, x[mt].y);
+            mma16816(acc[r][mt], w0.z, w1.z, w0.w, w1.w, x[mt].z, x[mt].w);
+          }
+        }
+      }
+    } else {
+      sink ^= *reinterpret_cast<const uint32_t*>(stage + (warp * 16 * R + g) * PITCH + t * 4);
+    }
+  }
+  if (!MATH) {
+    if (sink == 0x12345678u) C[0] = __float2half(1.0f);
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = n0 + (warp * R + r) * 16 + g;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = mt * 8 + 2 * t + (i & 1), n = row + (i >> 1) * 8;
+        if (token < M) C[size_t(token) * N + n] = __float2half(acc[r][mt][i]);
+      }
+  }
+}
+
 __global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
@@ -171,13 +251,13 @@ __global__ void fill(__half* p, size_t n, uint32_t seed) {
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int MT, int WC, int R, int KS, int STAGES, bool MATH, bool EVICT_FIRST = false>
+template <int MT, int WC, int R, int KS, int STAGES, bool MATH, bool EVICT_FIRST = false, bool CP = false>
 static void row(int M, int N, int K, int copies, cudaStream_t s) {
-  auto* kern = rowstream<MT, WC, R, KS, STAGES, MATH, EVICT_FIRST>;
+  auto* kern = CP ? cpstream<MT, WC, R, KS, STAGES, MATH> : rowstream<MT, WC, R, KS, STAGES, MATH, EVICT_FIRST>;
   constexpr int BN = 16 * R * WC, ROWS = BN + (MATH ? 8 * MT : 0);
-  const int smem = STAGES * ROWS * (KS * 2 + 16) + 2 * STAGES * 8;
+  const int smem = STAGES * ROWS * (KS * 2 + 16) + (CP ? 0 : 2 * STAGES * 8);
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int blocks = N / BN, threads = 32 * (WC + 1);
+  const int blocks = N / BN, threads = 32 * (WC + (CP ? 0 : 1));
   double worst = 0;
   bool nan = false;
   if (MATH) {
@@ -201,14 +281,20 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
     kern<<<blocks, threads, smem, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
   });
-  std::printf("%-4s M=%2d N=%5d  rows %3d (%d warps x %d tiles) KS %3d x %d stages%s  %4d blocks, %d an SM, %6.1f KB  "
+  std::printf("%-4s %-4s M=%2d N=%5d  rows %3d (%d warps x %d tiles) KS %3d x %d stages%s  %4d blocks, %d an SM, %6.1f KB  "
               "%7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, BN, WC, R, KS, STAGES, EVICT_FIRST ? " ef" : "   ", blocks, per_sm,
+              CP ? "cp" : "bulk", MATH ? "mma" : "read", M, N, BN, WC, R, KS, STAGES, EVICT_FIRST ? " ef" : "   ", blocks, per_sm,
               smem / 1024.0, us, bbytes / us / 1e3, worst, nan || worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
-int main() {
+template <int MT, int WC, int R, int KS, int STAGES, bool MATH>
+static void cp(int M, int N, int K, int copies, cudaStream_t s) {
+  row<MT, WC, R, KS, STAGES, MATH, false, true>(M, N, K, copies, s);
+}
+
+int main(int argc, char** argv) {
+  const bool bulk = argc > 1 && std::string(argv[1]) == "bulk";  // call 1's set; else call 2's (cp.async)
   const int K = 4096;
   const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
   CK(cudaMalloc(&g_B, big * 2));
@@ -220,7 +306,59 @@ int main() {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  {
+  if (!bulk) {
+    const int N = 14336, c = 4;
+    std::printf("-- cp.async, N = %d: read ceilings (a grid-stride read: 4.29 TB/s; hopper's TMA order: 4.03)\n", N);
+    cp<1, 7, 1, 128, 6, false>(1, N, K, c, s);
+    cp<1, 7, 1, 256, 3, false>(1, N, K, c, s);
+    cp<1, 4, 1, 256, 3, false>(1, N, K, c, s);
+    cp<1, 4, 1, 512, 3, false>(1, N, K, c, s);
+    cp<1, 2, 1, 512, 3, false>(1, N, K, c, s);
+    std::printf("-- cp.async with math, N = %d (hopper today: 30.5 us at M = 8 / 16; target <= 28.6)\n", N);
+    for (int M : {1, 8}) {
+      cp<1, 7, 1, 256, 3, true>(M, N, K, c, s);
+      cp<1, 4, 1, 256, 3, true>(M, N, K, c, s);
+      cp<1, 4, 1, 512, 3, true>(M, N, K, c, s);
+      cp<1, 2, 1, 512, 3, true>(M, N, K, c, s);
+    }
+    for (int M : {16}) {
+      cp<2, 7, 1, 256, 3, true>(M, N, K, c, s);
+      cp<2, 4, 1, 256, 3, true>(M, N, K, c, s);
+      cp<2, 4, 1, 512, 2, true>(M, N, K, c, s);
+      cp<2, 2, 1, 512, 3, true>(M, N, K, c, s);
+      cp<2, 2, 2, 256, 3, true>(M, N, K, c, s);
+    }
+    for (int M : {32}) {
+      cp<4, 4, 1, 256, 3, true>(M, N, K, c, s);
+      cp<4, 2, 2, 256, 3, true>(M, N, K, c, s);
+    }
+    for (int M : {64}) {
+      cp<8, 4, 1, 256, 2, true>(M, N, K, c, s);
+      cp<8, 2, 2, 256, 2, true>(M, N, K, c, s);
+      cp<8, 4, 1, 128, 4, true>(M, N, K, c, s);
+    }
+  }
+  if (!bulk) {
+    const int N = 4096, c = 14;
+    std::printf("-- cp.async, N = %d (hopper today: 10.95 us at M = 16, target 10.65; cuBLAS ~12.8)\n", N);
+    cp<1, 2, 1, 512, 3, false>(1, N, K, c, s);
+    cp<1, 1, 1, 512, 4, false>(1, N, K, c, s);
+    cp<1, 2, 1, 256, 4, false>(1, N, K, c, s);
+    for (int M : {8}) {
+      cp<1, 2, 1, 512, 3, true>(M, N, K, c, s);
+      cp<1, 1, 1, 512, 4, true>(M, N, K, c, s);
+    }
+    for (int M : {16}) {
+      cp<2, 2, 1, 512, 3, true>(M, N, K, c, s);
+      cp<2, 1, 1, 512, 3, true>(M, N, K, c, s);
+      cp<2, 2, 1, 256, 4, true>(M, N, K, c, s);
+    }
+    for (int M : {64}) {
+      cp<8, 2, 1, 256, 3, true>(M, N, K, c, s);
+      cp<8, 1, 1, 256, 4, true>(M, N, K, c, s);
+    }
+  }
+  if (bulk) {
     const int N = 14336, c = 4;
     std::printf("-- read ceilings, N = %d (a grid-stride read: 4.29 TB/s; hopper's TMA order: 4.03)\n", N);
     row<1, 7, 1, 256, 3, false>(1, N, K, c, s);
@@ -251,7 +389,7 @@ int main() {
       row<8, 7, 1, 64, 8, true>(M, N, K, c, s);
     }
   }
-  {
+  if (bulk) {
     const int N = 4096, c = 14;
     std::printf("-- N = %d (hopper today: 10.95 us at M = 16, target 10.65; cuBLAS ~12.8)\n", N);
     row<1, 2, 1, 256, 6, false>(1, N, K, c, s);
