@@ -230,6 +230,128 @@ __global__ void __launch_bounds__(32 * WC) cpstream(const __half* __restrict__ A
   }
 }
 
+// Call 3: the cp.async stream with cheap addressing (compile-time shapes: each thread's chunk of a stage is a shift
+// and a multiply away), and every warp copying: a warp's 32 chunks are 512 contiguous bytes of one row.
+template <int MT, int WC, int KS, int STAGES, bool MATH>
+__global__ void __launch_bounds__(32 * WC) cp2stream(const __half* __restrict__ A, const __half* __restrict__ B,
+                                                     __half* __restrict__ C, int M, int N, int K) {
+  constexpr int BN = 16 * WC, TOK = MATH ? 8 * MT : 0, THREADS = 32 * WC;
+  constexpr int PITCH = KS * 2 + 16, STAGE_BYTES = (BN + TOK) * PITCH, CPR = KS / 8, CPT = BN * CPR / THREADS;
+  static_assert(BN * CPR % THREADS == 0, "whole chunks a thread");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n0 = blockIdx.x * BN;
+  const int chunks = K / KS;
+  if (MATH)
+    for (int i = threadIdx.x; i < STAGES * (TOK - M) * (PITCH / 16); i += THREADS) {
+      const int s = i / ((TOK - M) * (PITCH / 16)), r = M + i / (PITCH / 16) % (TOK - M), c = i % (PITCH / 16);
+      *reinterpret_cast<uint4*>(smem + s * STAGE_BYTES + (BN + r) * PITCH + c * 16) = make_uint4(0, 0, 0, 0);
+    }
+  const __half* const Bblk = B + size_t(n0) * K;
+  const uint32_t smem0 = smem_u32(smem);
+  const auto load_stage = [&](int c) {
+    const uint32_t stage = smem0 + (c % STAGES) * STAGE_BYTES;
+    if (c < chunks) {
+      const __half* const src0 = Bblk + size_t(c) * KS;
+#pragma unroll
+      for (int p = 0; p < CPT; ++p) {
+        const int q = p * THREADS + threadIdx.x, r = q / CPR, col = q % CPR;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(stage + r * PITCH + col * 16),
+                     "l"(src0 + size_t(r) * K + col * 8)
+                     : "memory");
+      }
+      if (MATH)
+        for (int q = threadIdx.x; q < M * CPR; q += THREADS) {
+          const int r = q / CPR, col = q % CPR;
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(stage + (BN + r) * PITCH + col * 16),
+                       "l"(A + size_t(r) * K + size_t(c) * KS + col * 8)
+                       : "memory");
+        }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  };
+#pragma unroll 1
+  for (int c = 0; c < STAGES - 1; ++c) load_stage(c);
+  const int g = lane / 4, t = lane % 4;
+  float acc[MT][4] = {};
+  uint32_t sink = 0;
+#pragma unroll 1
+  for (int c = 0; c < chunks; ++c) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");
+    __syncthreads();
+    load_stage(c + STAGES - 1);
+    const unsigned char* const stage = smem + (c % STAGES) * STAGE_BYTES;
+    if (MATH) {
+#pragma unroll 4
+      for (int j = 0; j < KS / 32; ++j) {
+        const int kb = (32 * j + 8 * t) * 2;
+        const int row = warp * 16 + g;
+        const uint4 w0 = *reinterpret_cast<const uint4*>(stage + row * PITCH + kb);
+        const uint4 w1 = *reinterpret_cast<const uint4*>(stage + (row + 8) * PITCH + kb);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const uint4 x = *reinterpret_cast<const uint4*>(stage + (BN + mt * 8 + g) * PITCH + kb);
+          mma16816(acc[mt], w0.x, w1.x, w0.y, w1.y, x.x, x.y);
+          mma16816(acc[mt], w0.z, w1.z, w0.w, w1.w, x.z, x.w);
+        }
+      }
+    } else {
+      sink ^= *reinterpret_cast<const uint32_t*>(stage + (warp * 16 + g) * PITCH + t * 4);
+    }
+  }
+  if (!MATH) {
+    if (sink == 0x12345678u) C[0] = __float2half(1.0f);
+    return;
+  }
+  const int row = n0 + warp * 16 + g;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = mt * 8 + 2 * t + (i & 1), n = row + (i >> 1) * 8;
+      if (token < M) C[size_t(token) * N + n] = __float2half(acc[mt][i]);
+    }
+}
+
+// Call 3: plain loads of the weight with no shared memory and no math, to tell the DRAM order apart from the rest.
+// FRAG: the order an mma fragment wants (a warp owns 16 rows; lane (g, t) reads rows g and g + 8, 16 bytes at k =
+// 32 j + 8 t: a load is 8 rows x 64 bytes). Else gemv's order (a warp owns 4 rows; a load is 512 bytes of one row).
+// WK warps of a block split K; U loads a row and round, two rounds in flight.
+template <bool FRAG, int WN, int WK, int U>
+__global__ void __launch_bounds__(32 * WN * WK) ldg_order(const __half* __restrict__ B, float* out, int N, int K) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wn = warp % WN, wk = warp / WN;
+  constexpr int ROWS = FRAG ? 16 : 4;
+  const int k_slice = K / WK, k0 = wk * k_slice;
+  const size_t n0 = size_t(blockIdx.x * WN + wn) * ROWS;
+  uint32_t sink = 0;
+  const auto chunk = [&](int r, int kk, int j) -> const uint4* {  // r: 0..1 (FRAG) or 0..3
+    if (FRAG) return reinterpret_cast<const uint4*>(B + (n0 + lane / 4 + 8 * r) * K + k0 + kk + 32 * j + 8 * (lane % 4));
+    return reinterpret_cast<const uint4*>(B + (n0 + r) * K + k0 + kk + 256 * j + 8 * lane);
+  };
+  constexpr int R = FRAG ? 2 : 4, STEP = FRAG ? 32 * U : 256 * U;
+  uint4 a[R][U], b[R][U];
+  const auto load = [&](uint4 (&w)[R][U], int kk) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int j = 0; j < U; ++j) w[r][j] = kk < k_slice ? __ldg(chunk(r, kk, j)) : make_uint4(0, 0, 0, 0);
+  };
+  const auto use = [&](const uint4 (&w)[R][U]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int j = 0; j < U; ++j) sink ^= w[r][j].x ^ w[r][j].w;
+  };
+  load(a, 0);
+  for (int kk = 0; kk < k_slice; kk += 2 * STEP) {
+    load(b, kk + STEP);
+    use(a);
+    load(a, kk + 2 * STEP);
+    use(b);
+  }
+  if (sink == 0x12345678u) out[0] = 1.0f;
+}
+
 __global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
@@ -293,8 +415,62 @@ static void cp(int M, int N, int K, int copies, cudaStream_t s) {
   row<MT, WC, R, KS, STAGES, MATH, false, true>(M, N, K, copies, s);
 }
 
+template <int MT, int WC, int KS, int STAGES, bool MATH>
+static void cp2(int M, int N, int K, int copies, cudaStream_t s) {
+  auto* kern = cp2stream<MT, WC, KS, STAGES, MATH>;
+  constexpr int BN = 16 * WC, ROWS = BN + (MATH ? 8 * MT : 0);
+  const int smem = STAGES * ROWS * (KS * 2 + 16);
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int blocks = N / BN, threads = 32 * WC;
+  double worst = 0;
+  bool nan = false;
+  if (MATH) {
+    CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
+    kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K);
+    CK(cudaStreamSynchronize(s));
+    std::vector<__half> got(size_t(M) * N);
+    std::vector<float> want(size_t(M) * N);
+    CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
+    reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
+    CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float v = __half2float(got[i]);
+      if (!(v == v)) nan = true;
+      worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+    }
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
+  const size_t bbytes = size_t(N) * K * 2;
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, threads, smem, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
+  });
+  std::printf("cp2  %-4s M=%2d N=%5d  rows %3d (%2d warps) KS %4d x %d stages  %4d blocks, %d an SM, %6.1f KB  "
+              "%7.2f us  %5.0f GB/s  err %.1e%s\n",
+              MATH ? "mma" : "read", M, N, BN, WC, KS, STAGES, blocks, per_sm, smem / 1024.0, us, bbytes / us / 1e3,
+              worst, nan || worst > 2e-2 ? "  FAIL" : "");
+  std::fflush(stdout);
+}
+
+template <bool FRAG, int WN, int WK, int U>
+static void ldg(int N, int K, int copies, cudaStream_t s) {
+  auto* kern = ldg_order<FRAG, WN, WK, U>;
+  const int rows = (FRAG ? 16 : 4) * WN, blocks = N / rows, threads = 32 * WN * WK;
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0));
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, threads, 0, s>>>(g_B + (l % copies) * size_t(N) * K, g_ref, N, K);
+  });
+  std::printf("ldg  %-4s N=%5d  %3d rows a block (%d x %d warps), U %d: %3d B of a row a round  %4d blocks, %d an SM  "
+              "%7.2f us  %5.0f GB/s\n",
+              FRAG ? "frag" : "gemv", N, rows, WN, WK, U, (FRAG ? 64 : 512) * U, blocks, per_sm, us,
+              size_t(N) * K * 2 / us / 1e3);
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
-  const bool bulk = argc > 1 && std::string(argv[1]) == "bulk";  // call 1's set; else call 2's (cp.async)
+  const std::string set = argc > 1 ? argv[1] : "cp2";  // bulk: call 1's set; cp: call 2's; cp2: call 3's
+  const bool bulk = set == "bulk";
   const int K = 4096;
   const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
   CK(cudaMalloc(&g_B, big * 2));
@@ -306,7 +482,44 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (!bulk) {
+  if (set == "cp2") {
+    const int N = 14336, c = 4;
+    std::printf("-- plain loads, no math, N = %d: the fragment's order against gemv's\n", N);
+    ldg<false, 4, 1, 4>(N, K, c, s);
+    ldg<false, 4, 1, 2>(N, K, c, s);
+    ldg<true, 4, 1, 4>(N, K, c, s);
+    ldg<true, 4, 1, 8>(N, K, c, s);
+    ldg<true, 2, 2, 8>(N, K, c, s);
+    ldg<true, 1, 4, 8>(N, K, c, s);
+    ldg<true, 1, 8, 4>(N, K, c, s);
+    std::printf("-- cp.async, cheap addressing, N = %d\n", N);
+    cp2<1, 7, 256, 3, false>(1, N, K, c, s);
+    cp2<1, 7, 128, 6, false>(1, N, K, c, s);
+    cp2<1, 4, 256, 3, false>(1, N, K, c, s);
+    cp2<1, 4, 512, 3, false>(1, N, K, c, s);
+    cp2<1, 4, 128, 6, false>(1, N, K, c, s);
+    cp2<1, 2, 512, 3, false>(1, N, K, c, s);
+    cp2<1, 7, 256, 3, true>(8, N, K, c, s);
+    cp2<1, 4, 256, 3, true>(8, N, K, c, s);
+    cp2<1, 4, 128, 5, true>(8, N, K, c, s);
+    cp2<2, 7, 256, 3, true>(16, N, K, c, s);
+    cp2<2, 4, 128, 4, true>(16, N, K, c, s);
+    cp2<2, 4, 256, 2, true>(16, N, K, c, s);
+  }
+  if (set == "cp2") {
+    const int N = 4096, c = 14;
+    std::printf("-- N = %d\n", N);
+    ldg<false, 4, 1, 4>(N, K, c, s);
+    ldg<true, 4, 1, 8>(N, K, c, s);
+    ldg<true, 1, 4, 8>(N, K, c, s);
+    cp2<1, 2, 512, 3, false>(1, N, K, c, s);
+    cp2<1, 1, 512, 4, false>(1, N, K, c, s);
+    cp2<1, 2, 256, 6, false>(1, N, K, c, s);
+    cp2<2, 2, 512, 3, true>(16, N, K, c, s);
+    cp2<2, 1, 512, 3, true>(16, N, K, c, s);
+    cp2<2, 2, 256, 4, true>(16, N, K, c, s);
+  }
+  if (set == "cp") {
     const int N = 14336, c = 4;
     std::printf("-- cp.async, N = %d: read ceilings (a grid-stride read: 4.29 TB/s; hopper's TMA order: 4.03)\n", N);
     cp<1, 7, 1, 128, 6, false>(1, N, K, c, s);
@@ -338,7 +551,7 @@ int main(int argc, char** argv) {
       cp<8, 4, 1, 128, 4, true>(M, N, K, c, s);
     }
   }
-  if (!bulk) {
+  if (set == "cp") {
     const int N = 4096, c = 14;
     std::printf("-- cp.async, N = %d (hopper today: 10.95 us at M = 16, target 10.65; cuBLAS ~12.8)\n", N);
     cp<1, 2, 1, 512, 3, false>(1, N, K, c, s);
