@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "graph_timing.cuh"
 
@@ -43,8 +44,8 @@ __device__ __forceinline__ uint4 shfl_xor4(uint4 v) {
 
 // RW: 8-row octets a warp; WN warps side by side along N, WK warps splitting K; U 64-k segments a round (two rounds
 // in flight); TOK16: M > 8 (the mma's rows 8..15 carry tokens 8..15); MATH false: loads only (the read ceiling).
-template <int RW, int WN, int WK, int U, bool TOK16, bool MATH>
-__global__ void __launch_bounds__(32 * WN * WK, 65536 / (32 * WN * WK * 128))
+template <int RW, int WN, int WK, int U, bool TOK16, bool MATH, int MINB = 65536 / (32 * WN * WK * 128)>
+__global__ void __launch_bounds__(32 * WN * WK, MINB)
     swapmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N, int K) {
   __shared__ float red[WK > 1 ? WK * 16 * (8 * RW * WN + 4) : 1];
   constexpr int BN = 8 * RW * WN;
@@ -194,9 +195,9 @@ __global__ void fill(__half* p, size_t n, uint32_t seed) {
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int RW, int WN, int WK, int U, bool TOK16, bool MATH = true>
+template <int RW, int WN, int WK, int U, bool TOK16, bool MATH = true, int MINB = 65536 / (32 * WN * WK * 128)>
 static void row(int M, int N, int K, int copies, cudaStream_t s) {
-  auto* kern = swapmma<RW, WN, WK, U, TOK16, MATH>;
+  auto* kern = swapmma<RW, WN, WK, U, TOK16, MATH, MINB>;
   const int bn = 8 * RW * WN, blocks = N / bn, threads = 32 * WN * WK;
   double worst = 0;
   bool nan = false;
@@ -220,9 +221,9 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
     kern<<<blocks, threads, 0, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
   });
-  std::printf("%-4s M=%2d N=%5d  %3d rows a block (%d warps x %d octets, %d along K), U %d (%4d B of a row a round)  "
+  std::printf("%-4s M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d (%4d B of a row a round)  "
               "%4d blocks, %2d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, bn, WN, RW, WK, U, 128 * U, blocks, per_sm, us,
+              MATH ? "mma" : "read", M, N, MINB, bn, WN, RW, WK, U, 128 * U, blocks, per_sm, us,
               size_t(N) * K * 2 / us / 1e3, worst, nan || worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
@@ -242,7 +243,7 @@ static void read_lines(int N, int K, int copies, cudaStream_t s) {
   std::fflush(stdout);
 }
 
-int main() {
+int main(int argc, char** argv) {
   const int K = 4096;
   const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
   CK(cudaMalloc(&g_B, big * 2));
@@ -254,6 +255,32 @@ int main() {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "call5") {  // more of the weight in flight a warp (more registers)
+    for (int N : {14336, 4096}) {
+      const int c = N == 14336 ? 4 : 14;
+      std::printf("-- N = %d: more in flight a warp\n", N);
+      for (int M : {1, 8, 16}) {
+        if (M <= 8) {
+          row<2, 1, 4, 2, false>(M, N, K, c, s);
+          row<2, 1, 4, 3, false, true, 3>(M, N, K, c, s);
+          row<2, 1, 4, 4, false, true, 3>(M, N, K, c, s);
+          row<2, 1, 4, 4, false, true, 2>(M, N, K, c, s);
+          row<2, 1, 8, 4, false, true, 1>(M, N, K, c, s);
+          row<1, 1, 4, 8, false, true, 3>(M, N, K, c, s);
+          row<4, 1, 4, 2, false, true, 3>(M, N, K, c, s);
+        } else {
+          row<2, 1, 4, 2, true>(M, N, K, c, s);
+          row<2, 1, 4, 3, true, true, 3>(M, N, K, c, s);
+          row<2, 1, 4, 4, true, true, 3>(M, N, K, c, s);
+          row<2, 1, 4, 4, true, true, 2>(M, N, K, c, s);
+          row<2, 1, 8, 4, true, true, 1>(M, N, K, c, s);
+          row<1, 1, 4, 8, true, true, 3>(M, N, K, c, s);
+          row<4, 1, 4, 2, true, true, 3>(M, N, K, c, s);
+        }
+      }
+    }
+    return 0;
+  }
   for (int N : {14336, 4096}) {
     const int c = N == 14336 ? 4 : 14;
     std::printf("-- N = %d: plain loads, no math (gemv's order, call 3: 4.27 TB/s at N = 14336)\n", N);
