@@ -22,7 +22,14 @@ from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError, No
 from dgemm_cli.explain import explain_text
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.plan import BucketPlan, Plan, plan_buckets
-from dgemm_cli.randspec import DYNAMIC_SHARE, EPILOGUE_SHARE, ROW_BLOCKS_SHARE, SMALL_M_SHARE, TMA_SHARE
+from dgemm_cli.randspec import (
+    A_VECTORS_SHARE,
+    DYNAMIC_SHARE,
+    EPILOGUE_SHARE,
+    ROW_BLOCKS_SHARE,
+    SMALL_M_SHARE,
+    TMA_SHARE,
+)
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
 from dgemm_cli.spec import load_spec
@@ -535,8 +542,12 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
 @click.option("--row-blocks-share", type=click.FloatRange(0.0, 1.0), default=ROW_BLOCKS_SHARE, show_default=True,
               help="Share of TMA specs with two row letters, one sized in whole 64-row blocks: the hopper family's "
                    "tiles then run across the other (flat rows). Drawn apart: 0 leaves every spec as before.")
+@click.option("--a-vectors-share", type=click.FloatRange(0.0, 1.0), default=A_VECTORS_SHARE, show_default=True,
+              help="Share of decode-shaped specs whose A is redrawn k-contiguous, rows a whole number of 16-, 8- or "
+                   "4-byte vectors apart (or not): reaches the small-M families' vector loads of A. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
-                     dynamic_share: float, epilogue_share: float, row_blocks_share: float) -> None:
+                     dynamic_share: float, epilogue_share: float, row_blocks_share: float,
+                     a_vectors_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -544,7 +555,8 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
-    for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share):
+    for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
+                             a_vectors_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

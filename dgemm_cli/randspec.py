@@ -25,6 +25,10 @@ EPILOGUE_SHARE = 0.3
 # where the blocked letter is the inner m segment, the hopper family's tiles run across the other (flat rows).
 # Drawn from a generator of the spec's own (0: the draws are those of before).
 ROW_BLOCKS_SHARE = 0.0
+# Decode-shaped specs whose A is redrawn k-contiguous, its rows a whole number of 16-, 8- or 4-byte vectors apart (or
+# not), so that the small-M families' vector loads of A (and their K tails and run-time pointer checks) are reached.
+# Drawn from a generator of the spec's own (0: the draws are those of before).
+A_VECTORS_SHARE = 0.0
 ACTIVATION_NAMES = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -108,8 +112,9 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
-                epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE) -> dict:
-    spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share)
+                epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE,
+                a_vectors_share: float = A_VECTORS_SHARE) -> dict:
+    spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share)
     if rng.random() < dynamic_share:
         _size_a_row_at_run_time(spec, rng)
     own = random.Random(f"{name}/epilogue")
@@ -198,9 +203,13 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
 
 
 def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
-                row_blocks_share: float = 0.0) -> dict:
+                row_blocks_share: float = 0.0, a_vectors_share: float = 0.0) -> dict:
     if rng.random() < small_m_share:
-        return _small_m_spec(rng, name)
+        spec = _small_m_spec(rng, name)
+        own = random.Random(f"{name}/a-vectors")
+        if own.random() < a_vectors_share:
+            _redraw_a_in_vectors(spec, own)
+        return spec
     if rng.random() < tma_share:
         return _tma_spec(rng, name, row_blocks_share)
     dtype = rng.choice(["f16", "bf16", "f32"])
@@ -250,10 +259,61 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
 
 def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_share: float = SMALL_M_SHARE,
                  dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE,
-                 row_blocks_share: float = ROW_BLOCKS_SHARE) -> list[dict]:
+                 row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
-                        row_blocks_share) for i in range(count)]
+                        row_blocks_share, a_vectors_share) for i in range(count)]
+
+
+def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
+    """Make a decode-shaped spec's A k-contiguous: its k letters innermost and dense, nested in B's order of them
+    (so that they merge into one k segment), the other letters' strides a multiple of a 16-, 8- or 4-byte vector
+    (sometimes one element more: no vectors), sometimes broadcast; an offset of whole vectors or not, and 16 bytes
+    promised or not (the kernel then checks the pointer). Half the time B is made k-contiguous the same way (the
+    nn.Linear layout, whose 16-byte loads set the K slices' grain), and half the time the innermost k letter is
+    rounded up to whole vectors (else K ends inside a vector: the tail)."""
+    a_letters, b_letters, c_letters = spec["contraction"].replace("->", ",").split(",")
+    sizes = spec["sizes"]
+    elem = 4 if spec["dtype"] == "f32" else 2
+    vec = rng.choice([16, 16, 8, 4]) // elem or 1  # elements a vector
+    b_strides = dict(zip(b_letters, spec["operands"]["B"]["strides"]))
+    ks = sorted((x for x in a_letters if x in b_letters and x not in c_letters), key=lambda x: (abs(b_strides[x]), x))
+    if rng.random() < 0.5:
+        sizes[ks[0]] = -(-sizes[ks[0]] // vec) * vec
+    if rng.random() < 0.5:
+        spec["operands"]["B"] = {"strides": _k_contiguous(b_letters, ks, sizes, 16 // elem, rng, broadcast=False),
+                                 **({"align": 16} if rng.random() < 0.5 else {})}
+    roll = rng.random()
+    a = spec["operands"]["A"] = {"strides": _k_contiguous(a_letters, ks, sizes, vec, rng, broadcast=True)}
+    if roll < 0.4:
+        a["align"] = 16
+    elif roll < 0.7:
+        a["offset"] = vec * rng.randint(1, 5)
+    elif roll < 0.8:
+        a["offset"] = rng.randint(1, 7)
+
+
+def _k_contiguous(letters: str, ks: list[str], sizes: dict[str, int], vec: int, rng: random.Random,
+                  broadcast: bool) -> list[int]:
+    """Strides for `letters` with the summed letters `ks` innermost and dense (ks[0] innermost), the others (rows,
+    batch) in a random order from a row stride of whole `vec`-element vectors (sometimes padded, sometimes one
+    element off)."""
+    strides, step = {}, 1
+    for x in ks:
+        strides[x] = step
+        step *= sizes[x]
+    step = -(-step // vec) * vec + rng.choice([0, 0, 0, vec * rng.randint(1, 3)])
+    if rng.random() < 0.15:
+        step += 1  # rows an odd number of elements apart: no vector holds
+    rows = [x for x in letters if x not in ks]
+    rng.shuffle(rows)
+    for x in rows:
+        if broadcast and sizes[x] > 1 and rng.random() < 0.1:
+            strides[x] = 0
+            continue
+        strides[x] = step
+        step *= sizes[x]
+    return [strides[x] for x in letters]
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:

@@ -184,6 +184,50 @@ def test_random_specs_draw_decode_shapes():
         assert views.m <= 64 and views.k > 32
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**9))
+def test_a_vectors_share_draws_k_contiguous_activations(seed):
+    """--a-vectors-share redraws A k-contiguous (its summed letters innermost, dense, nested as in B) with rows a
+    whole number of vectors apart, or one element off; the product (letters, B unless redrawn, C) stays valid."""
+    import random
+
+    spec_dict = random_spec(random.Random(seed), "r", small_m_share=1.0, a_vectors_share=1.0)
+    views = analyse(parse_spec(spec_dict))
+    a_letters, b_letters, c_letters = spec_dict["contraction"].replace("->", ",").split(",")
+    sizes, strides = spec_dict["sizes"], dict(zip(a_letters, spec_dict["operands"]["A"]["strides"]))
+    ks = sorted((x for x in a_letters if x in b_letters and x not in c_letters),
+                key=lambda x: strides[x])
+    assert strides[ks[0]] == 1 and all(strides[y] == strides[x] * sizes[x] for x, y in zip(ks, ks[1:]))
+    k_extent = strides[ks[-1]] * sizes[ks[-1]]
+    assert all(s == 0 or s >= k_extent for x, s in strides.items() if x not in ks)
+    a = views.operands["A"]
+    if all(sizes[x] > 1 for x in ks):  # size-1 letters drop out of the views; the rest merge into one k segment
+        assert a.unit_role == "k"
+
+
+def test_a_vectors_share_reaches_the_vector_staging():
+    """The share exists to reach gemv's vector loads of A: among 80 drawn decode specs, gemv plans 16-byte vectors
+    of A both where the spec promises the alignment and where the kernel checks the pointer (without the share:
+    one of 14 gemv plans in the ninth session's small-M suite)."""
+    import random
+
+    rng, reached = random.Random(21), set()
+    for i in range(80):
+        spec = parse_spec(random_spec(rng, f"r{i}", small_m_share=1.0, a_vectors_share=1.0))
+        plan = make_plan(analyse(spec), SM90)
+        if plan.family == "gemv" and plan.primary.a_vec * spec.operands[0].elem_bytes == 16:
+            reached.add("checked" if plan.primary.a_check else "promised")
+    assert reached == {"checked", "promised"}
+
+
+def test_a_vectors_share_zero_leaves_the_draws_as_before():
+    import random
+
+    before = [random_spec(random.Random(9), f"r{i}", small_m_share=1.0) for i in range(20)]
+    after = [random_spec(random.Random(9), f"r{i}", small_m_share=1.0, a_vectors_share=0.0) for i in range(20)]
+    assert before == after
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["splitk", "gemv"])
 def test_random_decode_kernels_compile_without_spills(family, tmp_path):
