@@ -255,6 +255,32 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "call6") {  // fewer registers a thread, more warps an SM
+    for (int N : {14336, 4096}) {
+      const int c = N == 14336 ? 4 : 14;
+      std::printf("-- N = %d: more warps an SM (register caps 128 / 80 / 64)\n", N);
+      for (int M : {1, 8, 16}) {
+        if (M <= 8) {
+          row<2, 1, 4, 2, false>(M, N, K, c, s);
+          row<2, 1, 4, 2, false, true, 6>(M, N, K, c, s);
+          row<2, 1, 4, 1, false, true, 6>(M, N, K, c, s);
+          row<2, 1, 4, 1, false, true, 8>(M, N, K, c, s);
+          row<1, 1, 4, 2, false, true, 8>(M, N, K, c, s);
+          row<1, 1, 4, 1, false, true, 8>(M, N, K, c, s);
+          row<2, 2, 2, 1, false, true, 8>(M, N, K, c, s);
+        } else {
+          row<2, 1, 4, 2, true>(M, N, K, c, s);
+          row<2, 1, 4, 2, true, true, 6>(M, N, K, c, s);
+          row<2, 1, 4, 1, true, true, 6>(M, N, K, c, s);
+          row<2, 1, 4, 1, true, true, 8>(M, N, K, c, s);
+          row<1, 1, 4, 2, true, true, 8>(M, N, K, c, s);
+          row<1, 1, 4, 1, true, true, 8>(M, N, K, c, s);
+          row<2, 2, 2, 1, true, true, 8>(M, N, K, c, s);
+        }
+      }
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "call5") {  // more of the weight in flight a warp (more registers)
     for (int N : {14336, 4096}) {
       const int c = N == 14336 ? 4 : 14;
