@@ -44,7 +44,9 @@ __device__ __forceinline__ uint4 shfl_xor4(uint4 v) {
 
 // RW: 8-row octets a warp; WN warps side by side along N, WK warps splitting K; U 64-k segments a round (two rounds
 // in flight); TOK16: M > 8 (the mma's rows 8..15 carry tokens 8..15); MATH false: loads only (the read ceiling).
-template <int RW, int WN, int WK, int U, bool TOK16, bool MATH, int MINB = 65536 / (32 * WN * WK * 128)>
+// DROP (call 8, timing only, wrong results): 1 leaves out the activation's loads (a constant instead), 2 the mmas
+// (an XOR instead), 4 the shuffles (the kept chunk twice).
+template <int RW, int WN, int WK, int U, bool TOK16, bool MATH, int MINB = 65536 / (32 * WN * WK * 128), int DROP = 0>
 __global__ void __launch_bounds__(32 * WN * WK, MINB)
     swapmma(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N, int K) {
   __shared__ float red[WK > 1 ? WK * 16 * (8 * RW * WN + 4) : 1];
@@ -84,15 +86,20 @@ __global__ void __launch_bounds__(32 * WN * WK, MINB)
           for (int o = 0; o < RW; ++o) sink ^= w[o][s][0].x ^ w[o][s][1].w;
           continue;
         }
-        const uint4 z = make_uint4(0, 0, 0, 0);
-        const uint4 x0 = has_g ? __ldg(reinterpret_cast<const uint4*>(xg + k)) : z;
-        const uint4 x1 = has_g ? __ldg(reinterpret_cast<const uint4*>(xg + k + 32)) : z;
-        const uint4 y0 = has_g8 ? __ldg(reinterpret_cast<const uint4*>(xg8 + k)) : z;
-        const uint4 y1 = has_g8 ? __ldg(reinterpret_cast<const uint4*>(xg8 + k + 32)) : z;
+        const uint4 z = make_uint4(0, 0, 0, 0), c = make_uint4(lane, k, lane ^ k, 7);
+        const uint4 x0 = DROP & 1 ? c : has_g ? __ldg(reinterpret_cast<const uint4*>(xg + k)) : z;
+        const uint4 x1 = DROP & 1 ? c : has_g ? __ldg(reinterpret_cast<const uint4*>(xg + k + 32)) : z;
+        const uint4 y0 = DROP & 1 ? c : has_g8 ? __ldg(reinterpret_cast<const uint4*>(xg8 + k)) : z;
+        const uint4 y1 = DROP & 1 ? c : has_g8 ? __ldg(reinterpret_cast<const uint4*>(xg8 + k + 32)) : z;
 #pragma unroll
         for (int o = 0; o < RW; ++o) {
           const uint4 keep = sel(odd, w[o][s][1], w[o][s][0]);
-          const uint4 recv = shfl_xor4(sel(odd, w[o][s][0], w[o][s][1]));
+          const uint4 recv = DROP & 4 ? keep : shfl_xor4(sel(odd, w[o][s][0], w[o][s][1]));
+          if (DROP & 2) {
+            acc[o][0] += __uint_as_float(keep.x ^ recv.y ^ x0.x ^ x1.y ^ y0.z);
+            acc[o][1] += __uint_as_float(keep.z ^ recv.w ^ x0.w ^ x1.z ^ y1.x);
+            continue;
+          }
           mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
           mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
           mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, recv.x, recv.y);
@@ -195,9 +202,10 @@ __global__ void fill(__half* p, size_t n, uint32_t seed) {
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int RW, int WN, int WK, int U, bool TOK16, bool MATH = true, int MINB = 65536 / (32 * WN * WK * 128)>
+template <int RW, int WN, int WK, int U, bool TOK16, bool MATH = true, int MINB = 65536 / (32 * WN * WK * 128),
+          int DROP = 0>
 static void row(int M, int N, int K, int copies, cudaStream_t s) {
-  auto* kern = swapmma<RW, WN, WK, U, TOK16, MATH, MINB>;
+  auto* kern = swapmma<RW, WN, WK, U, TOK16, MATH, MINB, DROP>;
   const int bn = 8 * RW * WN, blocks = N / bn, threads = 32 * WN * WK;
   double worst = 0;
   bool nan = false;
@@ -221,10 +229,10 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
     kern<<<blocks, threads, 0, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
   });
-  std::printf("%-4s M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d (%4d B of a row a round)  "
+  std::printf("%-4s drop %d M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d (%4d B of a row a round)  "
               "%4d blocks, %2d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, MINB, bn, WN, RW, WK, U, 128 * U, blocks, per_sm, us,
-              size_t(N) * K * 2 / us / 1e3, worst, nan || worst > 2e-2 ? "  FAIL" : "");
+              MATH ? "mma" : "read", DROP, M, N, MINB, bn, WN, RW, WK, U, 128 * U, blocks, per_sm, us,
+              size_t(N) * K * 2 / us / 1e3, worst, DROP == 0 && (nan || worst > 2e-2) ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
@@ -255,6 +263,22 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "call8") {  // which part of the math costs the time
+    for (int N : {14336}) {
+      const int c = 4;
+      std::printf("-- N = %d: parts left out (1 activation loads, 2 mmas, 4 shuffles)\n", N);
+      for (int M : {1, 8}) {
+        row<2, 1, 4, 2, false, true, 4, 0>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, true, 4, 1>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, true, 4, 2>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, true, 4, 4>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, true, 4, 3>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, true, 4, 7>(M, N, K, c, s);
+        row<2, 1, 4, 2, false, false>(M, N, K, c, s);
+      }
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "call6") {  // fewer registers a thread, more warps an SM
     for (int N : {14336, 4096}) {
       const int c = N == 14336 ? 4 : 14;
