@@ -12,6 +12,7 @@
 // Activations come through L1 (the weight's loads bypass it: ld.global.nc.L1::no_allocate).
 // Checked against a naive f32 kernel on random data; timed as `deepgemm bench` times (graph replay, B rotated past L2).
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -148,6 +149,102 @@ __global__ void __launch_bounds__(32 * WN * WK, MINB)
   }
 }
 
+// Call 9: the activation from shared memory. Call 8 left parts of the math out at M = 8: without the activation's
+// loads through L1 the kernel ran 28.7 us (4.09 TB/s), with them 33.0. Here each block stages its K slice of the
+// activation (all tokens, zero rows past M; rows padded 16 bytes: conflict-free) before the stream, and K is split
+// over a cluster of S blocks (K / S a block) so that the slice stays small; the S partial tiles are summed through
+// distributed shared memory in rank order.
+template <int RW, int WN, int WK, int U, bool TOK16, int S, int MINB = 65536 / (32 * WN * WK * 128)>
+__global__ void __launch_bounds__(32 * WN * WK, MINB)
+    swapmma_smem(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N,
+                 int K) {
+  constexpr int BN = 8 * RW * WN, TOK = TOK16 ? 16 : 8, THREADS = 32 * WN * WK, RP = BN + 4;
+  extern __shared__ __align__(16) unsigned char smem[];
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int split = S > 1 ? int(cluster.block_rank()) : 0;
+  const int ks = K / S, pitch = ks + 8;  // halves
+  __half* const act = reinterpret_cast<__half*>(smem);
+  float* const red = reinterpret_cast<float*>(smem + size_t(TOK) * pitch * 2);
+  const int tile = blockIdx.x / S;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wn = warp % WN, wk = warp / WN;
+  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
+  const bool odd = e >= 4;
+  const int k_slice = ks / WK, k0 = split * ks + wk * k_slice;  // this warp's k range
+  const int col0 = tile * BN + wn * 8 * RW;
+  const __half* const even_row = B + size_t(col0 + 2 * q) * K + k0 + 8 * e;
+  const __half* const odd_row = B + size_t(col0 + 2 * q + 1) * K + k0 + 8 * (e ^ 4);
+  constexpr int STEP = 64 * U;
+  uint4 wa[RW][U][2], wb[RW][U][2];
+  const auto load = [&](uint4 (&w)[RW][U][2], int kk) {
+#pragma unroll
+    for (int o = 0; o < RW; ++o)
+#pragma unroll
+      for (int s2 = 0; s2 < U; ++s2) {
+        const bool in = kk + 64 * s2 < k_slice;
+        const size_t off = size_t(8 * o) * K + kk + 64 * s2;
+        w[o][s2][0] = in ? ld_stream(even_row + off) : make_uint4(0, 0, 0, 0);
+        w[o][s2][1] = in ? ld_stream(odd_row + off) : make_uint4(0, 0, 0, 0);
+      }
+  };
+  load(wa, 0);  // the weight's first round flies while the activation is staged
+  for (int i = threadIdx.x; i < TOK * (ks / 8); i += THREADS) {
+    const int r = i / (ks / 8), c = i % (ks / 8) * 8;
+    *reinterpret_cast<uint4*>(act + r * pitch + c) =
+        r < M ? __ldg(reinterpret_cast<const uint4*>(A + size_t(r) * K + split * ks + c)) : make_uint4(0, 0, 0, 0);
+  }
+  __syncthreads();
+  float acc[RW][4] = {};
+  const __half* const xg = act + g * pitch + wk * k_slice + 8 * t;
+  const __half* const xg8 = xg + 8 * pitch;
+  const auto compute = [&](const uint4 (&w)[RW][U][2], int kk) {
+#pragma unroll
+    for (int s2 = 0; s2 < U; ++s2) {
+      const int k = kk + 64 * s2;
+      if (k < k_slice) {
+        const uint4 x0 = *reinterpret_cast<const uint4*>(xg + k);
+        const uint4 x1 = *reinterpret_cast<const uint4*>(xg + k + 32);
+        const uint4 y0 = TOK16 ? *reinterpret_cast<const uint4*>(xg8 + k) : make_uint4(0, 0, 0, 0);
+        const uint4 y1 = TOK16 ? *reinterpret_cast<const uint4*>(xg8 + k + 32) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int o = 0; o < RW; ++o) {
+          const uint4 keep = sel(odd, w[o][s2][1], w[o][s2][0]);
+          const uint4 recv = shfl_xor4(sel(odd, w[o][s2][0], w[o][s2][1]));
+          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
+          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
+          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, recv.x, recv.y);
+          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, recv.z, recv.w);
+        }
+      }
+    }
+  };
+#pragma unroll 1
+  for (int kk = 0; kk < k_slice; kk += 2 * STEP) {
+    load(wb, kk + STEP);
+    compute(wa, kk);
+    load(wa, kk + 2 * STEP);
+    compute(wb, kk + STEP);
+  }
+#pragma unroll
+  for (int o = 0; o < RW; ++o)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8, c = wn * 8 * RW + 8 * o + 2 * t + (i & 1);
+      if (TOK16 || token < 8) red[(wk * TOK + token) * RP + c] = acc[o][i];
+    }
+  if (S > 1) cluster.sync(); else __syncthreads();
+  for (int i = split * THREADS + threadIdx.x; i < M * BN; i += S * THREADS) {
+    const int token = i / BN, c = i % BN;
+    float v = 0.0f;
+    for (int r = 0; r < S; ++r) {
+      const float* const rr = S > 1 ? cluster.map_shared_rank(red, r) : red;
+      for (int w = 0; w < WK; ++w) v += rr[(w * TOK + token) * RP + c];
+    }
+    C[size_t(token) * N + tile * BN + c] = __float2half(v);
+  }
+  if (S > 1) cluster.sync();
+}
+
 // Plain loads, no math: RPI rows a load (32 / RPI lanes of 16 bytes a row), ROWS rows a warp, U loads a row-group and
 // round; WK warps of a block split K.
 template <int RPI, int ROWS, int WK, int U>
@@ -236,6 +333,52 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   std::fflush(stdout);
 }
 
+template <int RW, int WN, int WK, int U, bool TOK16, int S, int MINB = 65536 / (32 * WN * WK * 128)>
+static void row_smem(int M, int N, int K, int copies, cudaStream_t s) {
+  auto* kern = swapmma_smem<RW, WN, WK, U, TOK16, S, MINB>;
+  const int bn = 8 * RW * WN, blocks = N / bn * S, threads = 32 * WN * WK, tok = TOK16 ? 16 : 8;
+  const int smem = tok * (K / S + 8) * 2 + WK * tok * (bn + 4) * 4;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = S;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  double worst = 0;
+  bool nan = false;
+  CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
+  CK(cudaLaunchKernelEx(&cfg, kern, (const __half*)g_A, (const __half*)g_B, g_C, M, N, K));
+  CK(cudaStreamSynchronize(s));
+  std::vector<__half> got(size_t(M) * N);
+  std::vector<float> want(size_t(M) * N);
+  CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
+  reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
+  CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float v = __half2float(got[i]);
+    if (!(v == v)) nan = true;
+    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    CK(cudaLaunchKernelEx(&cfg, kern, (const __half*)g_A, (const __half*)(g_B + (l % copies) * size_t(N) * K), g_C, M,
+                          N, K));
+  });
+  std::printf("smem M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d, K split %d "
+              "(cluster), %5.1f KB  %4d blocks, %2d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n",
+              M, N, MINB, bn, WN, RW, WK, U, S, smem / 1024.0, blocks, per_sm, us, size_t(N) * K * 2 / us / 1e3, worst,
+              nan || worst > 2e-2 ? "  FAIL" : "");
+  std::fflush(stdout);
+}
+
 template <int RPI, int ROWS, int WK, int U>
 static void read_lines(int N, int K, int copies, cudaStream_t s) {
   auto* kern = lines<RPI, ROWS, WK, U>;
@@ -263,6 +406,32 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "call9") {  // the activation from shared memory, K split over a cluster
+    for (int N : {14336, 4096}) {
+      const int c = N == 14336 ? 4 : 14;
+      std::printf("-- N = %d: activation staged in shared memory (targets: 28.6 us at N = 14336, 10.65 at N = 4096)\n", N);
+      for (int M : {1, 8, 16}) {
+        if (M <= 8) {
+          row_smem<2, 1, 4, 2, false, 1>(M, N, K, c, s);
+          row_smem<2, 1, 4, 2, false, 2>(M, N, K, c, s);
+          row_smem<2, 1, 4, 2, false, 4>(M, N, K, c, s);
+          row_smem<2, 4, 1, 2, false, 4>(M, N, K, c, s);
+          row_smem<2, 2, 2, 2, false, 2>(M, N, K, c, s);
+          row_smem<2, 1, 4, 1, false, 2, 8>(M, N, K, c, s);
+          if (N == 4096) row_smem<2, 1, 4, 2, false, 8>(M, N, K, c, s);
+        } else {
+          row_smem<2, 1, 4, 2, true, 1>(M, N, K, c, s);
+          row_smem<2, 1, 4, 2, true, 2>(M, N, K, c, s);
+          row_smem<2, 1, 4, 2, true, 4>(M, N, K, c, s);
+          row_smem<2, 4, 1, 2, true, 4>(M, N, K, c, s);
+          row_smem<2, 2, 2, 2, true, 2>(M, N, K, c, s);
+          row_smem<2, 1, 4, 1, true, 2, 8>(M, N, K, c, s);
+          if (N == 4096) row_smem<2, 1, 4, 2, true, 8>(M, N, K, c, s);
+        }
+      }
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "call8") {  // which part of the math costs the time
     for (int N : {14336}) {
       const int c = 4;
