@@ -245,6 +245,99 @@ __global__ void __launch_bounds__(32 * WN * WK, MINB)
   if (S > 1) cluster.sync();
 }
 
+// Call 10: the activation through L1 as in swapmma, but loaded with the weight's round (into registers, before the
+// weight's loads of that round) instead of just before its mmas: call 8 measured 4.3 us of the activation's loads at
+// M = 8 when they wait behind the next round's weight loads; shared memory staged per block (call 9) cost more.
+template <int RW, int WN, int WK, int U, bool TOK16, int MINB = 65536 / (32 * WN * WK * 128)>
+__global__ void __launch_bounds__(32 * WN * WK, MINB)
+    swapmma_pf(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N, int K) {
+  __shared__ float red[WK > 1 ? WK * 16 * (8 * RW * WN + 4) : 1];
+  constexpr int BN = 8 * RW * WN, T = TOK16 ? 2 : 1;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wn = warp % WN, wk = warp / WN;
+  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
+  const bool odd = e >= 4;
+  const int k_slice = K / WK, k0 = wk * k_slice;
+  const int col0 = blockIdx.x * BN + wn * 8 * RW;
+  const __half* const even_row = B + size_t(col0 + 2 * q) * K + k0 + 8 * e;
+  const __half* const odd_row = B + size_t(col0 + 2 * q + 1) * K + k0 + 8 * (e ^ 4);
+  const __half* const xrow[2] = {A + size_t(g) * K + k0 + 8 * t, A + size_t(g + 8) * K + k0 + 8 * t};
+  const bool has[2] = {g < M, TOK16 && g + 8 < M};
+  constexpr int STEP = 64 * U;
+  uint4 wa[RW][U][2], wb[RW][U][2], xa[T][U][2], xb[T][U][2];
+  const auto load = [&](uint4 (&w)[RW][U][2], uint4 (&x)[T][U][2], int kk) {
+#pragma unroll
+    for (int s2 = 0; s2 < U; ++s2)
+#pragma unroll
+      for (int h = 0; h < T; ++h) {
+        const bool in = has[h] && kk + 64 * s2 < k_slice;
+        x[h][s2][0] = in ? __ldg(reinterpret_cast<const uint4*>(xrow[h] + kk + 64 * s2)) : make_uint4(0, 0, 0, 0);
+        x[h][s2][1] = in ? __ldg(reinterpret_cast<const uint4*>(xrow[h] + kk + 64 * s2 + 32)) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+    for (int o = 0; o < RW; ++o)
+#pragma unroll
+      for (int s2 = 0; s2 < U; ++s2) {
+        const bool in = kk + 64 * s2 < k_slice;
+        const size_t off = size_t(8 * o) * K + kk + 64 * s2;
+        w[o][s2][0] = in ? ld_stream(even_row + off) : make_uint4(0, 0, 0, 0);
+        w[o][s2][1] = in ? ld_stream(odd_row + off) : make_uint4(0, 0, 0, 0);
+      }
+  };
+  float acc[RW][4] = {};
+  const auto compute = [&](const uint4 (&w)[RW][U][2], const uint4 (&x)[T][U][2], int kk) {
+#pragma unroll
+    for (int s2 = 0; s2 < U; ++s2) {
+      if (kk + 64 * s2 < k_slice) {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        const uint4 x0 = x[0][s2][0], x1 = x[0][s2][1];
+        const uint4 y0 = TOK16 ? x[T - 1][s2][0] : z, y1 = TOK16 ? x[T - 1][s2][1] : z;
+#pragma unroll
+        for (int o = 0; o < RW; ++o) {
+          const uint4 keep = sel(odd, w[o][s2][1], w[o][s2][0]);
+          const uint4 recv = shfl_xor4(sel(odd, w[o][s2][0], w[o][s2][1]));
+          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
+          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
+          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, recv.x, recv.y);
+          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, recv.z, recv.w);
+        }
+      }
+    }
+  };
+  load(wa, xa, 0);
+#pragma unroll 1
+  for (int kk = 0; kk < k_slice; kk += 2 * STEP) {
+    load(wb, xb, kk + STEP);
+    compute(wa, xa, kk);
+    load(wa, xa, kk + 2 * STEP);
+    compute(wb, xb, kk + STEP);
+  }
+  if (WK == 1) {
+#pragma unroll
+    for (int o = 0; o < RW; ++o)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = g + (i >> 1) * 8, n = col0 + 8 * o + 2 * t + (i & 1);
+        if (token < M) C[size_t(token) * N + n] = __float2half(acc[o][i]);
+      }
+    return;
+  }
+  constexpr int RP = BN + 4;
+#pragma unroll
+  for (int o = 0; o < RW; ++o)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int token = g + (i >> 1) * 8, c = wn * 8 * RW + 8 * o + 2 * t + (i & 1);
+      red[(wk * 16 + token) * RP + c] = acc[o][i];
+    }
+  __syncthreads();
+  for (int i = threadIdx.x; i < M * BN; i += blockDim.x) {
+    const int token = i / BN, c = i % BN;
+    float v = 0.0f;
+    for (int w = 0; w < WK; ++w) v += red[(w * 16 + token) * RP + c];
+    C[size_t(token) * N + blockIdx.x * BN + c] = __float2half(v);
+  }
+}
+
 // Plain loads, no math: RPI rows a load (32 / RPI lanes of 16 bytes a row), ROWS rows a warp, U loads a row-group and
 // round; WK warps of a block split K.
 template <int RPI, int ROWS, int WK, int U>
@@ -379,6 +472,37 @@ static void row_smem(int M, int N, int K, int copies, cudaStream_t s) {
   std::fflush(stdout);
 }
 
+template <int RW, int WN, int WK, int U, bool TOK16, int MINB = 65536 / (32 * WN * WK * 128)>
+static void row_pf(int M, int N, int K, int copies, cudaStream_t s) {
+  auto* kern = swapmma_pf<RW, WN, WK, U, TOK16, MINB>;
+  const int bn = 8 * RW * WN, blocks = N / bn, threads = 32 * WN * WK;
+  double worst = 0;
+  bool nan = false;
+  CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
+  kern<<<blocks, threads, 0, s>>>(g_A, g_B, g_C, M, N, K);
+  CK(cudaStreamSynchronize(s));
+  std::vector<__half> got(size_t(M) * N);
+  std::vector<float> want(size_t(M) * N);
+  CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
+  reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
+  CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float v = __half2float(got[i]);
+    if (!(v == v)) nan = true;
+    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+  }
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0));
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, threads, 0, s>>>(g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N, K);
+  });
+  std::printf("pf   M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d  %4d blocks, %2d an SM"
+              "  %7.2f us  %5.0f GB/s  err %.1e%s\n",
+              M, N, MINB, bn, WN, RW, WK, U, blocks, per_sm, us, size_t(N) * K * 2 / us / 1e3, worst,
+              nan || worst > 2e-2 ? "  FAIL" : "");
+  std::fflush(stdout);
+}
+
 template <int RPI, int ROWS, int WK, int U>
 static void read_lines(int N, int K, int copies, cudaStream_t s) {
   auto* kern = lines<RPI, ROWS, WK, U>;
@@ -406,6 +530,30 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (argc > 1 && std::string(argv[1]) == "call10") {  // the activation loaded with the weight's round
+    for (int N : {14336, 4096}) {
+      const int c = N == 14336 ? 4 : 14;
+      std::printf("-- N = %d: activation loaded with its round (targets: 28.6 us at N = 14336, 10.65 at N = 4096)\n", N);
+      for (int M : {1, 8, 16}) {
+        if (M <= 8) {
+          row<2, 1, 4, 2, false>(M, N, K, c, s);
+          row_pf<2, 1, 4, 2, false>(M, N, K, c, s);
+          row_pf<2, 1, 4, 1, false, 6>(M, N, K, c, s);
+          row_pf<1, 1, 4, 2, false, 6>(M, N, K, c, s);
+          row_pf<2, 1, 8, 2, false>(M, N, K, c, s);
+          row_pf<2, 2, 2, 2, false>(M, N, K, c, s);
+        } else {
+          row<2, 1, 4, 2, true>(M, N, K, c, s);
+          row_pf<2, 1, 4, 2, true, 3>(M, N, K, c, s);
+          row_pf<2, 1, 4, 1, true, 4>(M, N, K, c, s);
+          row_pf<1, 1, 4, 2, true, 4>(M, N, K, c, s);
+          row_pf<2, 1, 8, 2, true, 1>(M, N, K, c, s);
+          row_pf<2, 2, 2, 2, true, 3>(M, N, K, c, s);
+        }
+      }
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "call9") {  // the activation from shared memory, K split over a cluster
     for (int N : {14336, 4096}) {
       const int c = N == 14336 ? 4 : 14;
