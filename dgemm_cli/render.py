@@ -27,6 +27,7 @@ from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.renderers import gemv as gemv_renderer
 from dgemm_cli.renderers import hopper as hopper_renderer
 from dgemm_cli.renderers import splitk as splitk_renderer
+from dgemm_cli.renderers import tcgemv as tcgemv_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, analyse, output_unit_role, role_holders, role_of
 
@@ -225,7 +226,8 @@ def _run_time_ctx(spec: Spec, views: ProblemViews) -> dict:
 
 # One renderer per kernel family: the plan's `family` picks it.
 RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body,
-                                              "splitk": splitk_renderer.render_body, "gemv": gemv_renderer.render_body}
+                                              "splitk": splitk_renderer.render_body, "gemv": gemv_renderer.render_body,
+                                              "tcgemv": tcgemv_renderer.render_body}
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,

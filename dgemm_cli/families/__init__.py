@@ -16,9 +16,10 @@ the families through a constraint graph; render dispatches on `family` through o
 
 from __future__ import annotations
 
-from dgemm_cli.families import cta, gemv, hopper, splitk
+from dgemm_cli.families import cta, gemv, hopper, splitk, tcgemv
 
 # In order of preference on equal cost; `cta` runs everything and is every other family's fallback.
-# hopper: TMA + wgmma (sm_90a); gemv: M <= 4 on the CUDA cores; splitk: M <= 64, K split over a cluster.
-FAMILIES = {f.NAME: f for f in (hopper, gemv, splitk, cta)}
+# hopper: TMA + wgmma (sm_90a); tcgemv: M = 2..16 on the tensor cores from registers; gemv: M <= 4 on the CUDA
+# cores; splitk: M <= 64, K split over a cluster.
+FAMILIES = {f.NAME: f for f in (hopper, tcgemv, gemv, splitk, cta)}
 FALLBACK = cta.NAME

@@ -1,0 +1,249 @@
+"""Kernel family `tcgemv`: products with 2..16 rows (multi-token decode) on the tensor cores, streaming the
+weight B straight from memory into registers (pure).
+
+Why: at M = 2..16 a product still reads every byte of B once, but the FMAs of the `gemv` family no longer
+hide behind the loads (2 rows at N = 14336: 31.3 µs against 28.5 at 1), and the `hopper` family's TMA box
+order reads B at most at 4.03 TB/s with no math at all (tools/read_patterns.cu). Loads of whole 128-byte lines
+read at 4.27-4.35 TB/s (tools/swapmma_probe.cu, tenth session). This family keeps gemv's loads and does the
+math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
+  - the mma's B operand is 8 weight rows (columns of C), its A operand 16 tokens (rows of C; zero past M);
+  - a k-sum ignores k's order, so a lane feeds any 8 contiguous k of its row as the k-slots it holds, as long
+    as the activation's lane with the same t feeds the same k;
+  - each load takes 4 rows x 128 bytes (whole lines): rows 2q and 2q + 1 (q = lane / 8) in two loads whose
+    chunks are swapped between lane and lane ^ 4 with one shuffle a word, so that lane (g, t) ends with chunks
+    t and t + 4 of its row g: four mmas a 64-k segment;
+  - the activation comes through L1 (the weight's loads do not allocate there), loaded with the weight's round
+    rather than just before its mmas (measured: 4.3 µs of 33 at M = 8 when they waited behind the next round).
+The warps of a block split K and sum in order through shared memory: bit-identical run to run, no workspace.
+Needs B and A k-contiguous with 16-byte vectors (the nn.Linear layout; the pointers checked at run time where
+the spec does not promise them), f16 or bf16, and sm_80 or later (mma.sync). One kernel serves M up to 8 or up
+to 16 at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.solving import Problem, gated
+from dgemm_cli.views import INT32_MAX, ProblemViews
+
+NAME = "tcgemv"
+SUMMARY = ("M = 2..16 rows on the tensor cores: B streamed into registers in whole 128-byte lines, mma.sync with "
+           "the roles swapped")
+# The rows are a kernel argument (the tokens past M are zero in the fragments): one kernel serves a range.
+RUNTIME_ROWS = True
+MAX_M = 16
+SEGMENT = 64  # k elements of a row one pair of loads covers (a 128-byte line of f16/bf16)
+VEC = 8  # elements of a 16-byte chunk
+ROUND_SEGMENTS = 2  # 64-k segments a round per row (two rounds in flight): the measured configurations
+RED_PAD = 4  # floats of padding per row of a partial tile
+# Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
+# activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
+# octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
+REGS = {(8, 1): 128, (8, 2): 128, (16, 1): 128, (16, 2): 168}
+# Cost model constants (µs and shares), only to rank candidates and families. Fitted on the H200 (tenth session,
+# docs/RESULTS.md, tools/swapmma_probe.cu call 10) to eight timings of the probe this template follows, on the
+# hopper family's scale (its estimates run at 0.88-0.90 of its measured times at these shapes):
+#   N = 14336: 8 tokens, 2 octets, 4 / 8 warps along K: 29.42 / 30.71 µs; 16 tokens, 2 / 1 octets: 33.85 / 34.23;
+#   N = 4096: 8 tokens, 2 octets, 4 / 8 warps: 10.59 / 10.21; 16 tokens, 2 / 1 octets: 11.00 / 10.51.
+# (hopper at the same shapes: 30.5 and 10.72-10.95 µs.)
+LAUNCH_US = 1.5  # as gemv and hopper
+MEMORY_LATENCY_US = 1.0
+STREAM_SHARE = {8: 1.063, 16: 1.02}  # of the DRAM bandwidth hopper's estimate takes whole, by tokens a kernel
+# A partly filled last wave of blocks leaves bandwidth unused: time x (1 + WAVE_TAIL x the idle share of it).
+WAVE_TAIL = 0.212
+# With 16 tokens the activation's reads through L1 match the weight's; past one wave of blocks they cost more
+# (N = 14336: 33.85 µs where the wave model alone says 31): x (1 + this x the share of blocks after the first wave).
+EXTRA_WAVES_16 = 0.18
+THREADS_SHARE = 0.96  # 256-thread blocks against 128-thread ones at the same wave fill (30.71 against 29.42 µs)
+
+
+@dataclass(frozen=True)
+class TcGemvPlan:
+    family = NAME
+    tokens: int  # rows of C an mma tile holds: 8 (M <= 8) or 16
+    octets: int  # 8-row groups of B (columns of C) a warp streams
+    k_warps: int  # warps of a block, splitting K
+    unroll: int  # 64-k segments a round per row
+    threads: int
+    block_n: int  # columns of C a block: 8 x octets
+    tiles_n: int
+    blocks: int
+    k_slice: int  # elements of K a warp (a multiple of 64)
+    regs: int  # registers a thread may use (the launch bound)
+    red_pitch: int
+    smem_bytes: int  # static: the warps' partial tiles
+    a_check: int  # bytes A's view pointer must be aligned to at run time (0: the spec promises it)
+    b_check: int
+    index_type: str
+    decisions: tuple[Decision, ...]
+    feasible: int
+    cost_us: float
+    assignment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requires_arch(self) -> str | None:
+        return None  # mma.sync m16n8k16: every arch in the table (sm_80 and later)
+
+    @property
+    def min_blocks(self) -> int:
+        return 65536 // (self.threads * self.regs)
+
+    @property
+    def runtime_align(self) -> dict[str, int]:
+        """16-byte loads of A and B: pointers the spec does not promise are checked, else the fallback."""
+        return {x: n for x, n in (("A", self.a_check), ("B", self.b_check)) if n}
+
+    @property
+    def summary(self) -> str:
+        return (f"tensor-core GEMV (mma.sync m16n8k16, roles swapped), {self.tokens} tokens a tile, {self.octets} "
+                f"octet(s) of columns a warp, {self.k_warps} warps along K ({self.k_slice} each), "
+                f"{self.unroll}x64-k segments a round, {self.threads} threads, {self.block_n} columns a block, "
+                f"{self.blocks} blocks")
+
+    def detail_lines(self) -> list[str]:
+        out = [f"=> {self.blocks} blocks of {self.threads} threads ({self.k_warps} warps, each {self.k_slice} of K "
+               f"for the block's {self.block_n} columns), at most {self.regs} registers a thread "
+               f"({self.min_blocks} blocks an SM); {self.smem_bytes} B shared memory (the warps' partial sums, "
+               "added in order)"]
+        if self.runtime_align:
+            out.append("16-byte loads of " + " and ".join(self.runtime_align) + ": the pointers are checked at run "
+                       "time (the spec promises less), else the fallback")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
+
+
+def _k_contiguous(views: ProblemViews, name: str) -> str | None:
+    """Why `name` cannot stream in 16-byte chunks along k, or None: k its innermost role in one segment of
+    stride 1, whole 16-byte vectors when the pointer is 16-byte aligned."""
+    facts = views.operands[name]
+    k_role = views.roles["k"]
+    if facts.unit_role != "k" or len(k_role.segments) != 1 or k_role.segments[0].stride(name) != 1:
+        return f"{name} is not contiguous along k in one run"
+    if facts.vector_elems_aligned < VEC:
+        return f"{name}'s rows are not whole 16-byte vectors apart ({facts.vector_limit_aligned})"
+    return None
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    out = []
+    if arch.cc < (8, 0):
+        out.append(("tensor cores", f"mma.sync m16n8k16 needs sm_80 or later ({arch.name})"))
+    dtypes = {views.operands[x].dtype for x in "AB"}
+    if dtypes - {"f16", "bf16"} or len(dtypes) > 1:
+        out.append(("input types", f"A and B must both be f16 or both bf16 (they are {'/'.join(sorted(dtypes))})"))
+    if views.m > MAX_M:
+        out.append(("few rows", f"M = {views.m} rows: more than the {MAX_M} tokens of one mma tile"))
+    if views.m == 1:
+        out.append(("one row", "M = 1: no mma work to share; gemv's FMA stream is measured faster (28.5 against "
+                               "28.7 µs at N = 14336, 9.8 against 10.1 at N = 4096)"))
+    if views.batch > 1:
+        out.append(("batch", f"a batch of {views.batch} products: not in this family yet"))
+    for x in "AB":
+        why = _k_contiguous(views, x)
+        if why:
+            out.append((f"{x} along k", why))
+    if views.k % VEC:
+        out.append(("whole chunks", f"K = {views.k} is not a whole number of 8-element (16-byte) chunks"))
+    if math.ceil(views.n / 8) < arch.sms:
+        out.append(("work for every SM", f"N = {views.n}: fewer 8-column blocks than the {arch.sms} SMs, and the "
+                                         "family splits K only within a block (gemv and splitk split it over a "
+                                         "cluster)"))
+    return out
+
+
+def _tokens(m: int) -> int:
+    return 8 if m <= 8 else 16
+
+
+def _k_slice(k: int, warps: int) -> int:
+    return math.ceil(k / warps / SEGMENT) * SEGMENT
+
+
+def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    g = ConstraintGraph()
+    g.node("tokens", (_tokens(views.m),), "rows of C an mma tile holds: 8 (M <= 8; the mma's rows 8..15 are zero) "
+                                          "or 16 (twice the activation's loads)")
+    g.node("octets", (1, 2), "8-column groups of C (8 rows of B) a warp streams; 2 share the activation's loads")
+    g.node("k_warps", (4, 8), "warps of a block, each a slice of K (summed through shared memory in order)")
+
+    def measured(a: Assignment) -> str | None:
+        if a["tokens"] == 8 and a["octets"] == 1:
+            return ("8 tokens: 1 octet a warp loads the activation twice per weight byte (not measured at 128 "
+                    "registers)")
+        if a["tokens"] == 16 and a["k_warps"] == 8:
+            return "16 tokens, 8 warps: 1 block an SM at 168 registers (13.5 against 10.5-11.0 µs at N = 4096)"
+        return None
+    g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps"], measured,
+                "the tilings the tenth session's probe timed on the H200 (tools/swapmma_probe.cu)")
+
+    def slices(a: Assignment) -> str | None:
+        ks = _k_slice(views.k, a["k_warps"])
+        if (a["k_warps"] - 1) * ks < views.k:
+            return None
+        return f"K = {views.k} leaves the last of {a['k_warps']} warps no 64-k segment"
+    g.constrain("k slices", "problem", ["k_warps"], slices, "every warp of the block owns some of K")
+
+    def fills(a: Assignment) -> str | None:
+        blocks = math.ceil(views.n / (8 * a["octets"]))
+        if blocks > INT32_MAX:
+            return f"{blocks} blocks exceed one launch's grid"
+        return None if blocks >= arch.sms else f"{blocks} blocks leave SMs idle ({arch.sms})"
+    g.constrain("blocks", "arch", ["octets"], fills,
+                "a block for every SM at least (the cost model has no launch-floor terms: measured at N >= 4096)")
+    return g
+
+
+def _cost(views: ProblemViews, arch: Arch):
+    """Estimated µs, only to rank candidates: B's bytes at the fitted share of DRAM bandwidth over the SMs the
+    blocks reach, stretched by a partly filled last wave (and, with 16 tokens, by waves past the first)."""
+    elem = views.operands["B"].elem_bytes
+    dram = arch.dram_gbps * 1e3  # bytes per µs
+
+    def cost(a: Assignment) -> float:
+        tokens = a["tokens"]
+        threads = 32 * a["k_warps"]
+        bn = 8 * a["octets"]
+        blocks = math.ceil(views.n / bn)
+        regs = REGS[(tokens, a["octets"])]
+        resident = max(1, min(arch.regs_per_sm // (threads * regs), arch.max_threads_per_sm // threads,
+                              arch.max_blocks_per_sm))
+        waves = blocks / (arch.sms * resident)
+        idle = 1.0 - waves / math.ceil(waves)
+        busy = min(blocks, arch.sms)
+        stream = blocks * bn * views.k * elem / (STREAM_SHARE[tokens] * dram * busy / arch.sms)
+        stream *= (1 + WAVE_TAIL * idle) / THREADS_SHARE ** math.log2(threads / 128)
+        if tokens == 16:
+            stream *= 1 + EXTRA_WAVES_16 * max(0.0, waves - 1) / waves
+        return LAUNCH_US + MEMORY_LATENCY_US + stream
+
+    return cost
+
+
+def problem(views: ProblemViews, arch: Arch) -> Problem:
+    gated(NAME, views.spec.source, gates(views, arch))
+    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
+                   lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
+
+
+def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+          cost_us: float) -> TcGemvPlan:
+    tokens = a["tokens"]
+    bn = 8 * a["octets"]
+    tiles_n = math.ceil(views.n / bn)
+    threads = 32 * a["k_warps"]
+    checks = {x: 16 if views.operands[x].vector_elems < VEC else 0 for x in "AB"}
+    return TcGemvPlan(
+        tokens=tokens, octets=a["octets"], k_warps=a["k_warps"], unroll=ROUND_SEGMENTS, threads=threads,
+        block_n=bn, tiles_n=tiles_n, blocks=tiles_n, k_slice=_k_slice(views.k, a["k_warps"]),
+        regs=REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
+        smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, a_check=checks["A"], b_check=checks["B"],
+        index_type="long long" if views.needs_int64 else "int",
+        decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
+    )

@@ -1,0 +1,29 @@
+"""Template context of the `tcgemv` family (templates/tcgemv/)."""
+
+from __future__ import annotations
+
+import jinja2
+
+from dgemm_cli.families.tcgemv import TcGemvPlan
+from dgemm_cli.renderers import Body
+from dgemm_cli.spec import Spec
+from dgemm_cli.views import ProblemViews
+
+
+def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> dict:
+    return {
+        **base,
+        "index_type": plan.index_type, "tokens": plan.tokens, "octets": plan.octets, "k_warps": plan.k_warps,
+        "unroll": plan.unroll, "k_slice": plan.k_slice, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
+        "regs": plan.regs, "min_blocks": plan.min_blocks, "dtype": views.operands["B"].dtype,
+        "splits": 1,  # templates/common/_reduce.j2: no cluster, the block stores its tile
+    }
+
+
+def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> Body:
+    k = context(spec, views, plan, base)
+    text = env.get_template("tcgemv/body.cu.j2").render(k=k)
+    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
+    return Body("tcgemv", text, f"tcgemv: {plan.summary}", tuple(decisions), frozenset(),
+                ("Deterministic: the warps' partial sums are added in a fixed order, so repeated calls on the same "
+                 "data give bit-identical results. No workspace and no state between calls.",))
