@@ -41,6 +41,7 @@ SEGMENT = 64  # k elements of a row one pair of loads covers (a 128-byte line of
 VEC = 8  # elements of a 16-byte chunk
 ROUND_SEGMENTS = 2  # 64-k segments a round per row (two rounds in flight): the measured configurations
 RED_PAD = 4  # floats of padding per row of a partial tile
+MIN_OCTETS = {8: 2, 16: 1}  # the narrowest block each token count plans (the constraint "measured configurations")
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
@@ -151,9 +152,10 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
             out.append((f"{x} along k", why))
     if views.k % VEC:
         out.append(("whole chunks", f"K = {views.k} is not a whole number of 8-element (16-byte) chunks"))
-    if math.ceil(views.n / 8) < arch.sms:
-        out.append(("work for every SM", f"N = {views.n}: fewer 8-column blocks than the {arch.sms} SMs, and the "
-                                         "family splits K only within a block (gemv and splitk split it over a "
+    columns = 8 * MIN_OCTETS[_tokens(views.m)]
+    if math.ceil(views.n / columns) < arch.sms:
+        out.append(("work for every SM", f"N = {views.n}: fewer {columns}-column blocks than the {arch.sms} SMs, and "
+                                         "the family splits K only within a block (gemv and splitk split it over a "
                                          "cluster)"))
     return out
 
@@ -182,13 +184,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         return None
     g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps"], measured,
                 "the tilings the tenth session's probe timed on the H200 (tools/swapmma_probe.cu)")
-
-    def slices(a: Assignment) -> str | None:
-        ks = _k_slice(views.k, a["k_warps"])
-        if (a["k_warps"] - 1) * ks < views.k:
-            return None
-        return f"K = {views.k} leaves the last of {a['k_warps']} warps no 64-k segment"
-    g.constrain("k slices", "problem", ["k_warps"], slices, "every warp of the block owns some of K")
 
     def fills(a: Assignment) -> str | None:
         blocks = math.ceil(views.n / (8 * a["octets"]))
