@@ -1,0 +1,142 @@
+"""The tcgemv family (M = 2..16 on the tensor cores, the weight streamed through registers): gates, the cost
+model's picks at the decode shapes it was fitted to, plan invariants over random shapes, rendering."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import tcgemv
+from dgemm_cli.families.solving import best, ranked
+from dgemm_cli.plan import make_plan
+from dgemm_cli.render import render_sources
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.views import analyse
+
+from .conftest import REPO
+
+SM90, SM80 = get_arch("sm_90a"), get_arch("sm_80")
+LINEAR = {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}  # B in nn.Linear's [N, K]
+
+
+def _views(m, n, k, dtype="f16", operands=None, **extra):
+    return analyse(parse_spec({"name": "g", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
+                               "operands": operands or LINEAR, **extra}))
+
+
+def _gates(views, arch=SM90):
+    return [c for c, _ in tcgemv.gates(views, arch)]
+
+
+def test_gates_name_what_rules_the_family_out():
+    assert _gates(_views(8, 4096, 4096)) == []
+    assert _gates(_views(8, 4096, 4096), SM80) == []  # mma.sync: sm_80 and later
+    assert _gates(_views(1, 4096, 4096)) == ["one row"]
+    assert _gates(_views(17, 4096, 4096)) == ["few rows"]
+    assert _gates(_views(8, 4096, 4096, dtype="f32"))[0] == "input types"  # (and 4-element vectors of A and B)
+    # B k-major ([K, N], n contiguous): the loads need k-contiguous rows.
+    assert _gates(_views(8, 4096, 4096, operands={"A": {"layout": "row"}, "B": {"layout": "row"},
+                                                  "C": {"layout": "row"}})) == ["B along k"]
+    padded = {"A": {"strides": [4104, 1]}, "B": {"strides": [1, 4104]}, "C": {"layout": "row"}}
+    assert _gates(_views(8, 4096, 4100, operands=padded)) == ["whole chunks"]  # rows 16-byte apart, K ends mid-chunk
+    # 8 tokens plan 16-column blocks: N = 2000 gives 125 blocks for 132 SMs; 16 tokens take 8-column ones.
+    assert _gates(_views(8, 2000, 4096)) == ["work for every SM"]
+    assert _gates(_views(16, 2000, 4096)) == []
+    strides = {"A": {"strides": [32768, 4096, 1]}, "B": {"strides": [16777216, 1, 4096]},
+               "C": {"strides": [32768, 4096, 1]}}
+    batched = analyse(parse_spec({"name": "b", "dtype": "f16", "gemm": {"m": 8, "n": 4096, "k": 4096, "batch": 2},
+                                  "operands": strides}))
+    assert _gates(batched) == ["batch"]
+
+
+@pytest.mark.parametrize("m, n, family", [
+    (1, 14336, "gemv"), (2, 14336, "tcgemv"), (8, 14336, "tcgemv"), (16, 14336, "hopper"),
+    (1, 4096, "gemv"), (4, 4096, "tcgemv"), (8, 4096, "tcgemv"), (16, 4096, "tcgemv"), (32, 4096, "hopper"),
+])
+def test_the_model_picks_it_where_the_probe_measured_it_faster(m, n, family):
+    """The fit (tenth session, tools/swapmma_probe.cu call 10): faster than hopper at 2..8 tokens for both widths
+    and at 16 for N = 4096 (10.51 against 10.95 µs), slower at 16 for N = 14336 (33.85 against 30.5)."""
+    assert make_plan(_views(m, n, 4096), SM90).family == family
+
+
+def test_measured_configurations_only():
+    eight = {(p.octets, p.k_warps) for p in ranked(tcgemv.problem(_views(8, 4096, 4096), SM90), 20)}
+    sixteen = {(p.octets, p.k_warps) for p in ranked(tcgemv.problem(_views(16, 4096, 4096), SM90), 20)}
+    assert eight == {(2, 4), (2, 8)} and sixteen == {(1, 4), (2, 4)}
+    # the wave model: at N = 4096, 256 blocks of 8 warps fill 132 SMs x 2 in one wave; at N = 14336, 4 warps win
+    assert best(tcgemv.problem(_views(8, 4096, 4096), SM90))[0].k_warps == 8
+    assert best(tcgemv.problem(_views(8, 14336, 4096), SM90))[0].k_warps == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(2, 16), n=st.integers(2112, 40000), k8=st.integers(1, 2048))
+def test_every_plan_covers_n_k_and_the_tokens(m, n, k8):
+    views = _views(m, n, 8 * k8)
+    for p in ranked(tcgemv.problem(views, SM90), 20):
+        assert p.tokens >= m and p.tokens in (8, 16)
+        assert p.blocks * p.block_n >= n > (p.blocks - 1) * p.block_n
+        # whole 64-k segments a warp, as few as cover K (the last warps' slices may be short or empty)
+        assert p.k_slice % 64 == 0 and p.k_slice * p.k_warps >= views.k > (p.k_slice - 64) * p.k_warps
+        assert p.min_blocks >= 1 and p.threads * p.regs * p.min_blocks <= 65536
+        assert p.smem_bytes <= 48 * 1024  # static shared memory
+        assert math.isfinite(p.cost_us)
+
+
+def test_pointers_the_spec_does_not_promise_are_checked_with_a_fallback():
+    plan = make_plan(_views(8, 4096, 4096), SM90)
+    assert plan.primary.runtime_align == {"A": 16, "B": 16} and plan.fallback.family == "cta"
+    promised = {x: {**v, "align": 16} for x, v in LINEAR.items()}
+    plan = make_plan(_views(8, 4096, 4096, operands=promised), SM90)
+    assert plan.primary.runtime_align == {} and plan.fallback is None
+
+
+def _source(spec):
+    views = analyse(spec)
+    plan = make_plan(views, SM90, "tcgemv")
+    return render_sources(spec, views, plan, plan_baseline(views), SM90)[f"{spec.name}.cu"]
+
+
+def test_the_kernel_renders_its_mma_its_bounds_and_the_tokens():
+    cu = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cu
+    assert "ld.global.nc.L1::no_allocate.v4.u32" in cu
+    assert "__launch_bounds__(THREADS, 4)" in cu and "constexpr int TOKENS = 8;" in cu
+    assert "const uint4 y0{}, y1{};  // tokens 8..15: none" in cu
+    bf = parse_spec({"name": "bf", "dtype": "bf16", "gemm": {"m": 16, "n": 4096, "k": 4096}, "operands": LINEAR})
+    cu = _source(bf)
+    assert "f32.bf16.bf16.f32" in cu and "constexpr int TOKENS = 16;" in cu and "y0{}" not in cu
+
+
+def test_run_time_tokens_are_a_kernel_argument():
+    spec = parse_spec({"name": "dyn", "dtype": "f16", "gemm": {"m": {"min": 2, "max": 16}, "n": 14336, "k": 4096},
+                       "operands": LINEAR})
+    plan = make_plan(analyse(spec), SM90)
+    families = {(b.lo, b.hi): b.plan.family for b in plan.buckets}
+    assert families == {(2, 2): "tcgemv", (3, 3): "tcgemv", (4, 4): "tcgemv", (5, 8): "tcgemv", (9, 16): "hopper"}
+    cu = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)["dyn.cu"]
+    body = cu[cu.index("namespace m5_8_tcgemv {"):]
+    assert "const index_t M = index_t(m) * M_UNIT;" in body
+    assert "C_t* __restrict__ C, index_t M, float alpha, float beta)" in body
+
+
+@pytest.mark.slow
+def test_tcgemv_kernels_compile_without_spills(tmp_path):
+    from dgemm_cli.build import build
+    from dgemm_cli.render import generate
+    from dgemm_cli.toolchain import find_nvcc
+
+    from .test_build import nvcc_or_skip
+    nvcc_or_skip()
+    for m, dtype in ((8, "f16"), (16, "bf16")):
+        spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": 4096, "k": 4096},
+                           "operands": LINEAR})
+        g = generate(spec, SM90, tmp_path, family="tcgemv")
+        report = build(g.directory, "sm_90a", find_nvcc())
+        assert report.ok, report.error
+        kernels = [x for x in report.kernels if "tcgemv" in x.kernel]
+        assert kernels and not any(x.spill_store_bytes or x.stack_bytes for x in kernels), report.kernels
