@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Session 10, device call 11 (nvidia-h200): the tcgemv family. Model's picks of the decode benchmarks (decode_qk,
 # decode_dynamic, decode_bias_silu too); tools/session10/tcgemv forced to tcgemv; the hopper picks of before as A/B
-# (tools/render_variant.py, hopper's own pick) at the shapes tcgemv took. Verify (seeds 1, 2, --repeat 2),
+# (`gen --family hopper`, renamed *_hopper) at the shapes tcgemv took. Verify (seeds 1, 2, --repeat 2),
 # compute-sanitizer on three tcgemv kernels, bench twice (fixed shapes) and the run-time artifacts at
 # m = 1, 2, 3, 4, 8, 16, 64.
 source tools/device_lib.sh
 dg gen --untuned specs/bench/decode_*.yaml specs/decode_qk.yaml specs/decode_dynamic.yaml specs/epilogue/decode_bias_silu.yaml -o "$W/dec" > "$OUT/gen.txt" 2>&1
 dg gen --untuned tools/session10/tcgemv/*.yaml --family tcgemv -o "$W/tcf" >> "$OUT/gen.txt" 2>&1
-mkdir -p "$W/hop"
+mkdir -p "$W/hs"
 for s in decode_8x4096x14336 decode_16x4096x4096 decode_8x4096x4096; do
-  dg gen --untuned specs/bench/$s.yaml --family hopper -o "$W/hop_$s" >> "$OUT/gen.txt" 2>&1
-  mv "$W/hop_$s/$s" "$W/hop/${s}_hopper_dir" && rmdir "$W/hop_$s"
+  sed "s/^name: $s\$/name: ${s}_hopper/" specs/bench/$s.yaml > "$W/hs/${s}_hopper.yaml"
 done
+dg gen --untuned "$W"/hs/*.yaml --family hopper -o "$W/hop" >> "$OUT/gen.txt" 2>&1
 stamp "gen"
 grep -h "^// Plan" "$W"/dec/*/*.cu | grep -v ": cta" | cut -c1-160 > "$OUT/picks.txt"
 timeout 300 python3 -m dgemm_cli build "$W"/dec "$W"/tcf "$W"/hop -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
