@@ -6,7 +6,8 @@ hide behind the loads (2 rows at N = 14336: 31.3 µs against 28.5 at 1), and the
 order reads B at most at 4.03 TB/s with no math at all (tools/read_patterns.cu). Loads of whole 128-byte lines
 read at 4.27-4.35 TB/s (tools/swapmma_probe.cu, tenth session). This family keeps gemv's loads and does the
 math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
-  - the mma's B operand is 8 weight rows (columns of C), its A operand 16 tokens (rows of C; zero past M);
+  - the mma's B operand is 8 weight rows (columns of C), its A operand 16 tokens (rows of C): rows 8..15 zero
+    when M <= 8, and a token past M reads row M - 1 (rows never stored; the loads need no per-lane predicate);
   - a k-sum ignores k's order, so a lane feeds any 8 contiguous k of its row as the k-slots it holds, as long
     as the activation's lane with the same t feeds the same k;
   - each load takes 4 rows x 128 bytes (whole lines): rows 2q and 2q + 1 (q = lane / 8) in two loads whose
