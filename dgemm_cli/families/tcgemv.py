@@ -17,8 +17,9 @@ math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
     rather than just before its mmas (measured: 4.3 µs of 33 at M = 8 when they waited behind the next round).
 The warps of a block split K and sum in order through shared memory: bit-identical run to run, no workspace.
 Needs B and A k-contiguous with 16-byte vectors (the nn.Linear layout; the pointers checked at run time where
-the spec does not promise them), f16 or bf16, and sm_80 or later (mma.sync). One kernel serves M up to 8 or up
-to 16 at run time.
+the spec does not promise them), f16 or bf16, and sm_90a (mma.sync runs from sm_80, but the family is measured
+on the H200 only, and for sm_80..sm_89 its register budget leaves a stack frame). One kernel serves M up to 8
+or up to 16 at run time.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class TcGemvPlan:
 
     @property
     def requires_arch(self) -> str | None:
-        return None  # mma.sync m16n8k16: every arch in the table (sm_80 and later)
+        return "sm_90a"  # gated to it (measured there alone)
 
     @property
     def min_blocks(self) -> int:
@@ -135,8 +136,10 @@ def _k_contiguous(views: ProblemViews, name: str) -> str | None:
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     out = []
-    if arch.cc < (8, 0):
-        out.append(("tensor cores", f"mma.sync m16n8k16 needs sm_80 or later ({arch.name})"))
+    if arch.cc < (9, 0):
+        out.append(("measured arch", f"sm_90a only ({arch.name}): the family was measured on the H200 alone, and "
+                                     "compiled for sm_80..sm_89 its 128-register budget leaves an 8-byte stack "
+                                     "frame"))
     dtypes = {views.operands[x].dtype for x in "AB"}
     if dtypes - {"f16", "bf16"} or len(dtypes) > 1:
         out.append(("input types", f"A and B must both be f16 or both bf16 (they are {'/'.join(sorted(dtypes))})"))
