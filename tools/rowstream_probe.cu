@@ -16,27 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "graph_timing.cuh"
+#include "probe_common.cuh"
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(smem_u32(bar)), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
 template <bool EVICT_FIRST>
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
   if (EVICT_FIRST)
@@ -50,14 +31,6 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                      smem_u32(dst)),
                  "l"(src), "r"(bytes), "r"(smem_u32(bar))
                  : "memory");
-}
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // MT: 8-token tiles (M <= 8 MT). WC consumer warps, R 16-row tiles each: BN = 16 R WC weight rows a block.
@@ -352,23 +325,7 @@ __global__ void __launch_bounds__(32 * WN * WK) ldg_order(const __half* __restri
   if (sink == 0x12345678u) out[0] = 1.0f;
 }
 
-__global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= N) return;
-  for (int m = 0; m < M; ++m) {
-    float s = 0.0f;
-    for (int k = 0; k < K; ++k) s += __half2float(A[size_t(m) * K + k]) * __half2float(B[size_t(n) * K + k]);
-    C[size_t(m) * N + n] = s;
-  }
-}
 
-__global__ void fill(__half* p, size_t n, uint32_t seed) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
-    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
-    p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
-  }
-}
 
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
@@ -380,23 +337,7 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   const int smem = STAGES * ROWS * (KS * 2 + 16) + (CP ? 0 : 2 * STAGES * 8);
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int blocks = N / BN, threads = 32 * (WC + (CP ? 0 : 1));
-  double worst = 0;
-  bool nan = false;
-  if (MATH) {
-    CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));  // NaN
-    kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K);
-    CK(cudaStreamSynchronize(s));
-    std::vector<__half> got(size_t(M) * N);
-    std::vector<float> want(size_t(M) * N);
-    CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
-    reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
-    CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float v = __half2float(got[i]);
-      if (!(v == v)) nan = true;
-      worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
-    }
-  }
+  const double worst = MATH ? checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K); }) : 0.0;
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   const size_t bbytes = size_t(N) * K * 2;
@@ -406,7 +347,7 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   std::printf("%-4s %-4s M=%2d N=%5d  rows %3d (%d warps x %d tiles) KS %3d x %d stages%s  %4d blocks, %d an SM, %6.1f KB  "
               "%7.2f us  %5.0f GB/s  err %.1e%s\n",
               CP ? "cp" : "bulk", MATH ? "mma" : "read", M, N, BN, WC, R, KS, STAGES, EVICT_FIRST ? " ef" : "   ", blocks, per_sm,
-              smem / 1024.0, us, bbytes / us / 1e3, worst, nan || worst > 2e-2 ? "  FAIL" : "");
+              smem / 1024.0, us, bbytes / us / 1e3, worst, worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
@@ -422,23 +363,7 @@ static void cp2(int M, int N, int K, int copies, cudaStream_t s) {
   const int smem = STAGES * ROWS * (KS * 2 + 16);
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int blocks = N / BN, threads = 32 * WC;
-  double worst = 0;
-  bool nan = false;
-  if (MATH) {
-    CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
-    kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K);
-    CK(cudaStreamSynchronize(s));
-    std::vector<__half> got(size_t(M) * N);
-    std::vector<float> want(size_t(M) * N);
-    CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
-    reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
-    CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float v = __half2float(got[i]);
-      if (!(v == v)) nan = true;
-      worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
-    }
-  }
+  const double worst = MATH ? checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N, K); }) : 0.0;
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   const size_t bbytes = size_t(N) * K * 2;
@@ -448,7 +373,7 @@ static void cp2(int M, int N, int K, int copies, cudaStream_t s) {
   std::printf("cp2  %-4s M=%2d N=%5d  rows %3d (%2d warps) KS %4d x %d stages  %4d blocks, %d an SM, %6.1f KB  "
               "%7.2f us  %5.0f GB/s  err %.1e%s\n",
               MATH ? "mma" : "read", M, N, BN, WC, KS, STAGES, blocks, per_sm, smem / 1024.0, us, bbytes / us / 1e3,
-              worst, nan || worst > 2e-2 ? "  FAIL" : "");
+              worst, worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "graph_timing.cuh"
+#include "probe_common.cuh"
 
 __device__ __forceinline__ uint4 ld_stream(const void* p) {
   uint4 v;
@@ -26,14 +26,6 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
-}
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 __device__ __forceinline__ uint4 sel(bool p, uint4 a, uint4 b) {
   return make_uint4(p ? a.x : b.x, p ? a.y : b.y, p ? a.z : b.z, p ? a.w : b.w);
@@ -371,23 +363,7 @@ __global__ void __launch_bounds__(32 * WK) lines(const __half* __restrict__ B, f
   if (sink == 0x12345678u) out[0] = 1.0f;
 }
 
-__global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= N) return;
-  for (int m = 0; m < M; ++m) {
-    float s = 0.0f;
-    for (int k = 0; k < K; ++k) s += __half2float(A[size_t(m) * K + k]) * __half2float(B[size_t(n) * K + k]);
-    C[size_t(m) * N + n] = s;
-  }
-}
 
-__global__ void fill(__half* p, size_t n, uint32_t seed) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
-    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
-    p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
-  }
-}
 
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
@@ -397,23 +373,7 @@ template <int RW, int WN, int WK, int U, bool TOK16, bool MATH = true, int MINB 
 static void row(int M, int N, int K, int copies, cudaStream_t s) {
   auto* kern = swapmma<RW, WN, WK, U, TOK16, MATH, MINB, DROP>;
   const int bn = 8 * RW * WN, blocks = N / bn, threads = 32 * WN * WK;
-  double worst = 0;
-  bool nan = false;
-  if (MATH) {
-    CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));  // NaN
-    kern<<<blocks, threads, 0, s>>>(g_A, g_B, g_C, M, N, K);
-    CK(cudaStreamSynchronize(s));
-    std::vector<__half> got(size_t(M) * N);
-    std::vector<float> want(size_t(M) * N);
-    CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
-    reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
-    CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < got.size(); ++i) {
-      const float v = __half2float(got[i]);
-      if (!(v == v)) nan = true;
-      worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
-    }
-  }
+  const double worst = MATH ? checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, 0, s>>>(g_A, g_B, g_C, M, N, K); }) : 0.0;
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0));
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
@@ -422,7 +382,7 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
   std::printf("%-4s drop %d M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d (%4d B of a row a round)  "
               "%4d blocks, %2d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n",
               MATH ? "mma" : "read", DROP, M, N, MINB, bn, WN, RW, WK, U, 128 * U, blocks, per_sm, us,
-              size_t(N) * K * 2 / us / 1e3, worst, DROP == 0 && (nan || worst > 2e-2) ? "  FAIL" : "");
+              size_t(N) * K * 2 / us / 1e3, worst, DROP == 0 && (worst > 2e-2) ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
@@ -444,21 +404,7 @@ static void row_smem(int M, int N, int K, int copies, cudaStream_t s) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  double worst = 0;
-  bool nan = false;
-  CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
-  CK(cudaLaunchKernelEx(&cfg, kern, (const __half*)g_A, (const __half*)g_B, g_C, M, N, K));
-  CK(cudaStreamSynchronize(s));
-  std::vector<__half> got(size_t(M) * N);
-  std::vector<float> want(size_t(M) * N);
-  CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
-  reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
-  CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float v = __half2float(got[i]);
-    if (!(v == v)) nan = true;
-    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
-  }
+  const double worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { CK(cudaLaunchKernelEx(&cfg, kern, (const __half*)g_A, (const __half*)g_B, g_C, M, N, K)); });
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
@@ -468,7 +414,7 @@ static void row_smem(int M, int N, int K, int copies, cudaStream_t s) {
   std::printf("smem M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d, K split %d "
               "(cluster), %5.1f KB  %4d blocks, %2d an SM  %7.2f us  %5.0f GB/s  err %.1e%s\n",
               M, N, MINB, bn, WN, RW, WK, U, S, smem / 1024.0, blocks, per_sm, us, size_t(N) * K * 2 / us / 1e3, worst,
-              nan || worst > 2e-2 ? "  FAIL" : "");
+              worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
@@ -476,21 +422,7 @@ template <int RW, int WN, int WK, int U, bool TOK16, int MINB = 65536 / (32 * WN
 static void row_pf(int M, int N, int K, int copies, cudaStream_t s) {
   auto* kern = swapmma_pf<RW, WN, WK, U, TOK16, MINB>;
   const int bn = 8 * RW * WN, blocks = N / bn, threads = 32 * WN * WK;
-  double worst = 0;
-  bool nan = false;
-  CK(cudaMemset(g_C, 0xff, size_t(M) * N * 2));
-  kern<<<blocks, threads, 0, s>>>(g_A, g_B, g_C, M, N, K);
-  CK(cudaStreamSynchronize(s));
-  std::vector<__half> got(size_t(M) * N);
-  std::vector<float> want(size_t(M) * N);
-  CK(cudaMemcpy(got.data(), g_C, got.size() * 2, cudaMemcpyDeviceToHost));
-  reference<<<(N + 127) / 128, 128>>>(g_A, g_B, g_ref, M, N, K);
-  CK(cudaMemcpy(want.data(), g_ref, want.size() * 4, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float v = __half2float(got[i]);
-    if (!(v == v)) nan = true;
-    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
-  }
+  const double worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, 0, s>>>(g_A, g_B, g_C, M, N, K); });
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0));
   const double us = graph_median_us(s, 8 * copies, [&](int l) {
@@ -499,7 +431,7 @@ static void row_pf(int M, int N, int K, int copies, cudaStream_t s) {
   std::printf("pf   M=%2d N=%5d  minb %d  %3d rows a block (%d warps x %d octets, %d along K), U %d  %4d blocks, %2d an SM"
               "  %7.2f us  %5.0f GB/s  err %.1e%s\n",
               M, N, MINB, bn, WN, RW, WK, U, blocks, per_sm, us, size_t(N) * K * 2 / us / 1e3, worst,
-              nan || worst > 2e-2 ? "  FAIL" : "");
+              worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 

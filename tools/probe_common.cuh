@@ -1,0 +1,88 @@
+// What the decode probes in tools/ share (rowstream_probe.cu, swapmma_probe.cu, regmma_probe.cu; read_patterns.cu
+// takes the mbarrier helpers): shared-memory addresses and mbarriers, one mma.sync, and the check of a probe kernel
+// against a naive kernel on random data. The probes' product: C[M,N] (f16) = A[M,K] (f16, row-major) . B^T, B in
+// nn.Linear's [N,K] layout (f16), f32 sums.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "graph_timing.cuh"
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+// mbarriers: `full` completes when the copies of a stage have landed, `empty` when its readers are done.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(smem_u32(bar)), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+// d += a (16 x 16) * b (16 x 8): f16 inputs, f32 accumulators.
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The reference: one thread a column of C, f32 sums in k order.
+__global__ void reference(const __half* A, const __half* B, float* C, int M, int N, int K) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  for (int m = 0; m < M; ++m) {
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) s += __half2float(A[size_t(m) * K + k]) * __half2float(B[size_t(n) * K + k]);
+    C[size_t(m) * N + n] = s;
+  }
+}
+
+// Random values in [-1, 1] (a hash of the index and the seed).
+__global__ void fill(__half* p, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = __float2half((int(x % 2001) - 1000) / 1000.0f);
+  }
+}
+
+// C poisoned with NaN, one launch (`launch()` on stream s), then the largest error against the reference, relative
+// to 1 + |reference|: infinity where C holds a NaN. `ref`: room for M x N floats.
+template <typename Launch>
+static double checked_error(const __half* A, const __half* B, __half* C, float* ref, int M, int N, int K,
+                            cudaStream_t s, Launch launch) {
+  CK(cudaMemset(C, 0xff, size_t(M) * N * 2));
+  launch();
+  CK(cudaStreamSynchronize(s));
+  std::vector<__half> got(size_t(M) * N);
+  std::vector<float> want(size_t(M) * N);
+  CK(cudaMemcpy(got.data(), C, got.size() * 2, cudaMemcpyDeviceToHost));
+  reference<<<(N + 127) / 128, 128>>>(A, B, ref, M, N, K);
+  CK(cudaMemcpy(want.data(), ref, want.size() * 4, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float v = __half2float(got[i]);
+    if (!(v == v)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
+  }
+  return worst;
+}
