@@ -281,10 +281,10 @@ def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
     if rng.random() < 0.5:
         sizes[ks[0]] = -(-sizes[ks[0]] // vec) * vec
     if rng.random() < 0.5:
-        spec["operands"]["B"] = {"strides": _k_contiguous(b_letters, ks, sizes, 16 // elem, rng, broadcast=False),
-                                 **({"align": 16} if rng.random() < 0.5 else {})}
+        b_view = _k_innermost_strides(b_letters, ks, sizes, 16 // elem, rng, broadcast=False)
+        spec["operands"]["B"] = {"strides": b_view, **({"align": 16} if rng.random() < 0.5 else {})}
     roll = rng.random()
-    a = spec["operands"]["A"] = {"strides": _k_contiguous(a_letters, ks, sizes, vec, rng, broadcast=True)}
+    a = spec["operands"]["A"] = {"strides": _k_innermost_strides(a_letters, ks, sizes, vec, rng, broadcast=True)}
     if roll < 0.4:
         a["align"] = 16
     elif roll < 0.7:
@@ -293,7 +293,7 @@ def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
         a["offset"] = rng.randint(1, 7)
 
 
-def _k_contiguous(letters: str, ks: list[str], sizes: dict[str, int], vec: int, rng: random.Random,
+def _k_innermost_strides(letters: str, ks: list[str], sizes: dict[str, int], vec: int, rng: random.Random,
                   broadcast: bool) -> list[int]:
     """Strides for `letters` with the summed letters `ks` innermost and dense (ks[0] innermost), the others (rows,
     batch) in a random order from a row stride of whole `vec`-element vectors (sometimes padded, sometimes one

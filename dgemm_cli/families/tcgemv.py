@@ -43,7 +43,10 @@ SEGMENT = 64  # k elements of a row one pair of loads covers (a 128-byte line of
 VEC = 8  # elements of a 16-byte chunk
 ROUND_SEGMENTS = 2  # 64-k segments a round per row (two rounds in flight): the measured configurations
 RED_PAD = 4  # floats of padding per row of a partial tile
-MIN_OCTETS = {8: 2, 16: 1}  # the narrowest block each token count plans (the constraint "measured configurations")
+# The tilings (octets, k_warps) the tenth session's probe timed on the H200 for each token count
+# (tools/swapmma_probe.cu): the only candidates. 8 tokens at 1 octet (the activation loaded twice a weight byte)
+# was not measured at 128 registers; 16 tokens at 8 warps ran 13.5 against 10.5-11.0 µs at N = 4096.
+MEASURED = {8: ((2, 4), (2, 8)), 16: ((1, 4), (2, 4))}
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
@@ -80,6 +83,8 @@ class TcGemvPlan:
     regs: int  # registers a thread may use (the launch bound)
     red_pitch: int
     smem_bytes: int  # static: the warps' partial tiles
+    whole_segments: bool  # K is whole 64-k segments: a segment is in a warp's slice or past it, no per-lane test
+    whole_blocks: bool  # N is whole blocks: every row of B a block reads exists
     a_check: int  # bytes A's view pointer must be aligned to at run time (0: the spec promises it)
     b_check: int
     index_type: str
@@ -156,7 +161,7 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
             out.append((f"{x} along k", why))
     if views.k % VEC:
         out.append(("whole chunks", f"K = {views.k} is not a whole number of 8-element (16-byte) chunks"))
-    columns = 8 * MIN_OCTETS[_tokens(views.m)]
+    columns = 8 * min(octets for octets, _ in MEASURED[_tokens(views.m)])
     if math.ceil(views.n / columns) < arch.sms:
         out.append(("work for every SM", f"N = {views.n}: fewer {columns}-column blocks than the {arch.sms} SMs, and "
                                          "the family splits K only within a block (gemv and splitk split it over a "
@@ -180,12 +185,11 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("k_warps", (4, 8), "warps of a block, each a slice of K (summed through shared memory in order)")
 
     def measured(a: Assignment) -> str | None:
-        if a["tokens"] == 8 and a["octets"] == 1:
-            return ("8 tokens: 1 octet a warp loads the activation twice per weight byte (not measured at 128 "
-                    "registers)")
-        if a["tokens"] == 16 and a["k_warps"] == 8:
-            return "16 tokens, 8 warps: 1 block an SM at 168 registers (13.5 against 10.5-11.0 µs at N = 4096)"
-        return None
+        tiling = (a["octets"], a["k_warps"])
+        if tiling in MEASURED[a["tokens"]]:
+            return None
+        return (f"{a['tokens']} tokens: {tiling[0]} octet(s) x {tiling[1]} warps is not among the timed tilings "
+                f"{MEASURED[a['tokens']]}")
     g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps"], measured,
                 "the tilings the tenth session's probe timed on the H200 (tools/swapmma_probe.cu)")
 
@@ -242,7 +246,8 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         tokens=tokens, octets=a["octets"], k_warps=a["k_warps"], unroll=ROUND_SEGMENTS, threads=threads,
         block_n=bn, tiles_n=tiles_n, blocks=tiles_n, k_slice=_k_slice(views.k, a["k_warps"]),
         regs=REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
-        smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, a_check=checks["A"], b_check=checks["B"],
+        smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, whole_segments=views.k % SEGMENT == 0,
+        whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
     )

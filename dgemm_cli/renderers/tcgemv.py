@@ -15,10 +15,9 @@ def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> di
         **base,
         "index_type": plan.index_type, "tokens": plan.tokens, "octets": plan.octets, "k_warps": plan.k_warps,
         "unroll": plan.unroll, "k_slice": plan.k_slice, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
-        "regs": plan.regs, "min_blocks": plan.min_blocks, "dtype": views.operands["B"].dtype,
+        "regs": plan.regs, "min_blocks": plan.min_blocks,
+        "whole_segments": plan.whole_segments, "whole_blocks": plan.whole_blocks,
         "splits": 1,  # templates/common/_reduce.j2: no cluster, the block stores its tile
-        # Whole 64-k segments (K % 64 == 0) and whole column blocks (N % BN == 0) need no per-lane predicates.
-        "whole_segments": views.k % 64 == 0, "whole_blocks": views.n % plan.block_n == 0,
     }
 
 
