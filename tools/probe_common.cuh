@@ -35,6 +35,23 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
+// 16 bytes of the weight, streamed past L1 (read once); a lane-wise pick of two vectors; a vector swapped with
+// lane ^ 4.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint4 sel(bool p, uint4 a, uint4 b) {
+  return make_uint4(p ? a.x : b.x, p ? a.y : b.y, p ? a.z : b.z, p ? a.w : b.w);
+}
+__device__ __forceinline__ uint4 shfl_xor4(uint4 v) {
+  return make_uint4(__shfl_xor_sync(~0u, v.x, 4), __shfl_xor_sync(~0u, v.y, 4), __shfl_xor_sync(~0u, v.z, 4),
+                    __shfl_xor_sync(~0u, v.w, 4));
+}
+
 // d += a (16 x 16) * b (16 x 8): f16 inputs, f32 accumulators.
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {

@@ -20,21 +20,6 @@
 
 #include "probe_common.cuh"
 
-__device__ __forceinline__ uint4 ld_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint4 sel(bool p, uint4 a, uint4 b) {
-  return make_uint4(p ? a.x : b.x, p ? a.y : b.y, p ? a.z : b.z, p ? a.w : b.w);
-}
-__device__ __forceinline__ uint4 shfl_xor4(uint4 v) {
-  return make_uint4(__shfl_xor_sync(~0u, v.x, 4), __shfl_xor_sync(~0u, v.y, 4), __shfl_xor_sync(~0u, v.z, 4),
-                    __shfl_xor_sync(~0u, v.w, 4));
-}
-
 // RW: 8-row octets a warp; WN warps side by side along N, WK warps splitting K; U 64-k segments a round (two rounds
 // in flight); TOK16: M > 8 (the mma's rows 8..15 carry tokens 8..15); MATH false: loads only (the read ceiling).
 // DROP (call 8, timing only, wrong results): 1 leaves out the activation's loads (a constant instead), 2 the mmas
