@@ -31,9 +31,9 @@ __device__ __forceinline__ uint4 lds128(const uint4* p) {  // volatile: not forw
 // a stage (a register buffer; two in flight); ACT_SMEM: the activation's fragments in shared memory (else in
 // registers); BAL: rows split evenly between blocks (a slab may be part-empty), else whole slabs; STRIPE: a stage
 // of the block covers one contiguous stretch of each row (warp w its w-th piece), else each warp walks its own
-// contiguous slice; MATH false: loads only.
-template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true>
-__global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
+// contiguous slice; MATH false: loads only; MINB blocks an SM (the register cap).
+template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1>
+__global__ void __launch_bounds__(32 * WARPS, MINB)
     persist(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N) {
   constexpr int K = KDIM, TH = TOK / 8, SLICE_SEGS = K / 64 / WARPS, P = SLICE_SEGS / SEGS, PITCH = TOK + 2;
   static_assert(P >= 2 && P % 2 == 0, "stages of a slab alternate the two buffers");
@@ -159,9 +159,9 @@ __global__ void __launch_bounds__(32 * WARPS, 16 / WARPS)
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true>
+template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1>
 static void row(int M, int N, int copies, int blocks_per_sm, cudaStream_t s) {
-  auto* kern = persist<TOK, WARPS, SEGS, ACT_SMEM, BAL, STRIPE, MATH>;
+  auto* kern = persist<TOK, WARPS, SEGS, ACT_SMEM, BAL, STRIPE, MATH, MINB>;
   const int threads = 32 * WARPS, pitch = TOK + 2;
   const int smem = (ACT_SMEM ? TOK * KDIM * 2 : 0) + 2 * WARPS * 16 * pitch * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -198,6 +198,37 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const std::string which = argc > 1 ? argv[1] : "call1";
+  if (which == "call2") {  // more warps an SM: 2 blocks of 16 warps, or 1 of 32 (64 registers a thread)
+    const int N = 14336, c = 4;
+    std::printf("-- N = %d, read ceilings (target: 28.64 us)\n", N);
+    for (int blocks : {132, 264, 528}) {
+      const size_t vecs = size_t(N) * KDIM / 8;
+      const double us = graph_median_us(s, 8 * c, [&](int l) {
+        read_kernel<4><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(g_B + (l % c) * size_t(N) * KDIM), vecs, g_ref);
+      });
+      std::printf("grid-stride read, %d blocks of 512 threads: %7.2f us  %5.0f GB/s\n", blocks, us, size_t(N) * KDIM * 2 / us / 1e3);
+    }
+    row<8, 16, 2, false, false, true, false>(1, N, c, 1, s);
+    row<8, 16, 1, true, false, false, false, 2>(1, N, c, 2, s);
+    row<8, 32, 1, true, false, false, false>(1, N, c, 1, s);
+    row<8, 32, 1, true, false, true, false>(1, N, c, 1, s);
+    std::printf("-- N = %d, 8 tokens\n", N);
+    for (int M : {8, 5}) {
+      row<8, 16, 1, false, false, true>(M, N, c, 1, s);
+      row<8, 16, 1, true, false, false, true, 2>(M, N, c, 2, s);
+      row<8, 16, 1, true, false, true, true, 2>(M, N, c, 2, s);
+      row<8, 32, 1, true, false, false>(M, N, c, 1, s);
+      row<8, 32, 1, true, false, true>(M, N, c, 1, s);
+      row<8, 32, 1, false, false, false>(M, N, c, 1, s);
+    }
+    std::printf("-- N = %d, 16 tokens\n", N);
+    for (int M : {16, 12}) {
+      row<16, 16, 1, true, false, true>(M, N, c, 1, s);
+      row<16, 32, 1, true, false, false>(M, N, c, 1, s);
+      row<16, 32, 1, true, false, true>(M, N, c, 1, s);
+    }
+    return 0;
+  }
   for (int N : {14336, 4096}) {
     const int c = N == 14336 ? 4 : 14;
     std::printf("-- N = %d, read ceiling of the persistent order (target at N = 14336: 28.64 us)\n", N);
