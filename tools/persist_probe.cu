@@ -31,12 +31,15 @@ __device__ __forceinline__ uint4 lds128(const uint4* p) {  // volatile: not forw
 // a stage (a register buffer; two in flight); ACT_SMEM: the activation's fragments in shared memory (else in
 // registers); BAL: rows split evenly between blocks (a slab may be part-empty), else whole slabs; STRIPE: a stage
 // of the block covers one contiguous stretch of each row (warp w its w-th piece), else each warp walks its own
-// contiguous slice; MATH false: loads only; MINB blocks an SM (the register cap).
-template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1>
+// contiguous slice; MATH false: loads only; MINB blocks an SM (the register cap); NBUF register buffers (NBUF - 1
+// stages in flight while one's math runs); ACC2: two accumulators a token half (the two chunks' mma chains apart).
+template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1,
+          int NBUF = 2, bool ACC2 = false>
 __global__ void __launch_bounds__(32 * WARPS, MINB)
     persist(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N) {
   constexpr int K = KDIM, TH = TOK / 8, SLICE_SEGS = K / 64 / WARPS, P = SLICE_SEGS / SEGS, PITCH = TOK + 2;
-  static_assert(P >= 2 && P % 2 == 0, "stages of a slab alternate the two buffers");
+  static_assert(P >= 2 && P % NBUF == 0, "a stage's buffer is known at compile time: p % NBUF");
+  constexpr int D = NBUF - 1;  // stages ahead
   extern __shared__ uint4 smem[];
   uint4* const act = smem;  // ACT_SMEM: [warp][stage][seg][half][chunk][lane]
   float* const red = reinterpret_cast<float*>(smem + (ACT_SMEM ? TOK * K * 2 / 16 : 0));  // [2][WARPS][16][PITCH]
@@ -77,7 +80,7 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
 
   // Lane's load of slab row-pair j (rows 8j + 2q + odd of the slab), chunk e (even row) or e ^ 4 (odd row).
   const auto lane_row = [&](int r0, int j, int odd) { return r0 + 8 * j + 2 * q + odd; };
-  uint4 wa[SEGS][2][2], wb[SEGS][2][2];
+  uint4 wbuf[NBUF][SEGS][2][2];
   const auto load = [&](uint4 (&w)[SEGS][2][2], int slab, int p) {
     const int r0 = r_lo + 16 * slab;
 #pragma unroll
@@ -90,7 +93,7 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
         for (int s = 0; s < SEGS; ++s) w[s][j][odd] = (!BAL || r < r_hi) ? ld_stream(row + seg_k(p, s)) : uint4{};
       }
   };
-  float acc[TH][4] = {};
+  float acc[2][TH][4] = {};
   uint32_t sink = 0;
   const auto mma_stage = [&](const uint4 (&w)[SEGS][2][2], int p) {
 #pragma unroll
@@ -111,10 +114,10 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
                                   : xr[ACT_SMEM ? 0 : p][s][h][0];
         const uint4 yo = ACT_SMEM ? lds128(act + ((((warp * P + p) * SEGS + s) * TH + h) * 2 + 1) * 32 + lane)
                                   : xr[ACT_SMEM ? 0 : p][s][h][1];
-        mma16816(acc[h], keep[0].x, keep[1].x, keep[0].y, keep[1].y, yk.x, yk.y);
-        mma16816(acc[h], keep[0].z, keep[1].z, keep[0].w, keep[1].w, yk.z, yk.w);
-        mma16816(acc[h], other[0].x, other[1].x, other[0].y, other[1].y, yo.x, yo.y);
-        mma16816(acc[h], other[0].z, other[1].z, other[0].w, other[1].w, yo.z, yo.w);
+        mma16816(acc[0][h], keep[0].x, keep[1].x, keep[0].y, keep[1].y, yk.x, yk.y);
+        mma16816(acc[0][h], keep[0].z, keep[1].z, keep[0].w, keep[1].w, yk.z, yk.w);
+        mma16816(acc[ACC2 ? 1 : 0][h], other[0].x, other[1].x, other[0].y, other[1].y, yo.x, yo.y);
+        mma16816(acc[ACC2 ? 1 : 0][h], other[0].z, other[1].z, other[0].w, other[1].w, yo.z, yo.w);
       }
     }
   };
@@ -125,9 +128,13 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
     float* const mine = tile + warp * 16 * PITCH;
 #pragma unroll
     for (int h = 0; h < TH; ++h) {
-      *reinterpret_cast<float2*>(mine + g * PITCH + 8 * h + 2 * t) = make_float2(acc[h][0], acc[h][1]);
-      *reinterpret_cast<float2*>(mine + (g + 8) * PITCH + 8 * h + 2 * t) = make_float2(acc[h][2], acc[h][3]);
-      acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
+      float d[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d[i] = ACC2 ? acc[0][h][i] + acc[1][h][i] : acc[0][h][i];
+      *reinterpret_cast<float2*>(mine + g * PITCH + 8 * h + 2 * t) = make_float2(d[0], d[1]);
+      *reinterpret_cast<float2*>(mine + (g + 8) * PITCH + 8 * h + 2 * t) = make_float2(d[2], d[3]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[0][h][i] = acc[1][h][i] = 0.0f;
     }
     __syncthreads();
     if (threadIdx.x < 16 * TOK) {
@@ -138,18 +145,15 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
     }
   };
 
-  load(wa, 0, 0);
+#pragma unroll
+  for (int d = 0; d < D; ++d) load(wbuf[d], 0, d);  // D < P: slab 0's first stages
 #pragma unroll 1
   for (int slab = 0; slab < n_slabs; ++slab) {
 #pragma unroll
     for (int p = 0; p < P; ++p) {
-      // Stage p + 1 of this slab, or stage 0 of the next, into the other buffer; then stage p's math.
-      if (p + 1 < P) {
-        if (p % 2 == 0) load(wb, slab, p + 1); else load(wa, slab, p + 1);
-      } else if (slab + 1 < n_slabs) {
-        load(wa, slab + 1, 0);  // P is even: stage 0 is always buffer a
-      }
-      if (p % 2 == 0) mma_stage(wa, p); else mma_stage(wb, p);
+      // Stage D ahead (this slab's or the next's) into its buffer, then stage p's math.
+      if (slab + (p + D) / P < n_slabs) load(wbuf[(p + D) % NBUF], slab + (p + D) / P, (p + D) % P);
+      mma_stage(wbuf[p % NBUF], p);
     }
     if (MATH) reduce(slab);
   }
@@ -159,9 +163,10 @@ __global__ void __launch_bounds__(32 * WARPS, MINB)
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1>
+template <int TOK, int WARPS, int SEGS, bool ACT_SMEM, bool BAL, bool STRIPE, bool MATH = true, int MINB = 1,
+          int NBUF = 2, bool ACC2 = false>
 static void row(int M, int N, int copies, int blocks_per_sm, cudaStream_t s) {
-  auto* kern = persist<TOK, WARPS, SEGS, ACT_SMEM, BAL, STRIPE, MATH, MINB>;
+  auto* kern = persist<TOK, WARPS, SEGS, ACT_SMEM, BAL, STRIPE, MATH, MINB, NBUF, ACC2>;
   const int threads = 32 * WARPS, pitch = TOK + 2;
   const int smem = (ACT_SMEM ? TOK * KDIM * 2 : 0) + 2 * WARPS * 16 * pitch * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -177,9 +182,9 @@ static void row(int M, int N, int copies, int blocks_per_sm, cudaStream_t s) {
   });
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, kern));
-  std::printf("%-4s M=%2d N=%5d tok %2d  %2d warps  %d segs a stage  act %-4s %-5s %-6s  %4d blocks (%d an SM)  "
+  std::printf("%-4s M=%2d N=%5d tok %2d  %2d warps  %d segs x %d bufs  acc %d  act %-4s %-5s %-6s  %4d blocks (%d an SM)  "
               "%3d regs %3d B stack  %7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, TOK, WARPS, SEGS, ACT_SMEM ? "smem" : "regs", BAL ? "rows" : "slabs",
+              MATH ? "mma" : "read", M, N, TOK, WARPS, SEGS, NBUF, ACC2 ? 2 : 1, ACT_SMEM ? "smem" : "regs", BAL ? "rows" : "slabs",
               STRIPE ? "stripe" : "slice", blocks, std::min(blocks_per_sm, per_sm), fa.numRegs, int(fa.localSizeBytes),
               us, size_t(N) * KDIM * 2 / us / 1e3, worst, worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
@@ -198,6 +203,37 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const std::string which = argc > 1 ? argv[1] : "call1";
+  if (which == "call3") {  // deeper register pipelines (NBUF), split accumulator chains
+    const int N = 14336, c = 4;
+    std::printf("-- N = %d, read ceilings (target: 28.64 us)\n", N);
+    for (int blocks : {264, 528}) {
+      const size_t vecs = size_t(N) * KDIM / 8;
+      const double us = graph_median_us(s, 8 * c, [&](int l) {
+        read_kernel<4><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(g_B + (l % c) * size_t(N) * KDIM), vecs, g_ref);
+      });
+      std::printf("grid-stride read, %d blocks of 512 threads: %7.2f us  %5.0f GB/s\n", blocks, us, size_t(N) * KDIM * 2 / us / 1e3);
+    }
+    row<8, 16, 2, false, false, true, false>(1, N, c, 1, s);
+    row<8, 16, 1, false, false, true, false, 1, 4>(1, N, c, 1, s);
+    std::printf("-- N = %d, 8 tokens\n", N);
+    for (int M : {8, 5}) {
+      row<8, 16, 1, false, false, true>(M, N, c, 1, s);
+      row<8, 16, 1, false, false, true, true, 1, 2, true>(M, N, c, 1, s);
+      row<8, 16, 1, false, false, true, true, 1, 4>(M, N, c, 1, s);
+      row<8, 16, 1, false, false, true, true, 1, 4, true>(M, N, c, 1, s);
+      row<8, 16, 1, false, false, false, true, 1, 4, true>(M, N, c, 1, s);
+      row<8, 16, 1, true, false, true, true, 1, 4, true>(M, N, c, 1, s);
+      row<8, 16, 2, false, false, true, true, 1, 2, true>(M, N, c, 1, s);
+    }
+    std::printf("-- N = %d, 16 tokens\n", N);
+    for (int M : {16, 12}) {
+      row<16, 16, 1, true, false, true>(M, N, c, 1, s);
+      row<16, 16, 1, true, false, true, true, 1, 4>(M, N, c, 1, s);
+      row<16, 16, 1, true, false, true, true, 1, 4, true>(M, N, c, 1, s);
+      row<16, 16, 1, true, false, false, true, 1, 4, true>(M, N, c, 1, s);
+    }
+    return 0;
+  }
   if (which == "call2") {  // more warps an SM: 2 blocks of 16 warps, or 1 of 32 (64 registers a thread)
     const int N = 14336, c = 4;
     std::printf("-- N = %d, read ceilings (target: 28.64 us)\n", N);
