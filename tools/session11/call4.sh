@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 11, device call 4 (nvidia-h200): hopper's A multicast (clusters of 2 / 4 blocks along N sharing each
+# Session 11, device calls 4 and 6 (nvidia-h200): hopper's A multicast (clusters of 2 / 4 blocks along N sharing each
 # A stage) against the same tilings without it, forced with tools/render_variant.py: decode M = 8, 16, 64, 128 at
 # N = 14336, M = 64 at N = 4096, a run-time-M kernel (1..64) and a cluster reaching past N. Verify (seeds 1, 2,
 # --repeat 2), bench beside cuBLAS, sanitize two multicast kernels.
