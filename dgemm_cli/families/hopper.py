@@ -28,15 +28,6 @@ at a time with that block's coordinates; the store phase addresses C by block). 
 of each m-loop index, and fewer tiles: conv 8x256x56x56 (3136 rows a batch) has 784 tiles of 128x128, not
 800, which is 3 for each of 264 persistent blocks instead of 4 for 8 of them.
 
-A multicast. Every tile of a tile row reads the same A stages: at decode shapes ([64,4096]x[4096,14336], 128 tiles
-of 64x112) that is 64 MB of A from L2 beside the 117 MB weight, and the kernel ran 32.0 µs at M = 64 against 30.6-30.9
-at M = 16 on the same tiling (docs/RESULTS.md, tenth session). With `a_multicast` = c > 1 the persistent grid runs
-in clusters of c blocks that walk c neighbouring tiles of one tile row together: each block loads 1/c of the A box
-and multicasts it into every block of the cluster (`.multicast::cluster`), so A crosses L2 once a cluster. A stage
-is free only when the consumers of every block of the cluster have released it (they arrive on each block's `empty`
-barrier), since a block's load writes into its peers' stages. A cluster's last tile column may lie past N (the
-tile count is not a multiple of c): that block loads only its share of A and stores nothing.
-
 Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
 from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
 and of its other role, m for A / n for B) and one dim for every other segment it has a non-zero
@@ -114,14 +105,6 @@ STAGES = (3, 4, 5, 6, 8)
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
 K_SPLITS = (1, 2)
-# Blocks of a cluster along N sharing each A stage (see the module doc): 1 (none), 2 or 4.
-A_MULTICAST = (1, 2, 4)
-# A's re-reads from L2 (cost model): tile rows' A stages cross from L2 to the SMs beside the DRAM stream and
-# slow it. Fitted to the tenth session's H200 runs: the same 64x112 tiling of [M,4096]x[4096,14336] ran 32.0 µs
-# at M = 64 against 30.6-30.9 at M = 16, 50 MB more A (about 40 TB/s).
-A_L2_TBPS = 40.0
-CLUSTER_US = 0.3  # a cluster launch and its barriers at start and end (cost model, a priori)
-MULTICAST_MAX_ROWS = 256  # batch x M: the multicast is a candidate for decode-like products only
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
 # round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
@@ -213,7 +196,6 @@ class HopperPlan:
     a_box_rows: int = 0
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
     flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
-    a_multicast: int = 1  # blocks of a cluster along N that share each A stage (module doc); 1: no cluster
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -232,15 +214,7 @@ class HopperPlan:
         return pack_cols(self.block_n)
 
     @property
-    def tile_cols(self) -> int:
-        """Columns of tiles a cluster walks (a_multicast tiles each): the tile-loop's column count."""
-        return -(-self.tiles_n // self.a_multicast)
-
-    @property
     def grid_desc(self) -> str:
-        if self.a_multicast > 1:
-            return (f"a persistent grid of clusters of {self.a_multicast} blocks along N, each loading 1/"
-                    f"{self.a_multicast} of every A stage and multicasting it to the cluster")
         if self.k_splits > 1:
             return (f"one cluster of {self.k_splits} blocks a tile ({self.kt_per_split} of the {self.k_iters} "
                     "k-iterations each, summed through DSMEM)")
@@ -510,12 +484,6 @@ def red_pitch(a: Assignment, c_unit: str | None) -> int:
     return (a["block_m"] if c_unit == "m" else a["block_n"]) + RED_PAD
 
 
-def cluster_slots(arch: Arch, size: int) -> int:
-    """Clusters of `size` blocks (one an SM) resident at once: the SMs in whole clusters (cost model; the
-    launcher asks the driver, cudaOccupancyMaxActiveClusters)."""
-    return arch.sms // size
-
-
 def k_split_slices(k_iters: int, splits: int) -> tuple[int, str | None]:
     """(k-iterations a slice, why the split does not fit): every block of the cluster needs a slice."""
     per = math.ceil(k_iters / splits)
@@ -530,11 +498,8 @@ def a_rows_follow_m(views: ProblemViews) -> bool:
     return not isinstance(a, str) and a.major == "k"
 
 
-def a_box_rows(m_inner: int, block_m: int, multicast: int = 1) -> int:
-    """Rows of A's box when it is cut to the rows present: rounded up to whole swizzle atoms for each of the
-    `multicast` blocks that load a share of it."""
-    unit = SWIZZLE_ROWS * multicast
-    return min(block_m, -(-m_inner // unit) * unit)
+def a_box_rows(m_inner: int, block_m: int) -> int:
+    return min(block_m, -(-m_inner // SWIZZLE_ROWS) * SWIZZLE_ROWS)
 
 
 def smem_bytes(a: Assignment, c_unit: str | None, elem: int, packed: bool = False) -> int:
@@ -573,7 +538,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
     g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
-    g.node("a_multicast", A_MULTICAST, "blocks of a cluster along N sharing each A stage (multicast loads)", default=1)
 
     def wg_rows(a: Assignment) -> str | None:
         wg_m = a["block_m"] // a["consumers"]
@@ -628,30 +592,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
                 "a K split only where the tiles leave SMs idle and the blocks fit one wave, every block with a slice, "
                 "the f32 partial tile parked in the block's pipeline stages")
-
-    follow = a_rows_follow_m(views)
-    rows = views.batch * views.m
-
-    def multicast_ok(a: Assignment) -> str | None:
-        c = a["a_multicast"]
-        if c == 1:
-            return None
-        if a["k_splits"] > 1:
-            return "a K split's cluster shares one tile (a slice of K a block), not A between tiles"
-        if not follow:
-            return "A is m-major: it is loaded in 64-wide boxes along m, not in rows the blocks can share out"
-        if flat_rows(views, a["block_m"], 1):
-            return "flat rows load A a 64-row block at a time, each at its own m-loop index"
-        tiles_n = grid(a["block_m"], a["block_n"], 1)[2]
-        if tiles_n < c:
-            return f"{tiles_n} tile column(s): fewer than the {c} blocks that would share each A stage"
-        if rows > MULTICAST_MAX_ROWS:
-            return (f"{rows} rows: measured only on decode shapes (at most {MULTICAST_MAX_ROWS} rows), where A's "
-                    "re-reads slow the weight's stream; larger products leave A's L2 traffic to the tiling")
-        return None
-    g.constrain("a multicast", "problem", ["block_m", "block_n", "k_splits", "a_multicast"], multicast_ok,
-                "clusters along N share A only without a K split, for a K-major A loaded as one box of rows, "
-                "with at least as many tile columns as blocks in a cluster")
     return g
 
 
@@ -711,21 +651,17 @@ def _cost(views: ProblemViews, arch: Arch):
 
     def cost(a: Assignment) -> float:
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
-        mc = a.get("a_multicast", 1)
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
         groups, tiles_m, tiles_n, _ = grid(bm, bn, splits)
         tiles = groups * tiles_m * tiles_n * splits
         k_iters = math.ceil(k_iters_all / splits)
-        # A multicast runs clusters of mc tiles of one row (the row's last cluster may be part-empty) on the
-        # SMs that whole clusters fill.
-        slots = arch.sms if mc == 1 else cluster_slots(arch, mc) * mc
-        tiles_per_sm = math.ceil(groups * tiles_m * math.ceil(tiles_n / mc) * mc * splits / slots)
-        busy = min(tiles, slots)
+        tiles_per_sm = math.ceil(tiles / arch.sms)
+        busy = min(tiles, arch.sms)
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
         # leaves the tensor cores idle while it waits on its own barriers and epilogue.
         eff = wgmma_eff(bn) * (1.0 if cons == 2 else 0.8)
         math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
-        a_rows = a_box_rows(m_inner, bm, mc) if follow else bm  # the box's rows: what TMA delivers
+        a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
         stage = (a_rows + bn) * BLOCK_K * elem
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
         l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
@@ -742,14 +678,7 @@ def _cost(views: ProblemViews, arch: Arch):
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
-        # A multicast: the A stages a cluster no longer reads from L2 beside the DRAM stream, for its cluster's
-        # start and end. (Only a saving: the rest of the model, and so every plan without a multicast, stays as
-        # it was measured.)
-        multicast_us = 0.0
-        if mc > 1:
-            saved = tiles * k_iters * a_rows * (1 - 1 / mc) * BLOCK_K * elem
-            multicast_us = CLUSTER_US - saved / (A_L2_TBPS * 1e6)
-        return (max(tiles_per_sm * tile_us, dram_us) + multicast_us + reduce_us + LAUNCH_US
+        return (max(tiles_per_sm * tile_us, dram_us) + reduce_us + LAUNCH_US
                 + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 
     return cost
@@ -788,15 +717,12 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     follow = ta.major == "k"
     run_time = views.spec.run_time_letter
     box_rows = 0
-    mc = a.get("a_multicast", 1)
     if flat:  # a 64-row box a block: each block has its own m-loop coordinates
         ta = replace(_with_box_rows(ta, BOX_MN), boxes_per_stage=bm // BOX_MN)
         follow = False  # every block is whole (the segment is a multiple of 64 rows): no box to cut
     elif follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
-        box_rows = a_box_rows(size["m"], bm, mc)
-        ta = _with_box_rows(ta, box_rows // mc)  # each block of a multicast cluster loads its share
-    elif mc > 1:  # whole BM-row boxes, or the launcher's cut with rows at run time: a share a block
-        ta = _with_box_rows(ta, bm // mc)
+        box_rows = a_box_rows(size["m"], bm)
+        ta = _with_box_rows(ta, box_rows)
     k_iters = problem_k_iters(views)
     splits = a["k_splits"]
     packed = packed_store(views) and splits == 1
@@ -816,7 +742,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         cost_us=cost_us, notes=tuple(notes), assignment=dict(a),
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
-        a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat, a_multicast=mc,
+        a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

@@ -34,25 +34,20 @@ def _coord(index: str, operand: str, tile: str = "tile") -> str:
 
 
 def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False,
-             flat: bool = False, multicast: int = 1) -> dict:
+             flat: bool = False) -> dict:
     """A tensor map's template context. `flat` (A with flat rows): one box a 64-row block, at the block's
-    coordinates (`blocks[j]`, from granule_at). `multicast` (A): blocks of a cluster each loading a share of the
-    box's rows (`mc_coords`: a block's share's coordinates)."""
+    coordinates (`blocks[j]`, from granule_at)."""
     box_bytes = t.stage_bytes // t.boxes_per_stage
     run_time_rows = rows_at_run_time and t.operand == "A"
-    run_time_box = "a_box_rows(int(m_inner))" + (" / MULTICAST" if multicast > 1 else "")
-    coords = [_coord(d.index, t.operand, "blocks[j]" if flat else "tile") for d in t.dims]
-    share = "a_share_rows" if rows_at_run_time else "A_SHARE_ROWS"
-    mc_coords = [f"{c} + rank * {share}" if d.index == "mn" else c for c, d in zip(coords, t.dims)]
     return {
         "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
         # With M a run-time argument, A's tiled m dim is sized by it when the map is encoded (and its box
         # cut to the rows present, for K-major A).
         "dims": [{"label": d.label, "size": "m_inner" if run_time_rows and d.index == "mn" else f"{d.size}ull",
                   "stride": d.stride_bytes,
-                  "box": run_time_box if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
+                  "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
                  for d in t.dims],
-        "coords": coords, "mc_coords": mc_coords if multicast > 1 else [],
+        "coords": [_coord(d.index, t.operand, "blocks[j]" if flat else "tile") for d in t.dims],
         "flat": flat, "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
@@ -83,7 +78,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows, plan.a_multicast)
+    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out], "is_m": x.role == "m"}
@@ -115,7 +110,6 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
-        "multicast": plan.a_multicast, "cluster_tiles": plan.tile_groups * plan.tiles_m * plan.tile_cols,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
         "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
@@ -150,15 +144,9 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     if plan.packed_store:
         decisions.append(plan.packed_line())
     decisions.extend(plan.notes)
-    if plan.k_splits > 1:
-        grid = (f"{plan.tiles} clusters of {plan.k_splits} blocks, {plan.kt_per_split} of the {plan.k_iters} "
-                "k-iterations a block")
-    elif plan.a_multicast > 1:
-        grid = (f"clusters of {plan.a_multicast} blocks along N (as many as fit at once, at most "
-                f"{plan.tile_groups * plan.tiles_m * plan.tile_cols}), each block loading 1/{plan.a_multicast} of "
-                f"every A stage for the cluster, {plan.k_iters} k-iterations a tile")
-    else:
-        grid = f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations a tile"
+    grid = (f"{plan.tiles} clusters of {plan.k_splits} blocks, {plan.kt_per_split} of the {plan.k_iters} "
+            "k-iterations a block" if plan.k_splits > 1 else
+            f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations a tile")
     decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
                      f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
                      f"{grid}.")
