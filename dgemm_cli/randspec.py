@@ -8,10 +8,13 @@ input only, an input with no letters (a scalar) and the implicit output (no `->`
 until the problem stays small enough to verify in well under a second. A share may size one row letter
 at run time (`{min, max}`, its strides drawn for the max). A share gets a fused epilogue: bias, scale and
 residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
+A share of the decode-shaped specs may be redrawn wide (N in the thousands, f16 / bf16, B in the nn.Linear layout)
+for the tensor-core GEMV family (WIDE_DECODE_SHARE).
 """
 
 from __future__ import annotations
 
+import math
 import random
 
 MAX_FLOPS = 2e9
@@ -29,6 +32,13 @@ ROW_BLOCKS_SHARE = 0.0
 # not), so that the small-M families' vector loads of A (and their K tails and run-time pointer checks) are reached.
 # Drawn from a generator of the spec's own (0: the draws are those of before).
 A_VECTORS_SHARE = 0.0
+# Decode-shaped specs redrawn wide (N = 2112..16384 columns, tails included; K = 512..8192), f16 or bf16 for A and B,
+# B mostly in the nn.Linear layout [N, K] and A mostly k-contiguous: the shapes the tensor-core GEMV family (tcgemv)
+# needs. Drawn from a generator of the spec's own (0: the draws are those of before).
+WIDE_DECODE_SHARE = 0.0
+# Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
+WIDE_MAX_MACS = 3e9
+WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
 ACTIVATION_NAMES = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
 MAX_ELEMENTS = 1 << 25
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -113,10 +123,16 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
                 epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE,
-                a_vectors_share: float = A_VECTORS_SHARE) -> dict:
-    spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share)
+                a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE) -> dict:
+    drawn: dict = {}  # a widened spec's letters and sizes as drawn
+    spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
+                       drawn)
     if rng.random() < dynamic_share:
-        _size_a_row_at_run_time(spec, rng)
+        if drawn:  # the shared stream takes the draws of the spec as drawn (the others stay as without the share)
+            _size_a_row_at_run_time(drawn, rng)
+            _size_a_row_at_run_time(spec, random.Random(f"{name}/wide-decode/run-time"))
+        else:
+            _size_a_row_at_run_time(spec, rng)
     own = random.Random(f"{name}/epilogue")
     if own.random() < epilogue_share:
         _add_epilogue(spec, own)
@@ -203,9 +219,17 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
 
 
 def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
-                row_blocks_share: float = 0.0, a_vectors_share: float = 0.0) -> dict:
+                row_blocks_share: float = 0.0, a_vectors_share: float = 0.0, wide_decode_share: float = 0.0,
+                drawn: dict | None = None) -> dict:
+    """`drawn`: where a decode-shaped spec is widened, its contraction and sizes from before go there."""
     if rng.random() < small_m_share:
         spec = _small_m_spec(rng, name)
+        if wide_decode_share > 0:
+            wide = random.Random(f"{name}/wide-decode")
+            if wide.random() < wide_decode_share:
+                if drawn is not None:
+                    drawn.update(contraction=spec["contraction"], sizes=dict(spec["sizes"]))
+                _widen_decode(spec, wide)
         own = random.Random(f"{name}/a-vectors")
         if own.random() < a_vectors_share:
             _redraw_a_in_vectors(spec, own)
@@ -259,10 +283,11 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
 
 def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_share: float = SMALL_M_SHARE,
                  dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE,
-                 row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE) -> list[dict]:
+                 row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE,
+                 wide_decode_share: float = WIDE_DECODE_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
-                        row_blocks_share, a_vectors_share) for i in range(count)]
+                        row_blocks_share, a_vectors_share, wide_decode_share) for i in range(count)]
 
 
 def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
@@ -294,16 +319,16 @@ def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
 
 
 def _k_innermost_strides(letters: str, ks: list[str], sizes: dict[str, int], vec: int, rng: random.Random,
-                  broadcast: bool) -> list[int]:
+                  broadcast: bool, odd: float = 0.15) -> list[int]:
     """Strides for `letters` with the summed letters `ks` innermost and dense (ks[0] innermost), the others (rows,
-    batch) in a random order from a row stride of whole `vec`-element vectors (sometimes padded, sometimes one
-    element off)."""
+    batch) in a random order from a row stride of whole `vec`-element vectors (sometimes padded; with probability
+    `odd` one element off)."""
     strides, step = {}, 1
     for x in ks:
         strides[x] = step
         step *= sizes[x]
     step = -(-step // vec) * vec + rng.choice([0, 0, 0, vec * rng.randint(1, 3)])
-    if rng.random() < 0.15:
+    if rng.random() < odd:
         step += 1  # rows an odd number of elements apart: no vector holds
     rows = [x for x in letters if x not in ks]
     rng.shuffle(rows)
@@ -314,6 +339,69 @@ def _k_innermost_strides(letters: str, ks: list[str], sizes: dict[str, int], vec
         strides[x] = step
         step *= sizes[x]
     return [strides[x] for x in letters]
+
+
+def _wide_total(rng: random.Random, lo: int, hi: int, grains: tuple[tuple[float, int], ...]) -> int:
+    """A size in lo..hi in whole `grain`s, the grain drawn from `grains` ((cumulative share, grain), ...)."""
+    roll = rng.random()
+    grain = next((g for share, g in grains if roll < share), 1)
+    return grain * rng.randint(-(-lo // grain), hi // grain)
+
+
+def _wide_split(letters: list[str], total: int, sizes: dict[str, int], rng: random.Random,
+                inners: tuple[int, ...]) -> None:
+    """Size `letters` (one or two) to `total`, or with two letters an inner one from `inners` times the whole number
+    of them that reaches `total` (heads x head_dim, groups x group size)."""
+    if len(letters) == 1:
+        sizes[letters[0]] = total
+        return
+    inner = rng.choice(inners)
+    sizes[letters[0]], sizes[letters[1]] = inner, -(-total // inner)
+
+
+def _widen_decode(spec: dict, rng: random.Random) -> None:
+    """Redraw a decode-shaped spec wide (see WIDE_DECODE_SHARE): N = 2112..16384 columns, in whole 128s, 16s, 8s or not
+    (the last block's columns past N); K = 512..8192 in whole 64s, 8s or not (K's last 64-k segment part filled, or K
+    not whole 16-byte chunks); M = 2..16 rows 85 times in 100 (else 1 or 17..64); two N, K or M letters split their
+    total (heads x head_dim); f16 or bf16 for A and B alike. B's summed letters innermost and dense, its rows whole
+    16-byte vectors apart (the nn.Linear layout [N, K]; sometimes padded, rarely one element off) nine times in ten,
+    else in a random order (where its extent stays under WIDE_MAX_WEIGHT elements); A the same (k-contiguous in B's
+    order of the summed letters, rows whole 16- or 8-byte vectors apart) 85 times in 100, else in a random order; C
+    in a random order. The letters, batch sizes, offsets, alignment promises, C's dtype and alpha / beta stay as
+    drawn; the problem stays under WIDE_MAX_MACS multiply-adds and the weight under WIDE_MAX_WEIGHT elements."""
+    a_letters, b_letters, c_letters = spec["contraction"].replace("->", ",").split(",")
+    sizes = spec["sizes"]
+    ms = [x for x in a_letters if x in c_letters and x not in b_letters]
+    ns = [x for x in b_letters if x in c_letters and x not in a_letters]
+    ks = [x for x in a_letters if x in b_letters and x not in c_letters]
+    batch = math.prod(sizes[x] for x in a_letters if x in b_letters and x in c_letters)
+    roll = rng.random()
+    m = rng.randint(2, 8) if roll < 0.5 else rng.randint(9, 16) if roll < 0.85 else 1 if roll < 0.9 else \
+        rng.randint(17, 64)
+    _wide_split(ms, m, sizes, rng, tuple(d for d in range(1, m + 1) if m % d == 0))
+    rng.shuffle(ns)
+    rng.shuffle(ks)  # ks[0] innermost where a view nests them
+    while True:
+        n = _wide_total(rng, 2112, 16384, ((0.35, 128), (0.6, 16), (0.8, 8)))
+        k = _wide_total(rng, 512, 8192, ((0.6, 64), (0.9, 8)))
+        _wide_split(ns, n, sizes, rng, (64, 128, 80, 96, 112, 8, 16))
+        _wide_split(ks, k, sizes, rng, (64, 128, 32, 16, 8, 100, 56))
+        n, k = math.prod(sizes[x] for x in ns), math.prod(sizes[x] for x in ks)
+        if n <= 16384 and k <= 8192 and batch * m * n * k <= WIDE_MAX_MACS and batch * n * k <= WIDE_MAX_WEIGHT:
+            break
+    spec["arch"] = "sm_90a"
+    spec["dtype"] = rng.choice(["f16", "bf16"])
+    ops = spec["operands"]
+    b_view = _strides(b_letters, sizes, rng, broadcast=True) if rng.random() < 0.1 else []
+    if not b_view or 1 + sum(s * (sizes[x] - 1) for x, s in zip(b_letters, b_view)) > WIDE_MAX_WEIGHT:
+        b_view = _k_innermost_strides(b_letters, ks, sizes, 8, rng, broadcast=False, odd=0.05)
+    ops["B"]["strides"] = b_view
+    if rng.random() < 0.85:
+        ops["A"]["strides"] = _k_innermost_strides(a_letters, ks, sizes, rng.choice([8, 8, 8, 8, 4]), rng,
+                                                   broadcast=True, odd=0.05)
+    else:
+        ops["A"]["strides"] = _strides(a_letters, sizes, rng, broadcast=True)
+    ops["C"]["strides"] = _strides(c_letters, sizes, rng, broadcast=False)
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:

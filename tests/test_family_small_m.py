@@ -228,6 +228,120 @@ def test_a_vectors_share_zero_leaves_the_draws_as_before():
     assert before == after
 
 
+# Digests of draws made before --wide-decode-share existed (sha256 of the specs as sorted JSON): its default of 0 must
+# leave every draw as it was (seeds 41 and 43 are call 13's random decode sets).
+DRAWS_BEFORE_WIDE_DECODE = [
+    ((40, 41), {"small_m_share": 1.0, "a_vectors_share": 0.5},
+     "49fff7f411e0be3b71bb4bf7502af3f8776d8ab91297344780c01e1546f256d8"),
+    ((40, 43), {"small_m_share": 1.0, "a_vectors_share": 0.5, "dynamic_share": 1.0},
+     "e9afe824473ee46969d240abe615808a6066f5cdf3f245d05a56bea333b3cd5e"),
+    ((60, 7), {}, "ac6866deb8333f9662bb4daf71f0145599d193b612e5490fee18653a3f10c071"),
+]
+
+
+def _digest(specs: list[dict]) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()
+
+
+def _n_k_rows(spec: dict) -> tuple[int, int, int]:
+    """N, K and the rows (M times the batch, at their largest) of a contraction spec dict."""
+    a, b, c = spec["contraction"].replace("->", ",").split(",")
+    sizes = {x: (v["max"] if isinstance(v, dict) else v) for x, v in spec["sizes"].items()}
+    n = math.prod(sizes[x] for x in b if x in c and x not in a)
+    return n, math.prod(sizes[x] for x in a if x in b and x not in c), math.prod(sizes[x] for x in c if x in a)
+
+
+@pytest.mark.parametrize("draw, shares, digest", DRAWS_BEFORE_WIDE_DECODE)
+def test_wide_decode_share_zero_leaves_the_draws_as_before(draw, shares, digest):
+    from dgemm_cli.randspec import random_specs
+
+    assert _digest(random_specs(*draw, **shares)) == digest
+    assert _digest(random_specs(*draw, **shares, wide_decode_share=0.0)) == digest
+
+
+@pytest.mark.parametrize("dynamic_share", [0.0, 1.0])
+def test_wide_decode_share_changes_only_the_specs_it_widens(dynamic_share):
+    """Drawn apart: with the share on, every other spec (and its run-time range) is the one drawn without it."""
+    from dgemm_cli.randspec import random_specs
+
+    shares = {"small_m_share": 0.7, "a_vectors_share": 0.5, "dynamic_share": dynamic_share}
+    before, after = random_specs(120, 5, **shares), random_specs(120, 5, **shares, wide_decode_share=0.5)
+    changed = [b for a, b in zip(before, after) if a != b]
+    assert 25 <= len(changed) <= 60
+    assert all(_n_k_rows(spec)[0] >= 2112 for spec in changed)
+
+
+def test_wide_decode_share_draws_wide_columns_in_its_share():
+    from dgemm_cli.randspec import random_specs
+
+    def wide(share: float) -> float:
+        specs = random_specs(400, 3, small_m_share=1.0, wide_decode_share=share)
+        return sum(_n_k_rows(spec)[0] >= 2112 for spec in specs) / len(specs)
+
+    assert wide(0.0) < 0.1  # the decode draw's own N reaches 2112 now and then (one letter, up to 3000)
+    assert 0.45 <= wide(0.5) <= 0.65
+    assert wide(1.0) == 1.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]))
+def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share):
+    """N = 2112..16384, K = 512..8192 (--a-vectors-share may round the inner k letter up to whole vectors: 100 to
+    104), f16 or bf16 alike, sm_90a, under the MAC and weight bounds the GPU verify can run, and the views agree."""
+    import random
+
+    from dgemm_cli.randspec import WIDE_MAX_MACS, WIDE_MAX_WEIGHT
+
+    spec_dict = random_spec(random.Random(seed), "r", small_m_share=1.0, wide_decode_share=1.0,
+                            a_vectors_share=a_vectors_share, dynamic_share=dynamic_share)
+    n, k, rows = _n_k_rows(spec_dict)
+    assert 2112 <= n <= 16384 and 512 <= k <= (8192 * 104 // 100 if a_vectors_share else 8192)
+    assert rows * n * k <= WIDE_MAX_MACS
+    assert spec_dict["dtype"] in ("f16", "bf16") and spec_dict["arch"] == "sm_90a"
+    assert not any("dtype" in spec_dict["operands"][x] for x in "AB")
+    b_letters = spec_dict["contraction"].split(",")[1].split("->")[0]
+    sizes = {x: (v["max"] if isinstance(v, dict) else v) for x, v in spec_dict["sizes"].items()}
+    b_strides = spec_dict["operands"]["B"]["strides"]
+    assert 1 + sum(s * (sizes[x] - 1) for x, s in zip(b_letters, b_strides)) <= WIDE_MAX_WEIGHT
+    views = analyse(parse_spec(spec_dict))
+    assert (views.n, views.k) == (n, k)
+
+
+def test_wide_decode_specs_load_plan_and_reach_tcgemv(tmp_path):
+    """Written by `deepgemm random-specs --wide-decode-share`, every spec loads and plans (each bucket of a run-time
+    M), other families keep their share, and tcgemv is planned with 8 and with 16 tokens, with and without whole
+    64-k segments, for a run-time M (without the option: 1 of call 13's 99 random decode kernels, 8 tokens, fixed
+    M). The seed is one whose 40 specs reach every one of those paths; the share over seeds is about 1 kernel in 10."""
+    from click.testing import CliRunner
+
+    from dgemm_cli.cli import main
+    from dgemm_cli.plan import BucketPlan
+
+    out = tmp_path / "rs"
+    result = CliRunner().invoke(main, ["random-specs", "40", "-o", str(out), "--seed", "54", "--small-m-share", "1.0",
+                                       "--wide-decode-share", "0.5", "--a-vectors-share", "0.5", "--dynamic-share",
+                                       "0.2"])
+    assert result.exit_code == 0, result.output
+    families: dict[str, int] = {}
+    reached = set()
+    for path in sorted(out.glob("*.yaml")):
+        spec = load_spec(path)
+        plan = make_plan(analyse(spec), SM90)
+        buckets = [(b.plan, b.lo < b.hi) for b in plan.buckets] if isinstance(plan, BucketPlan) else [(plan, False)]
+        for p, run_time in buckets:
+            families[p.family] = families.get(p.family, 0) + 1
+            if p.family == "tcgemv":
+                reached |= {f"{p.primary.tokens} tokens", f"whole segments {p.primary.whole_segments}",
+                            *(["run-time M"] if run_time else [])}
+    assert len(list(out.glob("*.yaml"))) == 40
+    assert families.get("tcgemv", 0) >= 0.08 * sum(families.values()), families  # 9 of 58 kernels when written
+    assert {"splitk", "gemv", "hopper"} <= set(families)
+    assert reached >= {"8 tokens", "16 tokens", "whole segments True", "whole segments False", "run-time M"}, reached
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["splitk", "gemv"])
 def test_random_decode_kernels_compile_without_spills(family, tmp_path):
