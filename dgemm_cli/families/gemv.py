@@ -22,7 +22,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.families.solving import Problem, gated
+from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "gemv"
@@ -340,9 +340,7 @@ def _cost(views: ProblemViews, arch: Arch):
 
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
-    gated(NAME, views.spec.source, gates(views, arch))
-    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
-                   lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
+    return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, _plan)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

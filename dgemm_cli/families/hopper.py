@@ -46,7 +46,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families.solving import Problem, gated
+from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.spec import DTYPE_BYTES
 from dgemm_cli.views import ProblemViews, ViewSegment, output_unit_role
 
@@ -686,9 +686,7 @@ def _cost(views: ProblemViews, arch: Arch):
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
     """The tiling graph and the cost model, once the gates allow the problem."""
-    gated(NAME, views.spec.source, gates(views, arch))
-    return Problem(NAME, views.spec.source, build_tiling_graph(views, arch), _cost(views, arch),
-                   lambda a, decisions, feasible, cost: _plan(views, a, decisions, feasible, cost))
+    return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, _plan)
 
 
 def _with_box_rows(t: TmaOperand, rows: int) -> TmaOperand:

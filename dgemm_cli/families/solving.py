@@ -30,6 +30,16 @@ def gated(family: str, source: str, blocked: list[tuple[str, str]]) -> None:
                         + "; ".join(f"{n}: {why}" for n, why in blocked))
 
 
+def gated_problem(family: str, views: Any, arch: Any, gates: Callable, graph: Callable, cost: Callable,
+                  plan: Callable) -> Problem:
+    """A family's Problem once its gates allow the problem: `gates(views, arch)` (the blockers), `graph(views, arch)`
+    (the tiling graph), `cost(views, arch)` (the cost model) and `plan(views, assignment, decisions, feasible,
+    cost)` (the family's plan), for the families whose problem is just that (gemv, hopper, tcgemv)."""
+    gated(family, views.spec.source, gates(views, arch))
+    return Problem(family, views.spec.source, graph(views, arch), cost(views, arch),
+                   lambda a, decisions, feasible, c: plan(views, a, decisions, feasible, c))
+
+
 def best(p: Problem) -> tuple[Any, ConstraintGraph]:
     """The cheapest plan and the graph it was solved from (for `explain`). A family's gates must rule
     out every problem its graph cannot satisfy; an unsatisfiable graph here is a planner bug."""
