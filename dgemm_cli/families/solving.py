@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, Unsatisfiable, explain_assignment, solve
 from dgemm_cli.errors import PlanError
+from dgemm_cli.views import ProblemViews
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ def gated(family: str, source: str, blocked: list[tuple[str, str]]) -> None:
                         + "; ".join(f"{n}: {why}" for n, why in blocked))
 
 
-def gated_problem(family: str, views: Any, arch: Any, gates: Callable, graph: Callable, cost: Callable,
+def gated_problem(family: str, views: ProblemViews, arch: Arch, gates: Callable, graph: Callable, cost: Callable,
                   plan: Callable) -> Problem:
     """A family's Problem once its gates allow the problem: `gates(views, arch)` (the blockers), `graph(views, arch)`
     (the tiling graph), `cost(views, arch)` (the cost model) and `plan(views, assignment, decisions, feasible,
