@@ -1,7 +1,8 @@
-// What the decode probes in tools/ share (rowstream_probe.cu, swapmma_probe.cu, regmma_probe.cu; read_patterns.cu
-// takes the mbarrier helpers): shared-memory addresses and mbarriers, one mma.sync, and the check of a probe kernel
-// against a naive kernel on random data. The probes' product: C[M,N] (f16) = A[M,K] (f16, row-major) . B^T, B in
-// nn.Linear's [N,K] layout (f16), f32 sums.
+// What the decode probes in tools/ share (rowstream_probe.cu, swapmma_probe.cu, regmma_probe.cu, persist_probe.cu,
+// wsprobe.cu; read_patterns.cu takes the mbarrier helpers): shared-memory addresses and mbarriers, the streamed load
+// and the lane swap, one mma.sync, the probes' random data (decode_data), and the check of a probe kernel against a
+// naive kernel. The probes' product: C[M,N] (f16) = A[M,K] (f16, row-major) . B^T, B in nn.Linear's [N,K] layout
+// (f16), f32 sums.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -82,6 +83,22 @@ __global__ void fill(__half* p, size_t n, uint32_t seed) {
   }
 }
 
+// The probes' data, random values in [-1, 1]: A (`rows` x K), B (PROBE_COPIES copies of the N = PROBE_N weight,
+// rotated past L2 by the timings: 470 MB at K = 4096), C and the reference's room for `rows` x PROBE_N; and a
+// non-blocking stream.
+constexpr int PROBE_N = 14336, PROBE_COPIES = 4;
+static void decode_data(int K, int rows, __half** A, __half** B, __half** C, float** ref, cudaStream_t* s) {
+  const size_t big = size_t(PROBE_COPIES) * PROBE_N * K;
+  CK(cudaMalloc(B, big * 2));
+  CK(cudaMalloc(A, size_t(rows) * K * 2));
+  CK(cudaMalloc(C, size_t(rows) * PROBE_N * 2));
+  CK(cudaMalloc(ref, size_t(rows) * PROBE_N * 4));
+  fill<<<1024, 256>>>(*B, big, 1);
+  fill<<<64, 256>>>(*A, size_t(rows) * K, 2);
+  CK(cudaDeviceSynchronize());
+  CK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+}
+
 // C poisoned with NaN, one launch (`launch()` on stream s), then the largest error against the reference, relative
 // to 1 + |reference|: infinity where C holds a NaN. `ref`: room for M x N floats.
 template <typename Launch>
@@ -102,4 +119,35 @@ static double checked_error(const __half* A, const __half* B, __half* C, float* 
     worst = std::max(worst, double(std::abs(v - want[i])) / (1.0 + std::abs(want[i])));
   }
   return worst;
+}
+
+// A decode probe kernel (A, B, C, M, N) on `blocks` x `threads` with `smem` dynamic bytes (opted in by the caller):
+// checked against the reference when `check` (C poisoned first), then timed with B rotated over `copies` copies.
+struct ProbeRun {
+  double worst, us;
+  int regs, stack;
+};
+template <typename Kernel>
+static ProbeRun run_probe(Kernel* kern, int blocks, int threads, int smem, bool check, const __half* A, const __half* B,
+                          __half* C, float* ref, int M, int N, int K, int copies, cudaStream_t s) {
+  ProbeRun r{};
+  if (check)
+    r.worst = checked_error(A, B, C, ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(A, B, C, M, N); });
+  r.us = graph_median_us(s, 8 * copies, [&](int l) {
+    kern<<<blocks, threads, smem, s>>>(A, B + (l % copies) * size_t(N) * K, C, M, N);
+  });
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, kern));
+  r.regs = fa.numRegs, r.stack = int(fa.localSizeBytes);
+  return r;
+}
+
+// The read ceiling of the same bytes: the N x K weight read by read_kernel (grid-stride 16-byte loads) on `blocks`
+// blocks of 512 threads, rotated over `copies` copies; one line printed.
+static void print_read_ceiling(const __half* B, float* sink, int N, int K, int copies, int blocks, cudaStream_t s) {
+  const size_t vecs = size_t(N) * K / 8;
+  const double us = graph_median_us(s, 8 * copies, [&](int l) {
+    read_kernel<4><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(B + (l % copies) * size_t(N) * K), vecs, sink);
+  });
+  std::printf("grid-stride read, %d blocks of 512 threads: %7.2f us  %5.0f GB/s\n", blocks, us, size_t(N) * K * 2 / us / 1e3);
 }

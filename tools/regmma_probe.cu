@@ -121,16 +121,8 @@ static void row(int M, int N, int K, int copies, cudaStream_t s) {
 
 int main() {
   const int K = 4096;
-  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
-  CK(cudaMalloc(&g_B, big * 2));
-  CK(cudaMalloc(&g_A, size_t(16) * K * 2));
-  CK(cudaMalloc(&g_C, size_t(16) * 14336 * 2));
-  CK(cudaMalloc(&g_ref, size_t(16) * 14336 * 4));
-  fill<<<1024, 256>>>(g_B, big, 1);
-  fill<<<64, 256>>>(g_A, size_t(16) * K, 2);
-  CK(cudaDeviceSynchronize());
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  decode_data(K, 16, &g_A, &g_B, &g_C, &g_ref, &s);
   // Call 6 (first configurations: 4 warps or fewer along K) read at 1.1-3.4 TB/s: too few warps stream per SM.
   // Call 7: 8..16 warps along K, each K slice in flight at once or in two rounds.
   for (int M : {8, 16}) {

@@ -397,16 +397,8 @@ int main(int argc, char** argv) {
   const std::string set = argc > 1 ? argv[1] : "cp2";  // bulk: call 1's set; cp: call 2's; cp2: call 3's
   const bool bulk = set == "bulk";
   const int K = 4096;
-  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
-  CK(cudaMalloc(&g_B, big * 2));
-  CK(cudaMalloc(&g_A, size_t(64) * K * 2));
-  CK(cudaMalloc(&g_C, size_t(64) * 14336 * 2));
-  CK(cudaMalloc(&g_ref, size_t(64) * 14336 * 4));
-  fill<<<1024, 256>>>(g_B, big, 1);
-  fill<<<64, 256>>>(g_A, size_t(64) * K, 2);
-  CK(cudaDeviceSynchronize());
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  decode_data(K, 64, &g_A, &g_B, &g_C, &g_ref, &s);
   if (set == "cp2") {
     const int N = 14336, c = 4;
     std::printf("-- plain loads, no math, N = %d: the fragment's order against gemv's\n", N);

@@ -437,16 +437,8 @@ static void read_lines(int N, int K, int copies, cudaStream_t s) {
 
 int main(int argc, char** argv) {
   const int K = 4096;
-  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
-  CK(cudaMalloc(&g_B, big * 2));
-  CK(cudaMalloc(&g_A, size_t(16) * K * 2));
-  CK(cudaMalloc(&g_C, size_t(16) * 14336 * 2));
-  CK(cudaMalloc(&g_ref, size_t(16) * 14336 * 4));
-  fill<<<1024, 256>>>(g_B, big, 1);
-  fill<<<64, 256>>>(g_A, size_t(16) * K, 2);
-  CK(cudaDeviceSynchronize());
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  decode_data(K, 16, &g_A, &g_B, &g_C, &g_ref, &s);
   if (argc > 1 && std::string(argv[1]) == "call12") {  // call 10's picks again, beside the template's kernels
     row_pf<2, 1, 4, 2, false>(8, 14336, K, 4, s);
     row_pf<2, 1, 8, 2, false>(8, 4096, K, 14, s);

@@ -166,44 +166,23 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
-  const double worst = MATH ? checked_error(g_A, g_B, g_C, g_ref, M, N, KDIM, s, [&] {
-    kern<<<blocks, threads, smem, s>>>(g_A, g_B, g_C, M, N);
-  }) : 0.0;
-  const double us = graph_median_us(s, 8 * copies, [&](int l) {
-    kern<<<blocks, threads, smem, s>>>(g_A, g_B + (l % copies) * size_t(N) * KDIM, g_C, M, N);
-  });
-  cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, kern));
+  const ProbeRun r = run_probe(kern, blocks, threads, smem, MATH, g_A, g_B, g_C, g_ref, M, N, KDIM, copies, s);
   std::printf("%-4s M=%2d N=%5d tok %2d  %d producer + %d consumer warps, %d segs in flight a producer, %2d slots  "
               "%4d blocks (%d an SM)  %3d regs %3d B stack  %7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, TOK, PW, CW, D, SLOTS, blocks, per_sm, fa.numRegs, int(fa.localSizeBytes), us,
-              size_t(N) * KDIM * 2 / us / 1e3, worst, worst > 2e-2 ? "  FAIL" : "");
+              MATH ? "mma" : "read", M, N, TOK, PW, CW, D, SLOTS, blocks, per_sm, r.regs, r.stack, r.us,
+              size_t(N) * KDIM * 2 / r.us / 1e3, r.worst, r.worst > 2e-2 ? "  FAIL" : "");
   std::fflush(stdout);
 }
 
 int main(int argc, char** argv) {
   const int K = KDIM;
-  const size_t big = size_t(4) * 14336 * K;  // 4 copies of the N = 14336 weight (470 MB)
-  CK(cudaMalloc(&g_B, big * 2));
-  CK(cudaMalloc(&g_A, size_t(16) * K * 2));
-  CK(cudaMalloc(&g_C, size_t(16) * 14336 * 2));
-  CK(cudaMalloc(&g_ref, size_t(16) * 14336 * 4));
-  fill<<<1024, 256>>>(g_B, big, 1);
-  fill<<<64, 256>>>(g_A, size_t(16) * K, 2);
-  CK(cudaDeviceSynchronize());
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  decode_data(K, 16, &g_A, &g_B, &g_C, &g_ref, &s);
   const std::string which = argc > 1 ? argv[1] : "first";
   for (int N : {14336, 4096}) {
     const int c = N == 14336 ? 4 : 14;
     std::printf("-- N = %d: read ceilings (consumers only release; target at N = 14336: 28.64 us)\n", N);
-    for (int blocks : {264, 528}) {
-      const size_t vecs = size_t(N) * KDIM / 8;
-      const double us = graph_median_us(s, 8 * c, [&](int l) {
-        read_kernel<4><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(g_B + (l % c) * size_t(N) * KDIM), vecs, g_ref);
-      });
-      std::printf("grid-stride read, %d blocks of 512 threads: %7.2f us  %5.0f GB/s\n", blocks, us, size_t(N) * KDIM * 2 / us / 1e3);
-    }
+    for (int blocks : {264, 528}) print_read_ceiling(g_B, g_ref, N, KDIM, c, blocks, s);
     row<8, 4, 4, 4, 16, 2, false>(1, N, c, s);
     row<8, 2, 2, 4, 16, 3, false>(1, N, c, s);
     row<8, 4, 2, 2, 16, 3, false>(1, N, c, s);
