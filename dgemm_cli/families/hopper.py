@@ -104,7 +104,7 @@ STAGES = (3, 4, 5, 6, 8)
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
-K_SPLITS = (1, 2, 4)
+K_SPLITS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
 # round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
@@ -580,9 +580,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         tiles = groups * tiles_m * tiles_n
         if tiles >= arch.sms:
             return f"{tiles} tiles already fill {arch.sms} SMs: a split would add its reduction and no SM"
-        slots = arch.sms * a["ctas_per_sm"]
-        if tiles * s > slots:
-            return (f"{tiles} tiles x {s} = {tiles * s} blocks, more than one wave of {slots} blocks (measured "
+        if tiles * s > arch.sms:
+            return (f"{tiles} tiles x {s} = {tiles * s} blocks, more than one wave of {arch.sms} SMs (measured "
                     "slower: the clusters did not all fit at once)")
         why = k_split_slices(k_iters, s)[1]
         if why:
@@ -590,7 +589,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         part = (a["block_n"] if c_unit == "m" else a["block_m"]) * red_pitch(a, c_unit) * 4  # [col][row] or [row][col]
         stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
         return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
-    g.constrain("k split", "problem", ["block_m", "block_n", "ctas_per_sm", "stages", "k_splits"], k_split_ok,
+    g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
                 "a K split only where the tiles leave SMs idle and the blocks fit one wave, every block with a slice, "
                 "the f32 partial tile parked in the block's pipeline stages")
     return g
