@@ -238,7 +238,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     else:
         g.node("block_n", tuple(32 * chunk * w for w in (1, 2, 4)), "columns of C per block (32 lanes x chunk x warps)")
         g.node("cols", (1,), "columns a lane streams at once: its chunk (lanes along n)")
-    g.node("unroll", (1, 2, 4, 8), "chunks a round per column and thread (two rounds in flight)")
+    g.node("unroll", (1, 2, 4), "chunks a round per column and thread (two rounds in flight)")
     clusters = arch.cc >= (9, 0)
     g.node("splits", SPLITS if clusters else (1,),
            "blocks of a cluster that split K" if clusters else f"K splits ({arch.name} has no clusters: 1)")
