@@ -77,8 +77,8 @@ class TcGemvPlan:
     unroll: int  # 64-k segments a round per row
     threads: int
     block_n: int  # columns of C a block: 8 x octets
-    tiles_n: int
-    blocks: int
+    tiles_n: int  # column tiles of one product
+    blocks: int  # tiles_n x the batch: a block a column tile of every product
     k_slice: int  # elements of K a warp (a multiple of 64)
     regs: int  # registers a thread may use (the launch bound)
     red_pitch: int
@@ -153,8 +153,6 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.m == 1:
         out.append(("one row", "M = 1: no mma work to share; gemv's FMA stream is measured faster (28.5 against "
                                "28.7 µs at N = 14336, 9.8 against 10.1 at N = 4096)"))
-    if views.batch > 1:
-        out.append(("batch", f"a batch of {views.batch} products: not in this family yet"))
     for x in "AB":
         why = _k_contiguous(views, x)
         if why:
@@ -162,11 +160,20 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.k % VEC:
         out.append(("whole chunks", f"K = {views.k} is not a whole number of 8-element (16-byte) chunks"))
     columns = 8 * min(octets for octets, _ in MEASURED[_tokens(views.m)])
-    if math.ceil(views.n / columns) < arch.sms:
-        out.append(("work for every SM", f"N = {views.n}: fewer {columns}-column blocks than the {arch.sms} SMs, and "
-                                         "the family splits K only within a block (gemv and splitk split it over a "
-                                         "cluster)"))
+    if views.batch * math.ceil(views.n / columns) < arch.sms:
+        out.append(("work for every SM", f"{_products(views)}N = {views.n}: fewer {columns}-column blocks than the "
+                                         f"{arch.sms} SMs, and the family splits K only within a block (gemv and "
+                                         "splitk split it over a cluster)"))
     return out
+
+
+def _products(views: ProblemViews) -> str:
+    return f"a batch of {views.batch} products of " if views.batch > 1 else ""
+
+
+def _blocks(views: ProblemViews, octets: int) -> int:
+    """Blocks of a tiling: a column tile of 8 x octets columns of every product of the batch."""
+    return views.batch * math.ceil(views.n / (8 * octets))
 
 
 def _tokens(m: int) -> int:
@@ -194,7 +201,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "the tilings the tenth session's probe timed on the H200 (tools/swapmma_probe.cu)")
 
     def fills(a: Assignment) -> str | None:
-        blocks = math.ceil(views.n / (8 * a["octets"]))
+        blocks = _blocks(views, a["octets"])
         if blocks > INT32_MAX:
             return f"{blocks} blocks exceed one launch's grid"
         return None if blocks >= arch.sms else f"{blocks} blocks leave SMs idle ({arch.sms})"
@@ -213,7 +220,7 @@ def _cost(views: ProblemViews, arch: Arch):
         tokens = a["tokens"]
         threads = 32 * a["k_warps"]
         bn = 8 * a["octets"]
-        blocks = math.ceil(views.n / bn)
+        blocks = _blocks(views, a["octets"])
         regs = REGS[(tokens, a["octets"])]
         resident = max(1, min(arch.regs_per_sm // (threads * regs), arch.max_threads_per_sm // threads,
                               arch.max_blocks_per_sm))
@@ -242,7 +249,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     checks = {x: 16 if views.operands[x].vector_elems < VEC else 0 for x in "AB"}
     return TcGemvPlan(
         tokens=tokens, octets=a["octets"], k_warps=a["k_warps"], unroll=ROUND_SEGMENTS, threads=threads,
-        block_n=bn, tiles_n=tiles_n, blocks=tiles_n, k_slice=_k_slice(views.k, a["k_warps"]),
+        block_n=bn, tiles_n=tiles_n, blocks=views.batch * tiles_n, k_slice=_k_slice(views.k, a["k_warps"]),
         regs=REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
         smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, whole_segments=views.k % SEGMENT == 0,
         whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
