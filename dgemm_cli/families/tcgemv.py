@@ -43,10 +43,14 @@ SEGMENT = 64  # k elements of a row one pair of loads covers (a 128-byte line of
 VEC = 8  # elements of a 16-byte chunk
 ROUND_SEGMENTS = 2  # 64-k segments a round per row (two rounds in flight): the measured configurations
 RED_PAD = 4  # floats of padding per row of a partial tile
-# The tilings (octets, k_warps) the tenth session's probe timed on the H200 for each token count
-# (tools/swapmma_probe.cu): the only candidates. 8 tokens at 1 octet (the activation loaded twice a weight byte)
-# was not measured at 128 registers; 16 tokens at 8 warps ran 13.5 against 10.5-11.0 µs at N = 4096.
-MEASURED = {8: ((2, 4), (2, 8)), 16: ((1, 4), (2, 4))}
+# The tilings (octets, k_warps) timed on the H200 for each token count: the only candidates. The tenth session's
+# probe (tools/swapmma_probe.cu) timed 4 and 8 warps; 8 tokens at 1 octet (the activation loaded twice a weight
+# byte) was not measured at 128 registers; 16 tokens at 8 warps ran 13.5 against 10.5-11.0 µs at N = 4096. The
+# twelfth session timed 2 warps (call 6, batched, docs/RESULTS.md): at K = 128 the only tiling with no idle warp
+# (b32 m8 n4096: 10.60 µs against 13.05 at 4 warps; b8 m16 n8192: 7.13 against 8.79 and 10.47), and at K = 4096
+# over 8 experts (b8 m8 n2048) 31.94 against 32.43 at 4 warps and 33.43 at 8. 1 warp and 16 tokens at 1 octet
+# ran slower there (11.09-11.89, 7.63-9.16).
+MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
@@ -159,6 +163,10 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
             out.append((f"{x} along k", why))
     if views.k % VEC:
         out.append(("whole chunks", f"K = {views.k} is not a whole number of 8-element (16-byte) chunks"))
+    least = min(warps for tiling in MEASURED.values() for _, warps in tiling)
+    if views.k <= SEGMENT * (least - 1):
+        out.append(("K for every warp", f"K = {views.k}: fewer 64-k segments than the {least} warps a block splits "
+                                        "K over at the least"))
     columns = 8 * min(octets for octets, _ in MEASURED[_tokens(views.m)])
     if views.batch * math.ceil(views.n / columns) < arch.sms:
         out.append(("work for every SM", f"{_products(views)}N = {views.n}: fewer {columns}-column blocks than the "
@@ -189,7 +197,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("tokens", (_tokens(views.m),), "rows of C an mma tile holds: 8 (M <= 8; the mma's rows 8..15 are zero) "
                                           "or 16 (twice the activation's loads)")
     g.node("octets", (1, 2), "8-column groups of C (8 rows of B) a warp streams; 2 share the activation's loads")
-    g.node("k_warps", (4, 8), "warps of a block, each a slice of K (summed through shared memory in order)")
+    g.node("k_warps", (2, 4, 8), "warps of a block, each a slice of K (summed through shared memory in order)")
 
     def measured(a: Assignment) -> str | None:
         tiling = (a["octets"], a["k_warps"])
@@ -198,7 +206,17 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         return (f"{a['tokens']} tokens: {tiling[0]} octet(s) x {tiling[1]} warps is not among the timed tilings "
                 f"{MEASURED[a['tokens']]}")
     g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps"], measured,
-                "the tilings the tenth session's probe timed on the H200 (tools/swapmma_probe.cu)")
+                "the tilings timed on the H200 (tools/swapmma_probe.cu, tenth session; batched, twelfth)")
+
+    segments = math.ceil(views.k / SEGMENT)
+
+    def every_warp_a_slice(a: Assignment) -> str | None:
+        if a["k_warps"] <= segments:
+            return None
+        return (f"K = {views.k} is {segments} 64-k segment(s): {a['k_warps']} warps would leave "
+                f"{a['k_warps'] - segments} idle (measured: 4 warps at K = 128 ran 13.05 µs against 10.60 at 2)")
+    g.constrain("every warp a slice", "problem", ["k_warps"], every_warp_a_slice,
+                "the warps of a block split K in whole 64-k segments; a warp with none only adds zeros")
 
     def fills(a: Assignment) -> str | None:
         blocks = _blocks(views, a["octets"])
