@@ -134,7 +134,8 @@ def test_the_kernel_renders_its_mma_its_bounds_and_the_tokens():
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cu
     assert "ld.global.nc.L1::no_allocate.v4.u32" in cu
     assert "__launch_bounds__(THREADS, 8)" in cu and "constexpr int TOKENS = 8;" in cu  # 2 warps, 8 blocks an SM
-    assert "constexpr int K_WARPS = 2;" in cu and "batch" not in cu.split("namespace tcgemv")[1].split("namespace cta")[0]
+    body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
+    assert "constexpr int K_WARPS = 2;" in body and "batch" not in body
     assert "const uint4 y0{}, y1{};  // tokens 8..15: none" in cu
     bf = parse_spec({"name": "bf", "dtype": "bf16", "gemm": {"m": 16, "n": 4096, "k": 4096}, "operands": LINEAR})
     cu = _source(bf)

@@ -14,8 +14,8 @@ def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> di
     return {
         **base,
         "index_type": plan.index_type, "tokens": plan.tokens, "octets": plan.octets, "k_warps": plan.k_warps,
-        "unroll": plan.unroll, "k_slice": plan.k_slice, "tiles_n": plan.tiles_n, "blocks": plan.blocks, "red_pitch": plan.red_pitch,
-        "regs": plan.regs, "min_blocks": plan.min_blocks,
+        "unroll": plan.unroll, "k_slice": plan.k_slice, "tiles_n": plan.tiles_n, "blocks": plan.blocks,
+        "red_pitch": plan.red_pitch, "regs": plan.regs, "min_blocks": plan.min_blocks,
         "whole_segments": plan.whole_segments, "whole_blocks": plan.whole_blocks,
         "splits": 1,  # templates/common/_reduce.j2: no cluster, the block stores its tile
     }
