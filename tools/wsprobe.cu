@@ -1,4 +1,4 @@
-// Probe (session 11, written for the next session's device time; not yet run): warp-specialized register streaming
+// Probe (written in session 11, run in session 12 call 1: slower than tcgemv, not kept; docs/RESULTS.md): warp-specialized register streaming
 // for decode. A block owns 16 rows of B (two octets) over all of K. PW producer warps only load: whole 128-byte lines
 // into registers (tcgemv's order, D 64-k segments in flight a warp), then into a ring of SLOTS shared-memory slots
 // (one slot: 16 rows x 64 k, 2 KB, stored swizzled). CW consumer warps only compute: each takes every CW-th slot,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the next session (written in session 11, not yet run): tools/wsprobe.cu (warp-specialized register streaming:
+# Written in session 11, run in session 12 (tools/session12/call1.sh packs its logs): tools/wsprobe.cu (warp-specialized register streaming:
 # producer warps only load, consumer warps only compute, a ring of shared-memory slots between them) at
 # N = 14336 / 4096, M = 5, 8, 12, 16, beside the model's picks and cuBLAS in the same run.
 source tools/device_lib.sh
