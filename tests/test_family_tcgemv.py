@@ -86,6 +86,15 @@ def test_measured_configurations_only():
     assert best(tcgemv.problem(_views(8, 14336, 4096), SM90))[0].k_warps == 2
 
 
+def test_every_problem_the_gates_pass_has_a_tiling():
+    """16 tokens at K = 576 (9 segments: 4 warps of 192 leave the last without one) still plan: the 4-warp tilings
+    stay (one idle warp, as before) rather than none."""
+    assert _tilings(_views(11, 9472, 576)) == {(1, 4), (2, 4)}
+    for k in (72, 128, 136, 192, 200, 264, 576, 1000):
+        for m in (2, 8, 9, 16):
+            assert _tilings(_views(m, 4096, k)), (m, k)
+
+
 def test_short_k_leaves_no_warp_idle():
     """K = 128 is two 64-k segments: only 2-warp blocks (measured, call 6: 10.60 µs against 13.05 at 4 warps for
     [32 x 8, 128] x [128, 4096] over a KV cache), for 8 and for 16 tokens."""
@@ -107,9 +116,9 @@ def test_every_plan_covers_n_k_and_the_tokens(m, n, k8, batch):
     for p in ranked(tcgemv.problem(views, SM90), 20):
         assert p.tokens >= m and p.tokens in (8, 16)
         assert p.tiles_n * p.block_n >= n > (p.tiles_n - 1) * p.block_n and p.blocks == batch * p.tiles_n
-        # whole 64-k segments a warp, as few as cover K, and every warp has one (the last one's may be short)
+        # whole 64-k segments a warp, as few as cover K, and no more warps than segments
         assert p.k_slice % 64 == 0 and p.k_slice * p.k_warps >= k > (p.k_slice - 64) * p.k_warps
-        assert (p.k_warps - 1) * p.k_slice < k
+        assert p.k_warps <= math.ceil(k / 64)
         assert p.min_blocks >= 1 and p.threads * p.regs * p.min_blocks <= 65536
         assert p.smem_bytes <= 48 * 1024  # static shared memory
         assert math.isfinite(p.cost_us)
