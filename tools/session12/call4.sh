@@ -4,7 +4,11 @@
 # gemv at 36.3 µs against hopper's 29.7) and lanes along k (nn.Linear weights), beside unroll 4 and cuBLAS.
 source tools/device_lib.sh
 KN=tools/session12/specs; B=specs/bench
-v() { python3 tools/session12/gemv_variants.py "$W/g" "$@" >> "$OUT/gen.txt" 2>&1; }
+v() {  # SPEC 'JSON' SUFFIX ...: gemv variants (tools/session12/variants.py with the family named each time)
+  local args=()
+  while (( $# )); do args+=(gemv "$1" "$2" "$3"); shift 3; done
+  python3 tools/session12/variants.py "$W/g" "${args[@]}" >> "$OUT/gen.txt" 2>&1
+}
 kn='"cols":1,"threads"'
 v $KN/kn_1x4096x14336.yaml "{$kn:128,\"block_n\":256,\"unroll\":4,\"splits\":16}" _a \
   $KN/kn_1x4096x14336.yaml "{$kn:128,\"block_n\":256,\"unroll\":8,\"splits\":16}" _b \
