@@ -29,6 +29,7 @@ from dgemm_cli.randspec import (
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
     TMA_SHARE,
+    WIDE_BATCH_SHARE,
     WIDE_DECODE_SHARE,
 )
 from dgemm_cli.render import generate
@@ -549,9 +550,12 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
 @click.option("--wide-decode-share", type=click.FloatRange(0.0, 1.0), default=WIDE_DECODE_SHARE, show_default=True,
               help="Share of decode-shaped specs redrawn wide (N = 2112..16384, K = 512..8192, tails included; f16 or "
                    "bf16, B mostly nn.Linear [N, K]): reaches the tcgemv family. Drawn apart.")
+@click.option("--wide-batch-share", type=click.FloatRange(0.0, 1.0), default=WIDE_BATCH_SHARE, show_default=True,
+              help="Share of the wide decode specs drawn over a batch of 2..8 products (attention heads over a KV "
+                   "cache, MoE experts): reaches tcgemv over a batch. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
-                     a_vectors_share: float, wide_decode_share: float) -> None:
+                     a_vectors_share: float, wide_decode_share: float, wide_batch_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -560,7 +564,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
 
     out.mkdir(parents=True, exist_ok=True)
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
-                             a_vectors_share, wide_decode_share):
+                             a_vectors_share, wide_decode_share, wide_batch_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

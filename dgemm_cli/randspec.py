@@ -9,7 +9,8 @@ until the problem stays small enough to verify in well under a second. A share m
 at run time (`{min, max}`, its strides drawn for the max). A share gets a fused epilogue: bias, scale and
 residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
 A share of the decode-shaped specs may be redrawn wide (N in the thousands, f16 / bf16, B in the nn.Linear layout)
-for the tensor-core GEMV family (WIDE_DECODE_SHARE).
+for the tensor-core GEMV family (WIDE_DECODE_SHARE), and a share of those over a batch of 2..8 products
+(WIDE_BATCH_SHARE).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ A_VECTORS_SHARE = 0.0
 # B mostly in the nn.Linear layout [N, K] and A mostly k-contiguous: the shapes the tensor-core GEMV family (tcgemv)
 # needs. Drawn from a generator of the spec's own (0: the draws are those of before).
 WIDE_DECODE_SHARE = 0.0
+# Wide decode specs redrawn over a batch of 2..8 products (a batch letter in A, B and C, added where the spec has
+# none): batched decode (attention heads over a KV cache, MoE experts), which tcgemv takes since the twelfth session.
+# Drawn from a generator of the spec's own (0: the draws are those of before).
+WIDE_BATCH_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
@@ -123,10 +128,11 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
 def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
                 epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE,
-                a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE) -> dict:
+                a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE,
+                wide_batch_share: float = WIDE_BATCH_SHARE) -> dict:
     drawn: dict = {}  # a widened spec's letters and sizes as drawn
     spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
-                       drawn)
+                       drawn, wide_batch_share)
     if rng.random() < dynamic_share:
         if drawn:  # the shared stream takes the draws of the spec as drawn (the others stay as without the share)
             _size_a_row_at_run_time(drawn, rng)
@@ -220,7 +226,7 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
 
 def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
                 row_blocks_share: float = 0.0, a_vectors_share: float = 0.0, wide_decode_share: float = 0.0,
-                drawn: dict | None = None) -> dict:
+                drawn: dict | None = None, wide_batch_share: float = 0.0) -> dict:
     """`drawn`: where a decode-shaped spec is widened, its contraction and sizes from before go there."""
     if rng.random() < small_m_share:
         spec = _small_m_spec(rng, name)
@@ -229,7 +235,8 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
             if wide.random() < wide_decode_share:
                 if drawn is not None:
                     drawn.update(contraction=spec["contraction"], sizes=dict(spec["sizes"]))
-                _widen_decode(spec, wide)
+                batched = random.Random(f"{name}/wide-batch")
+                _widen_decode(spec, wide, batched.randint(2, 8) if batched.random() < wide_batch_share else 1)
         own = random.Random(f"{name}/a-vectors")
         if own.random() < a_vectors_share:
             _redraw_a_in_vectors(spec, own)
@@ -284,10 +291,11 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
 def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_share: float = SMALL_M_SHARE,
                  dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE,
                  row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE,
-                 wide_decode_share: float = WIDE_DECODE_SHARE) -> list[dict]:
+                 wide_decode_share: float = WIDE_DECODE_SHARE,
+                 wide_batch_share: float = WIDE_BATCH_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
-                        row_blocks_share, a_vectors_share, wide_decode_share) for i in range(count)]
+                        row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share) for i in range(count)]
 
 
 def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
@@ -359,7 +367,7 @@ def _wide_split(letters: list[str], total: int, sizes: dict[str, int], rng: rand
     sizes[letters[0]], sizes[letters[1]] = inner, -(-total // inner)
 
 
-def _widen_decode(spec: dict, rng: random.Random) -> None:
+def _widen_decode(spec: dict, rng: random.Random, products: int = 1) -> None:
     """Redraw a decode-shaped spec wide (see WIDE_DECODE_SHARE): N = 2112..16384 columns, in whole 128s, 16s, 8s or not
     (the last block's columns past N); K = 512..8192 in whole 64s, 8s or not (K's last 64-k segment part filled, or K
     not whole 16-byte chunks); M = 2..16 rows 85 times in 100 (else 1 or 17..64); two N, K or M letters split their
@@ -368,7 +376,11 @@ def _widen_decode(spec: dict, rng: random.Random) -> None:
     else in a random order (where its extent stays under WIDE_MAX_WEIGHT elements); A the same (k-contiguous in B's
     order of the summed letters, rows whole 16- or 8-byte vectors apart) 85 times in 100, else in a random order; C
     in a random order. The letters, batch sizes, offsets, alignment promises, C's dtype and alpha / beta stay as
-    drawn; the problem stays under WIDE_MAX_MACS multiply-adds and the weight under WIDE_MAX_WEIGHT elements."""
+    drawn; the problem stays under WIDE_MAX_MACS multiply-adds and the weight under WIDE_MAX_WEIGHT elements.
+    `products` > 1 (WIDE_BATCH_SHARE): the batch letters multiply to `products`, one added at a random place in A, B
+    and C where the spec has none."""
+    if products > 1:
+        _batch_over(spec, products, rng)
     a_letters, b_letters, c_letters = spec["contraction"].replace("->", ",").split(",")
     sizes = spec["sizes"]
     ms = [x for x in a_letters if x in c_letters and x not in b_letters]
@@ -402,6 +414,20 @@ def _widen_decode(spec: dict, rng: random.Random) -> None:
     else:
         ops["A"]["strides"] = _strides(a_letters, sizes, rng, broadcast=True)
     ops["C"]["strides"] = _strides(c_letters, sizes, rng, broadcast=False)
+
+
+def _batch_over(spec: dict, products: int, rng: random.Random) -> None:
+    """Make the batch letters of a contraction spec (in A, B and C) multiply to `products`: the first takes it all
+    and the others 1, or a new letter at a random place in each of the three where there is none."""
+    a, b, c = spec["contraction"].replace("->", ",").split(",")
+    batch = [x for x in a if x in b and x in c]
+    if not batch:
+        x = next(y for y in LETTERS if y not in spec["sizes"])
+        a, b, c = (v[:i] + x + v[i:] for v in (a, b, c) for i in [rng.randint(0, len(v))])
+        spec["contraction"] = f"{a},{b}->{c}"
+        batch = [x]
+    for i, x in enumerate(batch):
+        spec["sizes"][x] = products if i == 0 else 1
 
 
 def _small_m_spec(rng: random.Random, name: str) -> dict:

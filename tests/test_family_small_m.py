@@ -287,16 +287,20 @@ def test_wide_decode_share_draws_wide_columns_in_its_share():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]))
-def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share):
+@given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]))
+def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share, wide_batch_share):
     """N = 2112..16384, K = 512..8192 (--a-vectors-share may round the inner k letter up to whole vectors: 100 to
-    104), f16 or bf16 alike, sm_90a, under the MAC and weight bounds the GPU verify can run, and the views agree."""
+    104), f16 or bf16 alike, sm_90a, under the MAC and weight bounds the GPU verify can run, and the views agree;
+    with --wide-batch-share, over 2..8 products."""
     import random
 
     from dgemm_cli.randspec import WIDE_MAX_MACS, WIDE_MAX_WEIGHT
 
     spec_dict = random_spec(random.Random(seed), "r", small_m_share=1.0, wide_decode_share=1.0,
-                            a_vectors_share=a_vectors_share, dynamic_share=dynamic_share)
+                            a_vectors_share=a_vectors_share, dynamic_share=dynamic_share,
+                            wide_batch_share=wide_batch_share)
+    if wide_batch_share:
+        assert 2 <= _products(spec_dict) <= 8
     n, k, rows = _n_k_rows(spec_dict)
     assert 2112 <= n <= 16384 and 512 <= k <= (8192 * 104 // 100 if a_vectors_share else 8192)
     assert rows * n * k <= WIDE_MAX_MACS
@@ -361,3 +365,44 @@ def test_random_decode_kernels_compile_without_spills(family, tmp_path):
         assert report.ok, report.error
         assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
         built += 1
+
+
+# Digests of draws made before --wide-batch-share existed: its default of 0 must leave every draw as it was (seed 12
+# is the twelfth session's call 8 set).
+DRAWS_BEFORE_WIDE_BATCH = [
+    ((80, 12), {"small_m_share": 1.0, "wide_decode_share": 0.6, "a_vectors_share": 0.5, "dynamic_share": 0.25},
+     "a1fa21423ad73711627e508d1d55aa96aefc2cb8b3d56d6a9c54896cb5a91f48"),
+    ((60, 5), {"small_m_share": 0.7, "wide_decode_share": 1.0, "epilogue_share": 0.5},
+     "6541dec7fbcfced0451488559a99882a5ba43902765106dbeea466e49d3f6fb7"),
+]
+
+
+@pytest.mark.parametrize("draw, shares, digest", DRAWS_BEFORE_WIDE_BATCH)
+def test_wide_batch_share_zero_leaves_the_draws_as_before(draw, shares, digest):
+    from dgemm_cli.randspec import random_specs
+
+    assert _digest(random_specs(*draw, **shares)) == digest
+    assert _digest(random_specs(*draw, **shares, wide_batch_share=0.0)) == digest
+
+
+def _products(spec: dict) -> int:
+    a, b, c = spec["contraction"].replace("->", ",").split(",")
+    return math.prod(spec["sizes"][x] for x in a if x in b and x in c)
+
+
+def test_wide_batch_share_draws_batches_of_wide_decode_products():
+    """A share of the widened specs, and only those, become a batch of 2..8 products (a letter added where the
+    spec had none); the rest of each draw stays as without the share. Every one plans, and tcgemv takes some."""
+    from dgemm_cli.randspec import random_specs
+
+    shares = {"small_m_share": 1.0, "wide_decode_share": 0.5, "a_vectors_share": 0.5, "dynamic_share": 0.2}
+    before, after = random_specs(120, 4, **shares), random_specs(120, 4, **shares, wide_batch_share=1.0)
+    changed = [(x, y) for x, y in zip(before, after) if x != y]
+    assert 40 <= len(changed) <= 80
+    assert all(_n_k_rows(x)[0] >= 2112 and 2 <= _products(y) <= 8 for x, y in changed)
+    assert any(len(y["contraction"]) > len(x["contraction"]) for x, y in changed)  # a batch letter added
+    tcgemv = 0
+    for _, spec_dict in changed:
+        views = analyse(parse_spec(spec_dict))
+        tcgemv += "tcgemv" in make_plan(views, SM90).family.split("+")
+    assert tcgemv >= 5, tcgemv
