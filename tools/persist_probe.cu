@@ -175,12 +175,10 @@ static void row(int M, int N, int copies, int blocks_per_sm, cudaStream_t s) {
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   const int blocks = sms * std::min(blocks_per_sm, per_sm);
   const ProbeRun r = run_probe(kern, blocks, threads, smem, MATH, g_A, g_B, g_C, g_ref, M, N, KDIM, copies, s);
-  std::printf("%-4s M=%2d N=%5d tok %2d  %2d warps  %d segs x %d bufs  acc %d  act %-4s %-5s %-6s  %4d blocks (%d an SM)  "
-              "%3d regs %3d B stack  %7.2f us  %5.0f GB/s  err %.1e%s\n",
+  std::printf("%-4s M=%2d N=%5d tok %2d  %2d warps  %d segs x %d bufs  acc %d  act %-4s %-5s %-6s  %4d blocks (%d an SM)  ",
               MATH ? "mma" : "read", M, N, TOK, WARPS, SEGS, NBUF, ACC2 ? 2 : 1, ACT_SMEM ? "smem" : "regs", BAL ? "rows" : "slabs",
-              STRIPE ? "stripe" : "slice", blocks, std::min(blocks_per_sm, per_sm), r.regs, r.stack, r.us,
-              size_t(N) * KDIM * 2 / r.us / 1e3, r.worst, r.worst > 2e-2 ? "  FAIL" : "");
-  std::fflush(stdout);
+              STRIPE ? "stripe" : "slice", blocks, std::min(blocks_per_sm, per_sm));
+  print_probe_result(r, N, KDIM);
 }
 
 int main(int argc, char** argv) {

@@ -142,6 +142,14 @@ static ProbeRun run_probe(Kernel* kern, int blocks, int threads, int smem, bool 
   return r;
 }
 
+// The end of a probe's line: the kernel's registers and stack, its time, the N x K f16 weight's bytes over it, the
+// worst error against the reference (FAIL past 2e-2); then the line is flushed.
+static void print_probe_result(const ProbeRun& r, int N, int K) {
+  std::printf("%3d regs %3d B stack  %7.2f us  %5.0f GB/s  err %.1e%s\n", r.regs, r.stack, r.us,
+              size_t(N) * K * 2 / r.us / 1e3, r.worst, r.worst > 2e-2 ? "  FAIL" : "");
+  std::fflush(stdout);
+}
+
 // The read ceiling of the same bytes: the N x K weight read by read_kernel (grid-stride 16-byte loads) on `blocks`
 // blocks of 512 threads, rotated over `copies` copies; one line printed.
 static void print_read_ceiling(const __half* B, float* sink, int N, int K, int copies, int blocks, cudaStream_t s) {

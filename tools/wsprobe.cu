@@ -168,10 +168,9 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   const ProbeRun r = run_probe(kern, blocks, threads, smem, MATH, g_A, g_B, g_C, g_ref, M, N, KDIM, copies, s);
   std::printf("%-4s M=%2d N=%5d tok %2d  %d producer + %d consumer warps, %d segs in flight a producer, %2d slots  "
-              "%4d blocks (%d an SM)  %3d regs %3d B stack  %7.2f us  %5.0f GB/s  err %.1e%s\n",
-              MATH ? "mma" : "read", M, N, TOK, PW, CW, D, SLOTS, blocks, per_sm, r.regs, r.stack, r.us,
-              size_t(N) * KDIM * 2 / r.us / 1e3, r.worst, r.worst > 2e-2 ? "  FAIL" : "");
-  std::fflush(stdout);
+              "%4d blocks (%d an SM)  ",
+              MATH ? "mma" : "read", M, N, TOK, PW, CW, D, SLOTS, blocks, per_sm);
+  print_probe_result(r, N, KDIM);
 }
 
 int main(int argc, char** argv) {

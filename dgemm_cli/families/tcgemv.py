@@ -167,8 +167,9 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.k <= SEGMENT * (least - 1):
         out.append(("K for every warp", f"K = {views.k}: fewer 64-k segments than the {least} warps a block splits "
                                         "K over at the least"))
-    columns = 8 * min(octets for octets, _ in MEASURED[_tokens(views.m)])
-    if views.batch * math.ceil(views.n / columns) < arch.sms:
+    octets = min(octets for octets, _ in MEASURED[_tokens(views.m)])
+    columns = 8 * octets
+    if _blocks(views, octets) < arch.sms:
         out.append(("work for every SM", f"{_products(views)}N = {views.n}: fewer {columns}-column blocks than the "
                                          f"{arch.sms} SMs, and the family splits K only within a block (gemv and "
                                          "splitk split it over a cluster)"))
@@ -272,7 +273,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     checks = {x: 16 if views.operands[x].vector_elems < VEC else 0 for x in "AB"}
     return TcGemvPlan(
         tokens=tokens, octets=a["octets"], k_warps=a["k_warps"], unroll=ROUND_SEGMENTS, threads=threads,
-        block_n=bn, tiles_n=tiles_n, blocks=views.batch * tiles_n, k_slice=_k_slice(views.k, a["k_warps"]),
+        block_n=bn, tiles_n=tiles_n, blocks=_blocks(views, a["octets"]), k_slice=_k_slice(views.k, a["k_warps"]),
         regs=REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
         smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, whole_segments=views.k % SEGMENT == 0,
         whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
