@@ -84,18 +84,47 @@ def test_view_past_2_31_elements(tmp_path):
     assert rc == 0 and rows[0]["passed"], rows[0]
 
 
-@pytest.mark.parametrize("family, gemm", [("splitk", {"m": 5, "n": 300, "k": 3000}),
-                                          ("gemv", {"m": 3, "n": 1000, "k": 3000})])
-def test_small_m_kernels_are_bit_identical_run_to_run(tmp_path, family, gemm):
-    # The K split is summed in rank order through DSMEM: 20 more launches must reproduce C's bits.
-    spec = parse_spec({"name": f"det_{family}", "dtype": "f16", "gemm": gemm, "beta": 0.5})
+NN_LINEAR = {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}  # B as [N, K]
+
+
+# Every kernel that sums partial results across threads, warps or blocks, each in the order it promises: 20 more
+# launches must reproduce C's bits.
+@pytest.mark.parametrize("name, family, gemm, summed", [
+    # K split over a cluster, summed in rank order through DSMEM.
+    ("splitk", "splitk", {"m": 5, "n": 300, "k": 3000}, lambda p: p.splits > 1),
+    ("gemv", "gemv", {"m": 3, "n": 1000, "k": 3000}, lambda p: True),
+    # The warps of a block split K and add their partial tiles in warp order through shared memory (8 tokens with
+    # a K tail; 16 tokens; 8 tokens over a batch of 4 products).
+    ("tcgemv8", "tcgemv", {"m": 6, "n": 4096, "k": 1000}, lambda p: p.k_warps > 1 and p.tokens == 8),
+    ("tcgemv16", "tcgemv", {"m": 13, "n": 2500, "k": 4096}, lambda p: p.k_warps > 1 and p.tokens == 16),
+    ("tcgemv_batch", "tcgemv", {"batch": 4, "m": 8, "n": 2048, "k": 1536}, lambda p: p.k_warps > 1),
+    # Two blocks of a cluster a tile, each half the k-iterations, summed through DSMEM.
+    ("hopper_split", "hopper", {"m": 64, "n": 4096, "k": 4096}, lambda p: p.k_splits == 2),
+])
+def test_summing_kernels_are_bit_identical_run_to_run(tmp_path, name, family, gemm, summed):
+    spec = parse_spec({"name": f"det_{name}", "dtype": "f16", "gemm": gemm, "operands": NN_LINEAR, "beta": 0.5})
     g = generate(spec, get_arch("sm_90a"), tmp_path, family=family)
-    assert g.plan.family == family and (family == "gemv" or g.plan.primary.splits > 1)
+    assert g.plan.family == family and summed(g.plan.primary), g.plan.primary.summary
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(g.directory), "--json", "--seeds", "3",
                            "--repeat", "20"], capture_output=True, text=True, cwd=REPO, check=False)
     report = json.loads(proc.stdout)[0]["report"]
     assert proc.returncode == 0 and report["repeat"] == 20 and report["repeat_differed"] == 0
+
+
+def test_run_time_m_artifact_is_bit_identical_run_to_run(tmp_path):
+    # One artifact, every bucket's kernel (gemv / tcgemv / hopper / splitk as the plan picks): each m verify runs
+    # is launched 20 more times and must reproduce C's bits.
+    spec = parse_spec({"name": "det_dyn", "dtype": "bf16", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 2048},
+                       "operands": NN_LINEAR, "beta": 0.5})
+    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    assert len({b.plan.primary.family for b in g.plan.buckets}) > 1
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(g.directory), "--json", "--seeds", "3",
+                           "--repeat", "20"], capture_output=True, text=True, cwd=REPO, check=False)
+    report = json.loads(proc.stdout)[0]["report"]
+    assert proc.returncode == 0 and report["repeat"] == 20 and report["repeat_differed"] == 0
+    assert len(report["m_cases"]) >= 10 and all(c["passed"] for c in report["m_cases"])
 
 
 def test_broken_split_k_reduction_fails_verification(tmp_path):
