@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(128 * KW, MINB)
         w[s][o][1] = ld_stream(odd_row[o] + kk);
       }
   };
-  uint4 x[XCHUNKS];
-  const auto load_x = [&](int r) {
+  uint4 xa[XCHUNKS], xb[XCHUNKS];  // the activation of the next round and of the one after (from L2: a round ahead)
+  const auto load_x = [&](uint4 (&x)[XCHUNKS], int r) {
 #pragma unroll
     for (int i = 0; i < XCHUNKS; ++i) {
       const int idx = tid + 128 * i, c = idx % 8, n = (idx / 8) % TOK, s = idx / (8 * TOK);
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(128 * KW, MINB)
                    : make_uint4(0, 0, 0, 0);
     }
   };
-  const auto store_x = [&](int slot) {
+  const auto store_x = [&](const uint4 (&x)[XCHUNKS], int slot) {
 #pragma unroll
     for (int i = 0; i < XCHUNKS; ++i) {
       const int idx = tid + 128 * i, c = idx % 8, n = (idx / 8) % TOK, s = idx / (8 * TOK);
@@ -135,10 +135,12 @@ __global__ void __launch_bounds__(128 * KW, MINB)
   for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
   const uint32_t slots_addr = smem_u32(slots);
 
-  // One round: the next round's activation loads fly, this round's weight becomes wgmma fragments and its
-  // registers take the round after next; then the wgmmas, and the next round's activation goes to the other slot.
-  const auto step = [&](uint4 (&w)[U][2][2], int r) {
-    if (r + 1 < rounds) load_x(r + 1);
+  // One round: the activation of the round after next starts loading, this round's weight becomes wgmma fragments
+  // and its registers take the round after next; then the wgmmas, and the next round's activation goes to the other
+  // slot.
+  // Before round r: its activation is in slot r % 2, round r + 1's in registers `next` (loaded during round r - 1).
+  const auto step = [&](uint4 (&w)[U][2][2], uint4 (&next)[XCHUNKS], uint4 (&after)[XCHUNKS], int r) {
+    if (r + 2 < rounds) load_x(after, r + 2);
     uint32_t a[U][4][4];
 #pragma unroll
     for (int s = 0; s < U; ++s) {
@@ -172,16 +174,17 @@ __global__ void __launch_bounds__(128 * KW, MINB)
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int i = 0; i < 4; ++i) keep_reg(a[s][j][i]);
-    if (r + 1 < rounds) store_x((r + 1) % 2);
+    if (r + 1 < rounds) store_x(next, (r + 1) % 2);
   };
   load_w(wa, 0);
   load_w(wb, 1);
-  load_x(0);
-  store_x(0);
+  load_x(xb, 0);
+  store_x(xb, 0);
+  load_x(xa, 1);
 #pragma unroll 1
   for (int r = 0; r < rounds; r += 2) {  // rounds is even (K = 4096)
-    step(wa, r);
-    step(wb, r + 1);
+    step(wa, xa, xb, r);
+    step(wb, xb, xa, r + 1);
   }
   // acc: row 16 warp + g (+ 8 for odd pairs), token 8i + 2t (+1): d[4i] (g, 8i+2t), d[4i+1] (g, 8i+2t+1),
   // d[4i+2] (g+8, 8i+2t), d[4i+3] (g+8, 8i+2t+1).
