@@ -31,6 +31,7 @@ from dgemm_cli.randspec import (
     TMA_SHARE,
     WIDE_BATCH_SHARE,
     WIDE_DECODE_SHARE,
+    WIDE_SHORT_K_SHARE,
 )
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
@@ -553,9 +554,14 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
 @click.option("--wide-batch-share", type=click.FloatRange(0.0, 1.0), default=WIDE_BATCH_SHARE, show_default=True,
               help="Share of the wide decode specs drawn over a batch of 2..8 products (attention heads over a KV "
                    "cache, MoE experts): reaches tcgemv over a batch. Drawn apart.")
+@click.option("--wide-short-k-share", type=click.FloatRange(0.0, 1.0), default=WIDE_SHORT_K_SHARE, show_default=True,
+              help="Share of the wide decode specs with a short K: 8..192 in whole 64s, 8s or not (split over two "
+                   "letters, up to 256): reaches tcgemv's short-K path (2 warps a block, warps with no 64-k segment, "
+                   "K tails), which K = 512..8192 never does. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
-                     a_vectors_share: float, wide_decode_share: float, wide_batch_share: float) -> None:
+                     a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
+                     wide_short_k_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -564,7 +570,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
 
     out.mkdir(parents=True, exist_ok=True)
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
-                             a_vectors_share, wide_decode_share, wide_batch_share):
+                             a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

@@ -9,8 +9,8 @@ until the problem stays small enough to verify in well under a second. A share m
 at run time (`{min, max}`, its strides drawn for the max). A share gets a fused epilogue: bias, scale and
 residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
 A share of the decode-shaped specs may be redrawn wide (N in the thousands, f16 / bf16, B in the nn.Linear layout)
-for the tensor-core GEMV family (WIDE_DECODE_SHARE), and a share of those over a batch of 2..8 products
-(WIDE_BATCH_SHARE).
+for the tensor-core GEMV family (WIDE_DECODE_SHARE), a share of those over a batch of 2..8 products
+(WIDE_BATCH_SHARE), and a share of those with a short K of 8..192 (WIDE_SHORT_K_SHARE).
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ WIDE_DECODE_SHARE = 0.0
 # none): batched decode (attention heads over a KV cache, MoE experts), which tcgemv takes since the twelfth session.
 # Drawn from a generator of the spec's own (0: the draws are those of before).
 WIDE_BATCH_SHARE = 0.0
+# Wide decode specs whose K total is drawn short, 8..192 (in whole 64s, 8s or not; split over two K letters it may
+# round up to 256): tcgemv's short-K path (K <= 192: 2 warps a block, a block's last warps with no 64-k segment, K
+# tails), which the wide draws' K = 512..8192 never reach. Drawn from a generator of the spec's own (0: the draws are
+# those of before).
+WIDE_SHORT_K_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
@@ -129,10 +134,10 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
                 epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE,
                 a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE,
-                wide_batch_share: float = WIDE_BATCH_SHARE) -> dict:
+                wide_batch_share: float = WIDE_BATCH_SHARE, wide_short_k_share: float = WIDE_SHORT_K_SHARE) -> dict:
     drawn: dict = {}  # a widened spec's letters and sizes as drawn
     spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
-                       drawn, wide_batch_share)
+                       drawn, wide_batch_share, wide_short_k_share)
     if rng.random() < dynamic_share:
         if drawn:  # the shared stream takes the draws of the spec as drawn (the others stay as without the share)
             _size_a_row_at_run_time(drawn, rng)
@@ -226,7 +231,7 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
 
 def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
                 row_blocks_share: float = 0.0, a_vectors_share: float = 0.0, wide_decode_share: float = 0.0,
-                drawn: dict | None = None, wide_batch_share: float = 0.0) -> dict:
+                drawn: dict | None = None, wide_batch_share: float = 0.0, wide_short_k_share: float = 0.0) -> dict:
     """`drawn`: where a decode-shaped spec is widened, its contraction and sizes from before go there."""
     if rng.random() < small_m_share:
         spec = _small_m_spec(rng, name)
@@ -236,7 +241,9 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
                 if drawn is not None:
                     drawn.update(contraction=spec["contraction"], sizes=dict(spec["sizes"]))
                 batched = random.Random(f"{name}/wide-batch")
-                _widen_decode(spec, wide, batched.randint(2, 8) if batched.random() < wide_batch_share else 1)
+                short = random.Random(f"{name}/wide-short-k")
+                _widen_decode(spec, wide, batched.randint(2, 8) if batched.random() < wide_batch_share else 1,
+                              short if short.random() < wide_short_k_share else None)
         own = random.Random(f"{name}/a-vectors")
         if own.random() < a_vectors_share:
             _redraw_a_in_vectors(spec, own)
@@ -292,10 +299,12 @@ def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_sh
                  dynamic_share: float = DYNAMIC_SHARE, epilogue_share: float = EPILOGUE_SHARE,
                  row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE,
                  wide_decode_share: float = WIDE_DECODE_SHARE,
-                 wide_batch_share: float = WIDE_BATCH_SHARE) -> list[dict]:
+                 wide_batch_share: float = WIDE_BATCH_SHARE,
+                 wide_short_k_share: float = WIDE_SHORT_K_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
-                        row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share) for i in range(count)]
+                        row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share)
+            for i in range(count)]
 
 
 def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
@@ -367,7 +376,7 @@ def _wide_split(letters: list[str], total: int, sizes: dict[str, int], rng: rand
     sizes[letters[0]], sizes[letters[1]] = inner, -(-total // inner)
 
 
-def _widen_decode(spec: dict, rng: random.Random, products: int = 1) -> None:
+def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: random.Random | None = None) -> None:
     """Redraw a decode-shaped spec wide (see WIDE_DECODE_SHARE): N = 2112..16384 columns, in whole 128s, 16s, 8s or not
     (the last block's columns past N); K = 512..8192 in whole 64s, 8s or not (K's last 64-k segment part filled, or K
     not whole 16-byte chunks); M = 2..16 rows 85 times in 100 (else 1 or 17..64); two N, K or M letters split their
@@ -378,7 +387,11 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1) -> None:
     in a random order. The letters, batch sizes, offsets, alignment promises, C's dtype and alpha / beta stay as
     drawn; the problem stays under WIDE_MAX_MACS multiply-adds and the weight under WIDE_MAX_WEIGHT elements.
     `products` > 1 (WIDE_BATCH_SHARE): the batch letters multiply to `products`, one added at a random place in A, B
-    and C where the spec has none."""
+    and C where the spec has none. `short_k` (WIDE_SHORT_K_SHARE): K's total is drawn from it instead, 8..192 in whole
+    64s (3 times in 10), 8s (16-byte chunks) or not (K <= 192: tcgemv's 2 warps a block, its last warps with no 64-k
+    segment, K tails); `rng` still draws the long total it replaces, so that the other draws are those made without
+    it (but where the long K failed the bounds, the short one may pass them sooner). Split over two K letters
+    as before: an inner letter larger than the total is one of it, and the rounding up may reach 256."""
     if products > 1:
         _batch_over(spec, products, rng)
     a_letters, b_letters, c_letters = spec["contraction"].replace("->", ",").split(",")
@@ -396,6 +409,8 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1) -> None:
     while True:
         n = _wide_total(rng, 2112, 16384, ((0.35, 128), (0.6, 16), (0.8, 8)))
         k = _wide_total(rng, 512, 8192, ((0.6, 64), (0.9, 8)))
+        if short_k is not None:
+            k = _wide_total(short_k, 8, 192, ((0.3, 64), (0.85, 8)))
         _wide_split(ns, n, sizes, rng, (64, 128, 80, 96, 112, 8, 16))
         _wide_split(ks, k, sizes, rng, (64, 128, 32, 16, 8, 100, 56))
         n, k = math.prod(sizes[x] for x in ns), math.prod(sizes[x] for x in ks)

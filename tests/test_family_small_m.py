@@ -287,22 +287,29 @@ def test_wide_decode_share_draws_wide_columns_in_its_share():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]))
-def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share, wide_batch_share):
+@given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]),
+       st.sampled_from([0.0, 1.0]))
+def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share, wide_batch_share,
+                                                            wide_short_k_share):
     """N = 2112..16384, K = 512..8192 (--a-vectors-share may round the inner k letter up to whole vectors: 100 to
     104), f16 or bf16 alike, sm_90a, under the MAC and weight bounds the GPU verify can run, and the views agree;
-    with --wide-batch-share, over 2..8 products."""
+    with --wide-batch-share, over 2..8 products; with --wide-short-k-share, K = 8..192, up to 256 split over two
+    letters (an inner letter of 128 whole vectors at most: --a-vectors-share may round the outer one up to 8 of them).
+    The name varies with the seed: the shares' own generators are seeded by it."""
     import random
 
     from dgemm_cli.randspec import WIDE_MAX_MACS, WIDE_MAX_WEIGHT
 
-    spec_dict = random_spec(random.Random(seed), "r", small_m_share=1.0, wide_decode_share=1.0,
+    spec_dict = random_spec(random.Random(seed), f"r{seed % 1000}", small_m_share=1.0, wide_decode_share=1.0,
                             a_vectors_share=a_vectors_share, dynamic_share=dynamic_share,
-                            wide_batch_share=wide_batch_share)
+                            wide_batch_share=wide_batch_share, wide_short_k_share=wide_short_k_share)
     if wide_batch_share:
         assert 2 <= _products(spec_dict) <= 8
     n, k, rows = _n_k_rows(spec_dict)
-    assert 2112 <= n <= 16384 and 512 <= k <= (8192 * 104 // 100 if a_vectors_share else 8192)
+    if wide_short_k_share:
+        assert 2112 <= n <= 16384 and 8 <= k <= (1024 if a_vectors_share else 256)
+    else:
+        assert 2112 <= n <= 16384 and 512 <= k <= (8192 * 104 // 100 if a_vectors_share else 8192)
     assert rows * n * k <= WIDE_MAX_MACS
     assert spec_dict["dtype"] in ("f16", "bf16") and spec_dict["arch"] == "sm_90a"
     assert not any("dtype" in spec_dict["operands"][x] for x in "AB")
@@ -406,3 +413,63 @@ def test_wide_batch_share_draws_batches_of_wide_decode_products():
         views = analyse(parse_spec(spec_dict))
         tcgemv += "tcgemv" in make_plan(views, SM90).family.split("+")
     assert tcgemv >= 5, tcgemv
+
+
+# Digests of draws made before --wide-short-k-share existed: its default of 0 must leave every draw as it was, the
+# wide and batched ones included (seed 3 is the one the option's numbers are for).
+DRAWS_BEFORE_WIDE_SHORT_K = [
+    *DRAWS_BEFORE_WIDE_BATCH,
+    ((60, 3), {"small_m_share": 1.0, "wide_decode_share": 1.0, "wide_batch_share": 0.3},
+     "119baf4257f33267a32c25baa2781f88e85555a412c8739542697a2f72b66e3d"),
+    ((80, 12), {"small_m_share": 1.0, "wide_decode_share": 0.6, "a_vectors_share": 0.5, "dynamic_share": 0.25,
+                "wide_batch_share": 0.5},
+     "da8b0ed71c8ff9a6656cc313563038b4a2ab2280e22c916f2136f98db901ea9d"),
+]
+
+
+@pytest.mark.parametrize("draw, shares, digest", DRAWS_BEFORE_WIDE_SHORT_K)
+def test_wide_short_k_share_zero_leaves_the_draws_as_before(draw, shares, digest):
+    from dgemm_cli.randspec import random_specs
+
+    assert _digest(random_specs(*draw, **shares, wide_short_k_share=0.0)) == digest
+
+
+def test_wide_short_k_share_draws_short_k_that_plans_and_reaches_tcgemv(tmp_path):
+    """Written by `deepgemm random-specs --wide-short-k-share 1`, every wide decode spec draws its K short (8..192;
+    split over two letters up to 256, and --a-vectors-share may round a k letter up), its contraction and rows as
+    without the share; most have K <= 192, some not whole 8s, some not past one 64-k segment; every one plans (each
+    bucket of a run-time M), and tcgemv takes some with K <= 192 (its 2-warp blocks; wide draws keep K >= 512). When
+    written: 112 of 120 specs at K <= 192; 12 plan tcgemv, 11 of them at K <= 192 (16 kernels, all 2 warps a block;
+    tcgemv's gates rule out K <= 64 and K not whole 8s, and the cost model gives many of the rest to hopper)."""
+    import yaml
+    from click.testing import CliRunner
+
+    from dgemm_cli.cli import main
+    from dgemm_cli.plan import BucketPlan
+    from dgemm_cli.randspec import random_specs
+
+    shares = {"small_m_share": 1.0, "wide_decode_share": 1.0, "a_vectors_share": 0.5, "dynamic_share": 0.2}
+    out = tmp_path / "rs"
+    result = CliRunner().invoke(main, ["random-specs", "120", "-o", str(out), "--seed", "4", "--small-m-share", "1",
+                                       "--wide-decode-share", "1", "--a-vectors-share", "0.5", "--dynamic-share",
+                                       "0.2", "--wide-short-k-share", "1"])
+    assert result.exit_code == 0, result.output
+    paths = sorted(out.glob("*.yaml"))
+    after = [yaml.safe_load(path.read_text()) for path in paths]
+    before = random_specs(120, 4, **shares)
+    assert [x["name"] for x in before] == [y["name"] for y in after]
+    assert all(x["contraction"] == y["contraction"] and _n_k_rows(x)[2] == _n_k_rows(y)[2]
+               for x, y in zip(before, after))
+    ks = [_n_k_rows(spec)[1] for spec in after]
+    assert all(8 <= k <= 1024 for k in ks) and sum(k > 256 for k in ks) <= 3
+    assert sum(k <= 192 for k in ks) >= 0.8 * len(ks)
+    assert any(k % 8 for k in ks) and any(k <= 64 for k in ks) and any(k % 64 == 0 for k in ks)
+    short_tcgemv, warps = 0, set()
+    for path, k in zip(paths, ks):
+        plan = make_plan(analyse(load_spec(path)), SM90)
+        for p in [b.plan for b in plan.buckets] if isinstance(plan, BucketPlan) else [plan]:
+            if p.family == "tcgemv" and k <= 192:
+                short_tcgemv += 1
+                warps.add(p.primary.k_warps)
+    assert short_tcgemv >= 8, short_tcgemv
+    assert warps == {2}, warps
