@@ -8,7 +8,7 @@ source tools/device_lib.sh
 python3 tools/session13/regs_variants.py "$W/g" 168 tools/session13/specs/*.yaml specs/bench/decode_8x4096x14336.yaml > "$OUT/gen.txt" 2>&1
 timeout 200 python3 -m dgemm_cli build "$W"/g -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 timeout 100 python3 -m dgemm_cli verify "$W"/g --seeds 1 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
-timeout 200 python3 -m dgemm_cli bench "$W"/g --m 2,5,8,12,16 --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+timeout 200 python3 -m dgemm_cli bench "$W"/g --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
 import json, sys
 out = sys.argv[1]
