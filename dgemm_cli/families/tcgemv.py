@@ -49,7 +49,8 @@ RED_PAD = 4  # floats of padding per row of a partial tile
 # twelfth session timed 2 warps (call 6, batched, docs/RESULTS.md): at K = 128 the only tiling with no idle warp
 # (b32 m8 n4096: 10.60 µs against 13.05 at 4 warps; b8 m16 n8192: 7.13 against 8.79 and 10.47), and at K = 4096
 # over 8 experts (b8 m8 n2048) 31.94 against 32.43 at 4 warps and 33.43 at 8. 1 warp and 16 tokens at 1 octet
-# ran slower there (11.09-11.89, 7.63-9.16).
+# ran slower there (11.09-11.89, 7.63-9.16). The thirteenth session timed 4 octets and one 64-k segment a round
+# (call 1): at 16 tokens, N = 14336 31.35-37.9 µs (hopper 30.64), at 8 tokens 29.8-30.9 (the pick 28.48); not kept.
 MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (2, 2): short K only (below)
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2

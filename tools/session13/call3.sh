@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 13, device call 3 (nvidia-h200): is the run-time-M hopper kernel slower than the fixed-M one with the same
+# Session 13, device call 5 (nvidia-h200): is the run-time-M hopper kernel slower than the fixed-M one with the same
 # tiling? (Session 12, call 9: N = 14336, m = 16: 31.10 against 30.53 us; m = 64: 32.39 against 31.31; N = 4096,
 # m = 64: 11.97 against 11.71; in separate processes, cuBLAS moving 30.6-31.2.) Here each pair is benched
 # alternately, four times, `deepgemm bench` (graph replay, inputs rotated past L2). Then the GPU tests of 20-launch

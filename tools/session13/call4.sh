@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 13, device call 4 (nvidia-h200): correctness of the paths random sweeps reach only with this session's
+# Session 13, device call 6 (nvidia-h200): correctness of the paths random sweeps reach only with this session's
 # options. 40 random wide decode specs with a short K (--wide-short-k-share 1, K = 8..192; a batch 3 times in 10,
 # run-time M 2 in 10; seed 7), as planned and with tcgemv taken wherever its gates allow (--family tcgemv: 11 of
 # them); the 40 batched specs of call 1 (seed 5) whose verify ran out of time there. Verify seeds 1 and 2,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 13, device call 6 (nvidia-h200): correctness at the session's final code. Every GPU test of the suite
+# Session 13, device call 9 (nvidia-h200): correctness at the session's final code. Every GPU test of the suite
 # (pytest -m gpu) in the background; meanwhile 60 random specs of every kind (seed 13: TMA share 0.4, small-M 0.3 with
 # half of those wide, a batch and short K each 3 in 10 of the wide ones, run-time M 0.2, epilogues 0.3, A vectors 0.5),
 # verified seeds 1 and 2 with --repeat 2.
