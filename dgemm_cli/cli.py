@@ -292,12 +292,16 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
         sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
         _require_gpu()
         targets = _targets(dirs, arch)
-        extra = {d: size_args(d.name, read_plan(d), sizes) for d, _, _ in targets}
+        extra, left_out = size_args({d: read_plan(d) for d, _, _ in targets}, sizes)
         if sizes and not any(extra.values()):
             raise DeepGemmError(f"--m {sizes_text}: none of these kernels has a run-time size (a `{{min, max}}` "
                                 "size in its spec). Fix: leave --m out")
     except DeepGemmError as err:
         _fail(err)
+    for d, skipped in left_out.items():
+        if skipped:
+            click.echo(f"note: {d.name} runs --m {extra[d][1]} only ({','.join(map(str, skipped))} outside its "
+                       "run-time range)", err=True)
 
     def runs() -> Iterator[HarnessRun]:
         env = harness_env()
@@ -327,9 +331,11 @@ def _require_gpu() -> None:
                    "(run-to-run determinism; at every run-time size).")
 @click.option("--m", "sizes", metavar="LIST",
               help="Run-time sizes to verify, e.g. 1,8,64, for kernels whose spec sizes a row letter at run time "
-                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it. Default: 1, 2, 3, 7, 8, 9, 16, 17, "
-                   "63, 64, min and max, every bucket's first and last size and their neighbours, and 3 random "
-                   "sizes, within the range.")
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
+                   "inside its range (a note names those left out; a size inside no kernel's range is refused). "
+                   "Default: 1, "
+                   "2, 3, 7, 8, 9, 16, 17, 63, 64, min and max, every bucket's first and last size and their "
+                   "neighbours, and 3 random sizes, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
            as_json: bool) -> None:
@@ -428,8 +434,9 @@ def _size_lines(rep: dict) -> list[str]:
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed launches first.")
 @click.option("--m", "sizes", metavar="LIST",
               help="Run-time sizes to time, e.g. 1,8,16,64, for kernels whose spec sizes a row letter at run time "
-                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it. Default: 1, 8, 16, 64, 128, 256, "
-                   "min and max, within the range.")
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
+                   "inside its range (a note names those left out; a size inside no kernel's range is refused). "
+                   "Default: 1, 8, 16, 64, 128, 256, min and max, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, sizes: str | None, as_json: bool) -> None:
     """Time built kernels and cuBLAS on the same problem in the same run.

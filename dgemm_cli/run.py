@@ -80,18 +80,37 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def size_args(name: str, plan: dict, sizes: tuple[int, ...]) -> list[str]:
-    """The harness arguments that run `sizes` of a kernel's run-time letter: none for a fixed-size kernel
-    (it takes no size) or when no sizes are asked for (the harness's default list), else `--m LIST`."""
-    run_time = run_time_range(plan)
-    if run_time is None or not sizes:
-        return []
-    letter, lo, hi = run_time
-    outside = [m for m in sizes if not lo <= m <= hi]
-    if outside:
-        raise DeepGemmError(f"--m {','.join(map(str, sizes))}: {outside[0]} is outside {name}'s run-time range "
-                            f"{lo}..{hi} of '{letter}'. Fix: give sizes in {lo}..{hi}")
-    return ["--m", ",".join(map(str, sizes))]
+def size_args(plans: dict[Path, dict], sizes: tuple[int, ...]) -> tuple[dict[Path, list[str]], dict[Path, list[int]]]:
+    """For each kernel (its directory -> its plan.json), the harness arguments that run `sizes` of its run-time
+    letter, and the sizes left out for it. A fixed-size kernel takes none; with no sizes asked for, every kernel runs
+    the harness's default list. A kernel runs the sizes inside its range and leaves the others out, so that one list
+    serves kernels of different ranges; a size inside no kernel's range, or a kernel with none of the sizes, is an
+    error (DeepGemmError: a typo more likely than a wish)."""
+    args: dict[Path, list[str]] = {}
+    left_out: dict[Path, list[int]] = {}
+    ranges = {d: r for d, plan in plans.items() if (r := run_time_range(plan)) is not None}
+    listed = ",".join(map(str, sizes))
+    for m in sizes:
+        if ranges and not any(lo <= m <= hi for _, lo, hi in ranges.values()):
+            if len(ranges) == 1:
+                ((d, (letter, lo, hi)),) = ranges.items()
+                raise DeepGemmError(f"--m {listed}: {m} is outside {d.name}'s run-time range {lo}..{hi} of '{letter}'. "
+                                    f"Fix: give sizes in {lo}..{hi}")
+            every = ", ".join(f"{d.name} {lo}..{hi} of '{letter}'" for d, (letter, lo, hi) in ranges.items())
+            raise DeepGemmError(f"--m {listed}: {m} is outside the run-time range of every kernel given ({every}). "
+                                "Fix: give sizes inside at least one of them")
+    for d in plans:
+        if d not in ranges or not sizes:
+            args[d] = []
+            continue
+        letter, lo, hi = ranges[d]
+        inside = [m for m in sizes if lo <= m <= hi]
+        if not inside:
+            raise DeepGemmError(f"--m {listed}: none is inside {d.name}'s run-time range {lo}..{hi} of '{letter}'. "
+                                f"Fix: add sizes in {lo}..{hi}, or run {d.name} apart")
+        args[d] = ["--m", ",".join(map(str, inside))]
+        left_out[d] = [m for m in sizes if m not in inside]
+    return args, left_out
 
 
 def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str],

@@ -136,9 +136,10 @@ FIXED_REFUSES_M = """case "$*" in *--m*) echo '{"error":"got --m"}'; exit 2;; es
 """ + PASS
 
 
-def _dynamic_dir(tmp_path: Path, harness: str) -> Path:
-    g = generate(parse_spec(DYNAMIC_SPEC), get_arch("sm_90a"), tmp_path / "gen")
-    exe = g.directory / "build" / "sm_90a" / "dyn_harness"
+def _dynamic_dir(tmp_path: Path, harness: str, name: str = "dyn", lo: int = 1, hi: int = 16) -> Path:
+    spec = {**DYNAMIC_SPEC, "name": name, "gemm": {**DYNAMIC_SPEC["gemm"], "m": {"min": lo, "max": hi}}}
+    g = generate(parse_spec(spec), get_arch("sm_90a"), tmp_path / "gen")
+    exe = g.directory / "build" / "sm_90a" / f"{name}_harness"
     exe.parent.mkdir(parents=True)
     exe.write_text("#!/bin/sh\n" + harness)
     exe.chmod(0o755)
@@ -186,6 +187,42 @@ def test_sizes_the_kernel_cannot_take_are_refused_before_running(tmp_path, comma
     env = _fake_gpu_env(tmp_path)
     dyn = _dynamic_dir(tmp_path, "echo HARNESS-STARTED >&2; exit 9")
     out = _dg(env, command, dyn, "--m", sizes)
+    assert out.returncode == 2 and words in out.stderr and "HARNESS-STARTED" not in out.stderr, out.stderr
+
+
+def test_one_size_list_serves_kernels_of_different_ranges(tmp_path):
+    # dyn (1..16) runs 1 and 8; wide (8..40) runs 8 and 32; each is told only its own sizes, and a note names the
+    # sizes left out for each.
+    env = _fake_gpu_env(tmp_path)
+    dyn = _dynamic_dir(tmp_path, DYNAMIC_VERIFY)
+    wide = _dynamic_dir(tmp_path, WIDE_VERIFY, "wide", 8, 40)
+    out = _dg(env, "verify", dyn, wide, "--m", "1,8,32", "--json")
+    rows = {r["name"]: r for r in json.loads(out.stdout)}
+    assert [c["m"] for c in rows["dyn"]["m_cases"]] == [1, 8], out.stderr
+    assert [c["m"] for c in rows["wide"]["m_cases"]] == [8, 32] and rows["wide"]["passed"], out.stderr
+    assert "note: dyn runs --m 1,8 only (32 outside its run-time range)" in out.stderr
+    assert "note: wide runs --m 8,32 only (1 outside its run-time range)" in out.stderr
+
+
+# A harness sized 8..40 that insists on being asked for sizes 8 and 32, and passes them.
+WIDE_VERIFY = """case "$*" in *"--m 8,32"*) ;; *) echo '{"error":"asked for '"$*"'"}'; exit 4;; esac
+echo '{"command":"verify","name":"wide","arch":"sm_90a","passed":true,"tol":0.01,"max_abs_err":0.0,"rel_err":0.0,
+"first_fail":null,"api_null_rejected":true,"api_misaligned_rejected":true,"repeat":0,"repeat_differed":0,"runs":[],
+"dynamic":{"letter":"m","lo":8,"hi":40},"api_m_rejected":true,"api_m_probes":[],"m_cases":[
+{"m":8,"passed":true,"max_abs_err":0.0,"rel_err":0.0,"first_fail":null,"repeat_differed":0},
+{"m":32,"passed":true,"max_abs_err":0.0,"rel_err":0.0,"first_fail":null,"repeat_differed":0}]}' | tr -d '\\n'
+"""
+
+
+@pytest.mark.parametrize("sizes, words", [
+    ("8,64", "--m 8,64: 64 is outside the run-time range of every kernel given (dyn 1..16 of 'm', wide 20..40 of 'm')"),
+    ("1,8", "--m 1,8: none is inside wide's run-time range 20..40 of 'm'. Fix: add sizes in 20..40, or run wide apart"),
+])
+def test_sizes_no_kernel_can_take_are_refused_before_running(tmp_path, sizes, words):
+    env = _fake_gpu_env(tmp_path)
+    dyn = _dynamic_dir(tmp_path, "echo HARNESS-STARTED >&2; exit 9")
+    wide = _dynamic_dir(tmp_path, "echo HARNESS-STARTED >&2; exit 9", "wide", 20, 40)
+    out = _dg(env, "bench", dyn, wide, "--m", sizes)
     assert out.returncode == 2 and words in out.stderr and "HARNESS-STARTED" not in out.stderr, out.stderr
 
 
