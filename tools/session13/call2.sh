@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 13, device calls 2-4 (nvidia-h200; the probe as at each call's commit): tools/session13/wgrs_probe.cu (the weight streamed through registers into
-# wgmma's A operand, the activation staged in shared memory as its B operand), checked against an f32 reference and
+# Session 13, device calls 2-4 (nvidia-h200; the probe as at each call's commit): tools/session13/wgrs_probe.cu
+# (the weight streamed through registers into wgmma's A operand, the activation staged in shared memory as its B
+# operand), checked against an f32 reference and
 # graph-timed with the weight rotated past L2; beside `deepgemm bench` of the current picks at the same shapes.
 source tools/device_lib.sh
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I tools -Xptxas -v -o "$W/wgrs_probe" \
