@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 13, device calls 7-8 (nvidia-h200; 7 stopped at an --m outside a spec's range): what tcgemv's spills
-# at its 128-register bound cost. The seven random specs of call 6 whose tcgemv kernels spill 8-48 bytes
+# at its 128-register bound cost. The seven random specs of call 6 whose tcgemv kernels spill 8-40 bytes
 # (tools/session13/specs: batched seed 5, short-K seed 7), each
 # as planned and with every tcgemv kernel bounded at 168 registers instead (tools/session13/regs_variants.py: same
 # tilings, no spills, 12 warps an SM instead of 16); decode_8x4096x14336 likewise as a control. `deepgemm bench`
