@@ -300,8 +300,9 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
         _fail(err)
     for d, skipped in left_out.items():
         if skipped:
-            click.echo(f"note: {d.name} runs --m {extra[d][1]} only ({','.join(map(str, skipped))} outside its "
-                       "run-time range)", err=True)
+            ran = ",".join(str(m) for m in sizes if m not in skipped)
+            click.echo(f"note: {d.name} runs --m {ran} only ({','.join(map(str, skipped))} outside its run-time range)",
+                       err=True)
 
     def runs() -> Iterator[HarnessRun]:
         env = harness_env()
@@ -333,9 +334,8 @@ def _require_gpu() -> None:
               help="Run-time sizes to verify, e.g. 1,8,64, for kernels whose spec sizes a row letter at run time "
                    "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
                    "inside its range (a note names those left out; a size inside no kernel's range is refused). "
-                   "Default: 1, "
-                   "2, 3, 7, 8, 9, 16, 17, 63, 64, min and max, every bucket's first and last size and their "
-                   "neighbours, and 3 random sizes, within the range.")
+                   "Default: 1, 2, 3, 7, 8, 9, 16, 17, 63, 64, min and max, every bucket's first and last size and "
+                   "their neighbours, and 3 random sizes, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
            as_json: bool) -> None:

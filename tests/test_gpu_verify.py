@@ -87,6 +87,15 @@ def test_view_past_2_31_elements(tmp_path):
 NN_LINEAR = {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}  # B as [N, K]
 
 
+def _repeated_20_times(directory):
+    """verify --repeat 20 (seed 3) of a built directory: it must pass, C's bits the same every launch; its report."""
+    proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(directory), "--json", "--seeds", "3",
+                           "--repeat", "20"], capture_output=True, text=True, cwd=REPO, check=False)
+    report = json.loads(proc.stdout)[0]["report"]
+    assert proc.returncode == 0 and report["repeat"] == 20 and report["repeat_differed"] == 0
+    return report
+
+
 # Every kernel that sums partial results across threads, warps or blocks, each in the order it promises: 20 more
 # launches must reproduce C's bits.
 @pytest.mark.parametrize("name, family, gemm, summed", [
@@ -106,10 +115,7 @@ def test_summing_kernels_are_bit_identical_run_to_run(tmp_path, name, family, ge
     g = generate(spec, get_arch("sm_90a"), tmp_path, family=family)
     assert g.plan.family == family and summed(g.plan.primary), g.plan.primary.summary
     assert build(g.directory, "sm_90a", find_nvcc()).ok
-    proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(g.directory), "--json", "--seeds", "3",
-                           "--repeat", "20"], capture_output=True, text=True, cwd=REPO, check=False)
-    report = json.loads(proc.stdout)[0]["report"]
-    assert proc.returncode == 0 and report["repeat"] == 20 and report["repeat_differed"] == 0
+    _repeated_20_times(g.directory)
 
 
 def test_run_time_m_artifact_is_bit_identical_run_to_run(tmp_path):
@@ -120,10 +126,7 @@ def test_run_time_m_artifact_is_bit_identical_run_to_run(tmp_path):
     g = generate(spec, get_arch("sm_90a"), tmp_path)
     assert len({b.plan.primary.family for b in g.plan.buckets}) > 1
     assert build(g.directory, "sm_90a", find_nvcc()).ok
-    proc = subprocess.run([sys.executable, "-m", "dgemm_cli", "verify", str(g.directory), "--json", "--seeds", "3",
-                           "--repeat", "20"], capture_output=True, text=True, cwd=REPO, check=False)
-    report = json.loads(proc.stdout)[0]["report"]
-    assert proc.returncode == 0 and report["repeat"] == 20 and report["repeat_differed"] == 0
+    report = _repeated_20_times(g.directory)
     assert len(report["m_cases"]) >= 10 and all(c["passed"] for c in report["m_cases"])
 
 
