@@ -41,7 +41,10 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 // TOK tokens (8: the mma's rows 8..15 take zeros; 16), OCT octets (8 rows) a warp, KS warps splitting K for the same
 // rows, W warps a block (W / KS row groups: ROWS = W / KS * OCT * 8 rows a block), SEGS 64-k segments a round, NBUF
 // register buffers (NBUF - 1 rounds in flight while one's math runs), MATH false: the loads alone.
-template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true>
+// EARLY: a segment's buffer is reloaded (NBUF rounds ahead) as soon as its fragments are built, before its mmas (else
+// the next round's loads wait behind this round's mma chains); CH accumulator chains an octet (1, 2, 4: a segment's
+// 4 mmas of an octet spread over them), added at the end.
+template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1>
 __global__ void __launch_bounds__(32 * W, 1)
     smact(const __grid_constant__ CUtensorMap amap, const __half* __restrict__ B, __half* __restrict__ C, int M, int N) {
   constexpr int K = KDIM, RG = W / KS, ROWS = RG * OCT * 8, BOX = TOK * 128, KSEGS = K / 64 / KS;
@@ -93,11 +96,11 @@ __global__ void __launch_bounds__(32 * W, 1)
         w[s][o][1] = ld_stream(odd_row[o] + kk);
       }
   };
-  float acc[OCT][4] = {};
+  float acc[OCT][CH][4] = {};
   uint32_t sink = 0;
   const uint32_t act_addr = smem_u32(act);
   const int c_first = t + 4 * (g & 1);  // odd g: chunk t + 4 first (bank groups, header)
-  const auto math = [&](const uint4 (&w)[SEGS][OCT][2], int r) {
+  const auto math = [&](uint4 (&w)[SEGS][OCT][2], int r) {
     const int seg0 = (k0 / 64) + r * SEGS;
     if (MATH) mbar_wait(&bars[seg0 / SEGS_PER_GROUP], 0);
 #pragma unroll
@@ -119,30 +122,48 @@ __global__ void __launch_bounds__(32 * W, 1)
         xf[h] = sel(g & 1, first, second);
       }
       if (TOK == 8) xt[1] = xf[1] = make_uint4(0, 0, 0, 0);
+      uint4 keep[OCT], other[OCT];
 #pragma unroll
       for (int o = 0; o < OCT; ++o) {
-        const uint4 keep = sel(g_odd, w[s][o][1], w[s][o][0]);             // chunk t of row 8o + g
-        const uint4 other = shfl_xor4(sel(g_odd, w[s][o][0], w[s][o][1]));  // chunk t + 4 of row 8o + g
-        mma16816(acc[o], xt[0].x, xt[1].x, xt[0].y, xt[1].y, keep.x, keep.y);
-        mma16816(acc[o], xt[0].z, xt[1].z, xt[0].w, xt[1].w, keep.z, keep.w);
-        mma16816(acc[o], xf[0].x, xf[1].x, xf[0].y, xf[1].y, other.x, other.y);
-        mma16816(acc[o], xf[0].z, xf[1].z, xf[0].w, xf[1].w, other.z, other.w);
+        keep[o] = sel(g_odd, w[s][o][1], w[s][o][0]);             // chunk t of row 8o + g
+        other[o] = shfl_xor4(sel(g_odd, w[s][o][0], w[s][o][1]));  // chunk t + 4 of row 8o + g
+      }
+      if (EARLY && r + NBUF < ROUNDS)
+#pragma unroll
+        for (int o = 0; o < OCT; ++o) {
+          const int kk = ((r + NBUF) * SEGS + s) * 64;
+          w[s][o][0] = ld_stream(even_row[o] + kk);
+          w[s][o][1] = ld_stream(odd_row[o] + kk);
+        }
+#pragma unroll
+      for (int o = 0; o < OCT; ++o) {
+        mma16816(acc[o][0], xt[0].x, xt[1].x, xt[0].y, xt[1].y, keep[o].x, keep[o].y);
+        mma16816(acc[o][1 % CH], xt[0].z, xt[1].z, xt[0].w, xt[1].w, keep[o].z, keep[o].w);
+        mma16816(acc[o][2 % CH], xf[0].x, xf[1].x, xf[0].y, xf[1].y, other[o].x, other[o].y);
+        mma16816(acc[o][3 % CH], xf[0].z, xf[1].z, xf[0].w, xf[1].w, other[o].z, other[o].w);
       }
     }
   };
+  constexpr int AHEAD = EARLY ? NBUF : NBUF - 1;  // rounds loaded before the first math
 #pragma unroll
-  for (int d = 0; d < NBUF - 1; ++d) load(wbuf[d], d);
+  for (int d = 0; d < AHEAD; ++d) load(wbuf[d], d);
 #pragma unroll 1
   for (int r = 0; r < ROUNDS; r += NBUF) {
 #pragma unroll
     for (int i = 0; i < NBUF; ++i) {
       const int rr = r + i;
       if (rr < ROUNDS) {
-        if (rr + NBUF - 1 < ROUNDS) load(wbuf[(i + NBUF - 1) % NBUF], rr + NBUF - 1);
+        if (!EARLY && rr + NBUF - 1 < ROUNDS) load(wbuf[(i + NBUF - 1) % NBUF], rr + NBUF - 1);
         math(wbuf[i], rr);
       }
     }
   }
+#pragma unroll
+  for (int o = 0; o < OCT; ++o)
+#pragma unroll
+    for (int c = 1; c < CH; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[o][0][i] += acc[o][c][i];
   if (!MATH) {
     if (sink == 0x12345678u) C[0] = __float2half(1.0f);
     return;
@@ -154,8 +175,8 @@ __global__ void __launch_bounds__(32 * W, 1)
 #pragma unroll
       for (int o = 0; o < OCT; ++o) {
         float* const p = red + (((ks - 1) * RG + rg) * OCT + o) * TOK * 8;
-        *reinterpret_cast<float2*>(p + g * 8 + 2 * t) = make_float2(acc[o][0], acc[o][1]);
-        if (TOK == 16) *reinterpret_cast<float2*>(p + (g + 8) * 8 + 2 * t) = make_float2(acc[o][2], acc[o][3]);
+        *reinterpret_cast<float2*>(p + g * 8 + 2 * t) = make_float2(acc[o][0][0], acc[o][0][1]);
+        if (TOK == 16) *reinterpret_cast<float2*>(p + (g + 8) * 8 + 2 * t) = make_float2(acc[o][0][2], acc[o][0][3]);
       }
     __syncthreads();
     if (ks > 0) return;
@@ -164,19 +185,19 @@ __global__ void __launch_bounds__(32 * W, 1)
       for (int s = 1; s < KS; ++s) {
         const float* const p = red + (((s - 1) * RG + rg) * OCT + o) * TOK * 8;
         const float2 lo = *reinterpret_cast<const float2*>(p + g * 8 + 2 * t);
-        acc[o][0] += lo.x, acc[o][1] += lo.y;
+        acc[o][0][0] += lo.x, acc[o][0][1] += lo.y;
         if (TOK == 16) {
           const float2 hi = *reinterpret_cast<const float2*>(p + (g + 8) * 8 + 2 * t);
-          acc[o][2] += hi.x, acc[o][3] += hi.y;
+          acc[o][0][2] += hi.x, acc[o][0][3] += hi.y;
         }
       }
   }
 #pragma unroll
   for (int o = 0; o < OCT; ++o) {
     const int n = row0 + 8 * o + 2 * t;
-    if (g < M) *reinterpret_cast<__half2*>(C + size_t(g) * N + n) = __floats2half2_rn(acc[o][0], acc[o][1]);
+    if (g < M) *reinterpret_cast<__half2*>(C + size_t(g) * N + n) = __floats2half2_rn(acc[o][0][0], acc[o][0][1]);
     if (TOK == 16 && g + 8 < M)
-      *reinterpret_cast<__half2*>(C + size_t(g + 8) * N + n) = __floats2half2_rn(acc[o][2], acc[o][3]);
+      *reinterpret_cast<__half2*>(C + size_t(g + 8) * N + n) = __floats2half2_rn(acc[o][0][2], acc[o][0][3]);
   }
 }
 
@@ -209,9 +230,9 @@ static CUtensorMap act_map(const __half* A, int M, int K, int tok) {
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true>
+template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1>
 static void row(int M, int N, int copies, cudaStream_t s) {
-  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH>;
+  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH, EARLY, CH>;
   constexpr int ROWS = W / KS * OCT * 8;
   const int smem = 1024 + TOK * KDIM * 2 + KDIM / 64 / SEGS_PER_GROUP * 8 + (KS - 1) * ROWS * TOK * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -226,8 +247,8 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, kern));
   r.regs = fa.numRegs, r.stack = int(fa.localSizeBytes);
-  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d warps  %d segs x %d bufs  %4d blocks of %3d rows  ",
-              MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, SEGS, NBUF, blocks, ROWS);
+  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d warps  %d segs x %d bufs%s ch %d  %4d blocks of %3d rows  ",
+              MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, SEGS, NBUF, EARLY ? " early" : "      ", CH, blocks, ROWS);
   print_probe_result(r, N, K);
 }
 
@@ -237,24 +258,30 @@ int main(int argc, char** argv) {
   const int N = 14336, c = 4;
   std::printf("-- N = %d, read ceilings (4.1 TB/s: 28.64 us)\n", N);
   for (int blocks : {132, 264}) print_read_ceiling(g_B, g_ref, N, KDIM, c, blocks, s);
-  row<16, 1, 1, 14, 4, 2, false>(16, N, c, s);
   row<16, 2, 2, 14, 2, 2, false>(16, N, c, s);
-  row<16, 1, 1, 14, 2, 3, false>(16, N, c, s);
+  row<16, 2, 2, 14, 2, 2, false, true>(16, N, c, s);
+  row<16, 2, 2, 14, 4, 2, false>(16, N, c, s);
   for (int M : {16, 12, 8}) {
     std::printf("-- N = %d, M = %d\n", N, M);
     if (M > 8) {
-      row<16, 1, 1, 14, 4, 2>(M, N, c, s);
-      row<16, 1, 1, 14, 2, 3>(M, N, c, s);
-      row<16, 1, 1, 14, 2, 2>(M, N, c, s);
-      row<16, 2, 1, 7, 4, 2>(M, N, c, s);
       row<16, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<16, 2, 2, 14, 1, 3>(M, N, c, s);
-      row<16, 1, 2, 28, 1, 2>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 1, true, true, 1>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 1, true, true, 2>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 1, true, true, 4>(M, N, c, s);
+      row<16, 2, 2, 14, 1, 2, true, true, 2>(M, N, c, s);
+      row<16, 1, 1, 14, 2, 1, true, true, 2>(M, N, c, s);
+      row<16, 1, 1, 14, 4, 1, true, true, 2>(M, N, c, s);
+      row<16, 2, 1, 7, 4, 2>(M, N, c, s);
+      row<16, 2, 1, 7, 4, 2, true, true, 2>(M, N, c, s);
+      row<16, 2, 1, 7, 2, 2, true, true, 2>(M, N, c, s);
+      row<16, 2, 1, 7, 4, 2, true, false, 4>(M, N, c, s);
     } else {
-      row<8, 1, 1, 14, 4, 2>(M, N, c, s);
-      row<8, 1, 1, 14, 2, 3>(M, N, c, s);
       row<8, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<8, 2, 2, 14, 1, 3>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 1, true, true, 1>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 1, true, true, 2>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 1, true, true, 4>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 2, true, true, 1>(M, N, c, s);
+      row<8, 2, 1, 7, 4, 2, true, true, 2>(M, N, c, s);
     }
   }
   return 0;
