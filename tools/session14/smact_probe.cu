@@ -43,9 +43,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 // register buffers (NBUF - 1 rounds in flight while one's math runs), MATH false: the loads alone.
 // EARLY: a segment's buffer is reloaded (NBUF rounds ahead) as soon as its fragments are built, before its mmas (else
 // the next round's loads wait behind this round's mma chains); CH accumulator chains an octet (1, 2, 4: a segment's
-// 4 mmas of an octet spread over them), added at the end.
-template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1>
-__global__ void __launch_bounds__(32 * W, 1)
+// 4 mmas of an octet spread over them), added at the end. PROD: one more warp issues the TMA loads (else thread 0
+// does, and its warp starts its weight stream after 64 TMA issues); MINB blocks an SM.
+template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1,
+          bool PROD = false, int MINB = 1>
+__global__ void __launch_bounds__(32 * (W + PROD), MINB)
     smact(const __grid_constant__ CUtensorMap amap, const __half* __restrict__ B, __half* __restrict__ C, int M, int N) {
   constexpr int K = KDIM, RG = W / KS, ROWS = RG * OCT * 8, BOX = TOK * 128, KSEGS = K / 64 / KS;
   constexpr int ROUNDS = KSEGS / SEGS, GROUPS = K / 64 / SEGS_PER_GROUP;
@@ -65,7 +67,8 @@ __global__ void __launch_bounds__(32 * W, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (threadIdx.x == 0) {  // groups in the order the K slices reach them: slice 0's first, slice 1's first, ...
+  const bool issuer = PROD ? threadIdx.x == 32 * W : threadIdx.x == 0;
+  if (issuer) {  // groups in the order the K slices reach them: slice 0's first, slice 1's first, ...
     constexpr int PER = GROUPS / KS;
     for (int i = 0; i < PER; ++i)
       for (int s = 0; s < KS; ++s) {
@@ -78,6 +81,7 @@ __global__ void __launch_bounds__(32 * W, 1)
       }
   }
 
+  if (PROD && warp == W) return;  // the producer warp: its loads are issued
   const __half* even_row[OCT];
   const __half* odd_row[OCT];
 #pragma unroll
@@ -178,7 +182,7 @@ __global__ void __launch_bounds__(32 * W, 1)
         *reinterpret_cast<float2*>(p + g * 8 + 2 * t) = make_float2(acc[o][0][0], acc[o][0][1]);
         if (TOK == 16) *reinterpret_cast<float2*>(p + (g + 8) * 8 + 2 * t) = make_float2(acc[o][0][2], acc[o][0][3]);
       }
-    __syncthreads();
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory");  // the compute warps (not the producer)
     if (ks > 0) return;
 #pragma unroll
     for (int o = 0; o < OCT; ++o)
@@ -230,14 +234,15 @@ static CUtensorMap act_map(const __half* A, int M, int K, int tok) {
 static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
-template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1>
+template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1,
+          bool PROD = false, int MINB = 1>
 static void row(int M, int N, int copies, cudaStream_t s) {
-  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH, EARLY, CH>;
+  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH, EARLY, CH, PROD, MINB>;
   constexpr int ROWS = W / KS * OCT * 8;
   const int smem = 1024 + TOK * KDIM * 2 + KDIM / 64 / SEGS_PER_GROUP * 8 + (KS - 1) * ROWS * TOK * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const CUtensorMap amap = act_map(g_A, M, KDIM, TOK);
-  const int blocks = N / ROWS, threads = 32 * W, K = KDIM;
+  const int blocks = N / ROWS, threads = 32 * (W + PROD), K = KDIM;
   ProbeRun r{};
   if (MATH)
     r.worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(amap, g_B, g_C, M, N); });
@@ -247,8 +252,11 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, kern));
   r.regs = fa.numRegs, r.stack = int(fa.localSizeBytes);
-  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d warps  %d segs x %d bufs%s ch %d  %4d blocks of %3d rows  ",
-              MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, SEGS, NBUF, EARLY ? " early" : "      ", CH, blocks, ROWS);
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
+  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d%s warps  %d segs x %d bufs%s ch %d  %4d blocks of %3d rows (%d an SM)  ",
+              MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, PROD ? "+1" : "  ", SEGS, NBUF, EARLY ? " early" : "      ", CH,
+              blocks, ROWS, per_sm);
   print_probe_result(r, N, K);
 }
 
@@ -259,29 +267,21 @@ int main(int argc, char** argv) {
   std::printf("-- N = %d, read ceilings (4.1 TB/s: 28.64 us)\n", N);
   for (int blocks : {132, 264}) print_read_ceiling(g_B, g_ref, N, KDIM, c, blocks, s);
   row<16, 2, 2, 14, 2, 2, false>(16, N, c, s);
-  row<16, 2, 2, 14, 2, 2, false, true>(16, N, c, s);
-  row<16, 2, 2, 14, 4, 2, false>(16, N, c, s);
+  row<16, 2, 2, 14, 2, 2, false, false, 1, true>(16, N, c, s);
   for (int M : {16, 12, 8}) {
     std::printf("-- N = %d, M = %d\n", N, M);
     if (M > 8) {
       row<16, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 1, true, true, 1>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 1, true, true, 2>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 1, true, true, 4>(M, N, c, s);
-      row<16, 2, 2, 14, 1, 2, true, true, 2>(M, N, c, s);
-      row<16, 1, 1, 14, 2, 1, true, true, 2>(M, N, c, s);
-      row<16, 1, 1, 14, 4, 1, true, true, 2>(M, N, c, s);
-      row<16, 2, 1, 7, 4, 2>(M, N, c, s);
-      row<16, 2, 1, 7, 4, 2, true, true, 2>(M, N, c, s);
-      row<16, 2, 1, 7, 2, 2, true, true, 2>(M, N, c, s);
-      row<16, 2, 1, 7, 4, 2, true, false, 4>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 2, true, false, 1, true>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 1, true, true, 1, true>(M, N, c, s);
+      row<16, 1, 1, 14, 4, 1, true, true, 2, true>(M, N, c, s);
+      row<16, 2, 1, 7, 4, 2, true, false, 1, true>(M, N, c, s);
     } else {
       row<8, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 1, true, true, 1>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 1, true, true, 2>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 1, true, true, 4>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 2, true, true, 1>(M, N, c, s);
-      row<8, 2, 1, 7, 4, 2, true, true, 2>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 2, true, false, 1, true>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 1, true, true, 1, true>(M, N, c, s);
+      row<8, 2, 1, 7, 2, 2, true, false, 1, true, 2>(M, N, c, s);
+      row<8, 1, 1, 7, 4, 2, true, false, 1, true, 2>(M, N, c, s);
     }
   }
   return 0;
