@@ -44,11 +44,15 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 // EARLY: a segment's buffer is reloaded (NBUF rounds ahead) as soon as its fragments are built, before its mmas (else
 // the next round's loads wait behind this round's mma chains); CH accumulator chains an octet (1, 2, 4: a segment's
 // 4 mmas of an octet spread over them), added at the end. PROD: one more warp issues the TMA loads (else thread 0
-// does, and its warp starts its weight stream after 64 TMA issues); MINB blocks an SM.
+// does, and its warp starts its weight stream after 64 TMA issues); MINB blocks an SM. CPA: the activation staged
+// by every compute thread with 16-byte cp.async copies into the same swizzled layout, each thread's copies of a group
+// tracked by the group's mbarrier (cp.async.mbarrier.arrive.noinc; no tensor map, any k-contiguous A view); tokens
+// past M copy row M - 1 (their products land in rows never stored).
 template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1,
-          bool PROD = false, int MINB = 1>
+          bool PROD = false, int MINB = 1, bool CPA = false>
 __global__ void __launch_bounds__(32 * (W + PROD), MINB)
-    smact(const __grid_constant__ CUtensorMap amap, const __half* __restrict__ B, __half* __restrict__ C, int M, int N) {
+    smact(const __grid_constant__ CUtensorMap amap, const __half* __restrict__ A, const __half* __restrict__ B,
+          __half* __restrict__ C, int M, int N) {
   constexpr int K = KDIM, RG = W / KS, ROWS = RG * OCT * 8, BOX = TOK * 128, KSEGS = K / 64 / KS;
   constexpr int ROUNDS = KSEGS / SEGS, GROUPS = K / 64 / SEGS_PER_GROUP;
   static_assert(W % KS == 0 && KSEGS % SEGS == 0 && SEGS_PER_GROUP % SEGS == 0, "whole rounds, a round in one group");
@@ -63,11 +67,26 @@ __global__ void __launch_bounds__(32 * (W + PROD), MINB)
   const int row0 = blockIdx.x * ROWS + rg * OCT * 8, k0 = ks * (K / KS);
 
   if (threadIdx.x == 0) {
-    for (int i = 0; i < GROUPS; ++i) mbar_init(&bars[i], 1);
+    for (int i = 0; i < GROUPS; ++i) mbar_init(&bars[i], CPA ? 32 * W : 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const bool issuer = PROD ? threadIdx.x == 32 * W : threadIdx.x == 0;
+  if (CPA && threadIdx.x < 32 * W) {
+    constexpr int PER = GROUPS / KS, CHUNKS = TOK * SEGS_PER_GROUP * 8;  // 16-byte chunks a group
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+      for (int s = 0; s < KS; ++s) {
+        const int grp = s * PER + i;
+        for (int c = threadIdx.x; c < CHUNKS; c += 32 * W) {
+          const int chunk = c % 8, r = (c / 8) % TOK, seg = grp * SEGS_PER_GROUP + c / (8 * TOK);
+          const __half* src = A + size_t(min(r, M - 1)) * K + seg * 64 + chunk * 8;
+          const uint32_t dst = smem_u32(act + seg * BOX + (r / 8) * 1024 + (r % 8) * 128 + ((chunk ^ (r % 8)) * 16));
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        }
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&bars[grp])) : "memory");
+      }
+  }
+  const bool issuer = !CPA && (PROD ? threadIdx.x == 32 * W : threadIdx.x == 0);
   if (issuer) {  // groups in the order the K slices reach them: slice 0's first, slice 1's first, ...
     constexpr int PER = GROUPS / KS;
     for (int i = 0; i < PER; ++i)
@@ -235,9 +254,9 @@ static __half *g_A, *g_B, *g_C;
 static float* g_ref;
 
 template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1,
-          bool PROD = false, int MINB = 1>
+          bool PROD = false, int MINB = 1, bool CPA = false>
 static void row(int M, int N, int copies, cudaStream_t s) {
-  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH, EARLY, CH, PROD, MINB>;
+  auto* kern = smact<TOK, OCT, KS, W, SEGS, NBUF, MATH, EARLY, CH, PROD, MINB, CPA>;
   constexpr int ROWS = W / KS * OCT * 8;
   const int smem = 1024 + TOK * KDIM * 2 + KDIM / 64 / SEGS_PER_GROUP * 8 + (KS - 1) * ROWS * TOK * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -245,18 +264,18 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   const int blocks = N / ROWS, threads = 32 * (W + PROD), K = KDIM;
   ProbeRun r{};
   if (MATH)
-    r.worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(amap, g_B, g_C, M, N); });
+    r.worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(amap, g_A, g_B, g_C, M, N); });
   r.us = graph_median_us(s, 8 * copies, [&](int l) {
-    kern<<<blocks, threads, smem, s>>>(amap, g_B + (l % copies) * size_t(N) * K, g_C, M, N);
+    kern<<<blocks, threads, smem, s>>>(amap, g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N);
   });
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, kern));
   r.regs = fa.numRegs, r.stack = int(fa.localSizeBytes);
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
-  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d%s warps  %d segs x %d bufs%s ch %d  %4d blocks of %3d rows (%d an SM)  ",
+  std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d%s warps  %d segs x %d bufs%s ch %d  %s  %4d blocks of %3d rows (%d an SM)  ",
               MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, PROD ? "+1" : "  ", SEGS, NBUF, EARLY ? " early" : "      ", CH,
-              blocks, ROWS, per_sm);
+              CPA ? "cp.async" : "TMA     ", blocks, ROWS, per_sm);
   print_probe_result(r, N, K);
 }
 
@@ -268,20 +287,15 @@ int main(int argc, char** argv) {
   for (int blocks : {132, 264}) print_read_ceiling(g_B, g_ref, N, KDIM, c, blocks, s);
   row<16, 2, 2, 14, 2, 2, false>(16, N, c, s);
   row<16, 2, 2, 14, 2, 2, false, false, 1, true>(16, N, c, s);
-  for (int M : {16, 12, 8}) {
+  for (int M : {16, 12, 9, 8, 5}) {
     std::printf("-- N = %d, M = %d\n", N, M);
     if (M > 8) {
       row<16, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 2, true, false, 1, true>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 1, true, true, 1, true>(M, N, c, s);
-      row<16, 1, 1, 14, 4, 1, true, true, 2, true>(M, N, c, s);
-      row<16, 2, 1, 7, 4, 2, true, false, 1, true>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 2, true, false, 1, false, 1, true>(M, N, c, s);
+      row<16, 2, 2, 14, 2, 1, true, true, 1, false, 1, true>(M, N, c, s);
     } else {
       row<8, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 2, true, false, 1, true>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 1, true, true, 1, true>(M, N, c, s);
-      row<8, 2, 1, 7, 2, 2, true, false, 1, true, 2>(M, N, c, s);
-      row<8, 1, 1, 7, 4, 2, true, false, 1, true, 2>(M, N, c, s);
+      row<8, 2, 2, 14, 2, 2, true, false, 1, false, 1, true>(M, N, c, s);
     }
   }
   return 0;
