@@ -60,10 +60,11 @@ class Decision:
 
     def summary(self) -> str:
         """One line: the value and the constraint that decided it."""
-        ruled = [r for r in self.rejected if not r.why.startswith(("costs", "measured"))]
+        # "measured +x% (deepgemm tune ...)" is a timing; "measured configurations: ..." a constraint's name.
+        ruled = [r for r in self.rejected if not r.why.startswith(("costs", "measured +"))]
         if not self.rejected:
             return f"{self.node} = {self.value} (only candidate)"
-        if all(r.why.startswith("measured") for r in self.rejected):
+        if all(r.why.startswith("measured +") for r in self.rejected):
             return f"{self.node} = {self.value} (fastest of {len(self.rejected) + 1} measured by deepgemm tune)"
         if ruled and len(ruled) == len(self.rejected):
             names = sorted({r.why.split(":")[0] for r in ruled})

@@ -63,17 +63,24 @@ def test_gates_name_what_rules_the_family_out():
 
 
 @pytest.mark.parametrize("m, n, family", [
-    (1, 14336, "gemv"), (2, 14336, "tcgemv"), (8, 14336, "tcgemv"), (16, 14336, "hopper"),
+    (1, 14336, "gemv"), (2, 14336, "tcgemv"), (8, 14336, "tcgemv"), (16, 14336, "tcgemv"),
     (1, 4096, "gemv"), (4, 4096, "tcgemv"), (8, 4096, "tcgemv"), (16, 4096, "tcgemv"), (32, 4096, "hopper"),
+    (16, 8192, "hopper"),
 ])
 def test_the_model_picks_it_where_the_probe_measured_it_faster(m, n, family):
     """The fit (tenth session, tools/swapmma_probe.cu call 10): faster than hopper at 2..8 tokens for both widths
-    and at 16 for N = 4096 (10.51 against 10.95 µs), slower at 16 for N = 14336 (33.85 against 30.5)."""
+    and at 16 for N = 4096 (10.51 against 10.95 µs); at 16 tokens for N = 14336 only with A staged in shared memory
+    (fourteenth session: 29.4-30.1 against hopper's 30.4-30.8; through L1 33.85 against 30.5). N = 8192 has neither:
+    64 blocks of 128 columns would leave half the SMs idle, and 2-warp L1 blocks load A 512 times."""
     assert make_plan(_views(m, n, 4096), SM90).family == family
 
 
 def _tilings(views):
-    return {(p.octets, p.k_warps) for p in ranked(tcgemv.problem(views, SM90), 20)}
+    return {(p.octets, p.k_warps) for p in ranked(tcgemv.problem(views, SM90), 20) if not p.shared_act}
+
+
+def _staged(views):
+    return [p for p in ranked(tcgemv.problem(views, SM90), 40) if p.shared_act]
 
 
 def test_measured_configurations_only():
@@ -120,7 +127,12 @@ def test_every_plan_covers_n_k_and_the_tokens(m, n, k8, batch):
         assert p.k_slice % 64 == 0 and p.k_slice * p.k_warps >= k > (p.k_slice - 64) * p.k_warps
         assert p.k_warps <= math.ceil(k / 64)
         assert p.min_blocks >= 1 and p.threads * p.regs * p.min_blocks <= 65536
-        assert p.smem_bytes <= 48 * 1024  # static shared memory
+        if p.shared_act:  # one block an SM of 6..8 row groups, A's whole K in dynamic shared memory
+            assert p.row_groups in (6, 7, 8) and p.tokens == 16 and batch == 1
+            assert 0.9 * SM90.sms <= p.blocks <= SM90.sms and p.smem_bytes <= SM90.smem_per_block
+            assert p.act_bytes == 16 * 128 * math.ceil(k / 64)
+        else:
+            assert p.row_groups == 1 and p.smem_bytes <= 48 * 1024  # static shared memory
         assert math.isfinite(p.cost_us)
 
 
@@ -156,7 +168,8 @@ def test_run_time_tokens_are_a_kernel_argument():
                        "operands": LINEAR})
     plan = make_plan(analyse(spec), SM90)
     families = {(b.lo, b.hi): b.plan.family for b in plan.buckets}
-    assert families == {(2, 2): "tcgemv", (3, 3): "tcgemv", (4, 4): "tcgemv", (5, 8): "tcgemv", (9, 16): "hopper"}
+    assert families == {(2, 2): "tcgemv", (3, 3): "tcgemv", (4, 4): "tcgemv", (5, 8): "tcgemv", (9, 16): "tcgemv"}
+    assert [b.plan.primary.shared_act for b in plan.buckets] == [False] * 4 + [True]
     cu = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)["dyn.cu"]
     body = cu[cu.index("namespace m5_8_tcgemv {"):]
     assert "const index_t M = index_t(m) * M_UNIT;" in body
@@ -171,10 +184,11 @@ def test_tcgemv_kernels_compile_without_spills(tmp_path):
 
     from .test_build import nvcc_or_skip
     nvcc_or_skip()
-    for m, dtype in ((8, "f16"), (16, "bf16")):
-        spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": 4096, "k": 4096},
+    for m, n, dtype in ((8, 4096, "f16"), (16, 4096, "bf16"), (12, 14336, "f16")):  # the last: A staged
+        spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": n, "k": 4096},
                            "operands": LINEAR})
         g = generate(spec, SM90, tmp_path, family="tcgemv")
+        assert g.plan.primary.shared_act == (n == 14336)
         report = build(g.directory, "sm_90a", find_nvcc())
         assert report.ok, report.error
         kernels = [x for x in report.kernels if "tcgemv" in x.kernel]
@@ -190,3 +204,65 @@ def test_a_batch_moves_the_views_to_the_blocks_product():
     for x in "ABC":
         assert f"  {x} += {x.lower()}_batch_offset(batch);" in body
     assert "return i * 128;" in body.split("b_batch_offset")[1]  # the cache's head stride, not a dense one
+
+
+def test_a_staged_in_shared_memory_where_one_block_an_sm_fills_the_sms():
+    """A in shared memory: 16 tokens, 2 octets x 2 warps a row group, and as many row groups as make one wave of one
+    block an SM reach at least 90% of the SMs: 7 at N = 14336 (128 blocks), 6 at 12288, 8 at 16384; none at 8192
+    (64..85 blocks) or with 8 tokens (measured slower than through L1)."""
+    for n, groups in ((14336, 7), (12288, 6), (16384, 8), (13440, 7)):
+        (p,) = _staged(_views(12, n, 4096))
+        assert (p.tokens, p.octets, p.k_warps, p.row_groups) == (16, 2, 2, groups)
+        assert p.block_n == 16 * groups and p.blocks == math.ceil(n / p.block_n) <= SM90.sms
+        assert p.blocks >= 0.9 * SM90.sms and p.threads == 64 * groups and p.min_blocks == 1
+        assert p.act_bytes == 16 * 64 * 128 and p.barriers == 2 * 4  # 2 slices of 32 segments, 8 a barrier
+        assert p.smem_bytes == 1024 + p.act_bytes + 8 * p.barriers + 2 * 16 * (p.block_n + 4) * 4
+    assert make_plan(_views(12, 14336, 4096), SM90).primary.shared_act
+    assert not _staged(_views(16, 8192, 4096)) and not _staged(_views(8, 14336, 4096))
+    # K that does not fill whole segments or whole groups of 8: the last slice's last group is short.
+    (p,) = _staged(_views(16, 14336, 1000))
+    assert p.k_slice == 512 and p.act_bytes == 16 * 16 * 128 and p.barriers == 2 and not p.whole_segments
+
+
+def test_a_is_staged_only_through_one_tensor_map_that_fits():
+    def staged_why(views):
+        g = tcgemv.build_tiling_graph(views, SM90)
+        check = next(c for c in g.constraints if c.name == "A staged by TMA").check
+        return check({"a_stage": "shared", "row_groups": 7})
+    assert staged_why(_views(16, 14336, 4096)) is None
+    # rows padded to a 16-byte multiple: still one map
+    assert staged_why(_views(16, 14336, 4096, operands={**LINEAR, "A": {"strides": [4104, 1]}})) is None
+    assert "bytes apart" in staged_why(_views(16, 14336, 4096, operands={**LINEAR, "A": {"strides": [4100, 1]}}))
+    assert "bytes apart" in staged_why(_views(16, 14336, 4096, operands={**LINEAR, "A": {"strides": [0, 1]}}))
+    batched = analyse(parse_spec({"name": "b", "dtype": "f16", "gemm": {"m": 16, "n": 14336, "k": 4096, "batch": 2},
+                                  "operands": {"A": {"strides": [65536, 4096, 1]}, "B": {"strides": [0, 1, 4096]},
+                                               "C": {"strides": [229376, 14336, 1]}}}))
+    assert "batch" in staged_why(batched)
+    assert "B >" in staged_why(_views(16, 14336, 8192))  # 16 x 8192 x 2 bytes = 256 KB of activation
+    assert not _staged(_views(16, 14336, 8192))
+
+
+def test_the_staged_kernel_renders_its_tensor_map_and_no_activation_loads():
+    cu = _source(load_spec(REPO / "specs" / "bench" / "decode_16x4096x14336.yaml"))
+    body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
+    assert "constexpr int ROW_GROUPS = 7;" in body and "constexpr int THREADS = 32 * K_WARPS * ROW_GROUPS;" in body
+    assert "const __grid_constant__ CUtensorMap map_a" in body and "cp.async.bulk.tensor.2d" in body
+    assert "const cuuint64_t strides[1] = { 8192ull };" in body and "CU_TENSOR_MAP_SWIZZLE_128B" in body
+    assert "__ldg" not in body and "a_m_offset" not in body and "mbar_arrive(" not in body  # A only by TMA
+    assert "<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>(map_a, B, C, alpha, beta)" in body
+    assert "n0 + 8 * OCTETS * group + 8 * o + 2 * q" in body
+    # the L1 kernel is unchanged by the option: no row groups, no tensor map
+    cu8 = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
+    body8 = cu8.split("namespace tcgemv")[1].split("namespace cta")[0]
+    assert "ROW_GROUPS" not in body8 and "CUtensorMap" not in body8 and "k_warp" not in body8
+
+
+def test_run_time_tokens_through_the_staged_activation_encode_the_map_with_m():
+    spec = parse_spec({"name": "dyn", "dtype": "bf16", "gemm": {"m": {"min": 9, "max": 16}, "n": 14336, "k": 4000},
+                       "operands": LINEAR})
+    plan = make_plan(analyse(spec), SM90)
+    assert [(b.lo, b.hi, b.plan.primary.shared_act) for b in plan.buckets] == [(9, 16, True)]
+    cu = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)["dyn.cu"]
+    body = cu[cu.index("namespace m9_16_tcgemv {"):]
+    assert "const index_t M = index_t(m) * M_UNIT;" in body and "activation_map(A, M, &map_a)" in body
+    assert "(map_a, B, C, M, alpha, beta)" in body and "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" in body

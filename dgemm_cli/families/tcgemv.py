@@ -16,6 +16,13 @@ math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
   - the activation comes through L1 (the weight's loads do not allocate there), loaded with the weight's round
     rather than just before its mmas (measured: 4.3 µs of 33 at M = 8 when they waited behind the next round).
 The warps of a block split K and sum in order through shared memory: bit-identical run to run, no workspace.
+
+At 9..16 tokens over a wide weight the activation can instead sit in shared memory (`a_stage` "shared",
+fourteenth session, tools/session14/smact_probe.cu): TMA loads A's whole K once a block in 128-byte-swizzled boxes
+of 16 tokens x 64 k, and a block holds `row_groups` groups of 2 warps (2 octets each, K split in two), so that one
+block an SM covers N in one wave and the activation crosses L2 once an SM rather than once every 16 columns (117 MB
+at [16,4096]x[4096,14336] in 2-warp blocks). Measured there 29.4-30.1 µs against hopper's 30.4-30.8 in the same
+runs; at 8 tokens it ran 29.4-29.9 against 28.4-28.9 for the L1 kernel, so only 16 tokens take it.
 Needs B and A k-contiguous with 16-byte vectors (the nn.Linear layout; the pointers checked at run time where
 the spec does not promise them), f16 or bf16, and sm_90a (mma.sync runs from sm_80, but the family is measured
 on the H200 only, and for sm_80..sm_89 its register budget leaves a stack frame). One kernel serves M up to 8
@@ -52,6 +59,15 @@ RED_PAD = 4  # floats of padding per row of a partial tile
 # ran slower there (11.09-11.89, 7.63-9.16). The thirteenth session timed 4 octets and one 64-k segment a round
 # (call 1): at 16 tokens, N = 14336 31.35-37.9 µs (hopper 30.64), at 8 tokens 29.8-30.9 (the pick 28.48); not kept.
 MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (2, 2): short K only (below)
+# The activation in shared memory (module doc): 16 tokens, 2 octets x 2 warps along K in every row group, as timed.
+# 7 row groups were timed at N = 14336 (128 blocks); 6 and 8 are the same block at 12 and 16 warps, for the widths
+# whose blocks fill the SMs in one wave with those (N about 12288 and 16384).
+SHARED_TILING = (16, 2, 2)  # tokens, octets, k_warps
+ROW_GROUPS = (6, 7, 8)
+SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must reach (128 of 132 at N = 14336)
+SHARED_GROUP_SEGMENTS = 8  # 64-k segments an mbarrier of the staged activation covers
+SHARED_ALIGN = 1024  # the 128-byte swizzle's atom: the staged activation starts 1024-byte aligned
+SHARED_REGS = 128  # 14 warps an SM: 4 on some sub-partition, 16K registers each
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
@@ -71,6 +87,10 @@ WAVE_TAIL = 0.212
 # (N = 14336: 33.85 µs where the wave model alone says 31): x (1 + this x the share of blocks after the first wave).
 EXTRA_WAVES_16 = 0.18
 THREADS_SHARE = 0.96  # 256-thread blocks against 128-thread ones at the same wave fill (30.71 against 29.42 µs)
+# The shared-activation kernel's share, fitted to its timings at [9 / 12 / 16,4096]x[4096,14336] (fourteenth session,
+# calls 3-4: 29.37-30.12 µs, 0.965-0.98 of hopper's same-run times) on hopper's scale (its estimate there: 27.4,
+# measured 30.4-30.8): 26.6 at N = 14336.
+STREAM_SHARE_SHARED = 1.047
 
 
 @dataclass(frozen=True)
@@ -78,16 +98,16 @@ class TcGemvPlan:
     family = NAME
     tokens: int  # rows of C an mma tile holds: 8 (M <= 8) or 16
     octets: int  # 8-row groups of B (columns of C) a warp streams
-    k_warps: int  # warps of a block, splitting K
+    k_warps: int  # warps of a row group, splitting K
     unroll: int  # 64-k segments a round per row
     threads: int
-    block_n: int  # columns of C a block: 8 x octets
+    block_n: int  # columns of C a block: 8 x octets x row_groups
     tiles_n: int  # column tiles of one product
     blocks: int  # tiles_n x the batch: a block a column tile of every product
     k_slice: int  # elements of K a warp (a multiple of 64)
     regs: int  # registers a thread may use (the launch bound)
     red_pitch: int
-    smem_bytes: int  # static: the warps' partial tiles
+    smem_bytes: int  # the warps' partial tiles (static); with a_stage "shared" also the activation (dynamic)
     whole_segments: bool  # K is whole 64-k segments: a segment is in a warp's slice or past it, no per-lane test
     whole_blocks: bool  # N is whole blocks: every row of B a block reads exists
     a_check: int  # bytes A's view pointer must be aligned to at run time (0: the spec promises it)
@@ -96,6 +116,11 @@ class TcGemvPlan:
     decisions: tuple[Decision, ...]
     feasible: int
     cost_us: float
+    a_stage: str = "l1"  # "l1": each warp loads A through L1; "shared": TMA stages A's whole K in shared memory
+    row_groups: int = 1  # groups of k_warps warps a block, each 8 x octets columns
+    a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
+    act_bytes: int = 0  # "shared": the staged activation, TOKENS x the 64-k segments of K x 128 bytes
+    barriers: int = 0  # "shared": mbarriers, one a group of up to 8 segments of each warp's K slice
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -107,22 +132,33 @@ class TcGemvPlan:
         return 65536 // (self.threads * self.regs)
 
     @property
+    def shared_act(self) -> bool:
+        return self.a_stage == "shared"
+
+    @property
     def runtime_align(self) -> dict[str, int]:
         """16-byte loads of A and B: pointers the spec does not promise are checked, else the fallback."""
         return {x: n for x, n in (("A", self.a_check), ("B", self.b_check)) if n}
 
     @property
     def summary(self) -> str:
+        groups = f"{self.row_groups} row groups of " if self.row_groups > 1 else ""
+        stage = ("A staged in shared memory by TMA once a block" if self.shared_act
+                 else "A through L1 with each round")
         return (f"tensor-core GEMV (mma.sync m16n8k16, roles swapped), {self.tokens} tokens a tile, {self.octets} "
-                f"octet(s) of columns a warp, {self.k_warps} warps along K ({self.k_slice} each), "
-                f"{self.unroll}x64-k segments a round, {self.threads} threads, {self.block_n} columns a block, "
-                f"{self.blocks} blocks")
+                f"octet(s) of columns a warp, {groups}{self.k_warps} warps along K ({self.k_slice} each), "
+                f"{self.unroll}x64-k segments a round, {stage}, {self.threads} threads, {self.block_n} columns a "
+                f"block, {self.blocks} blocks")
 
     def detail_lines(self) -> list[str]:
-        out = [f"=> {self.blocks} blocks of {self.threads} threads ({self.k_warps} warps, each {self.k_slice} of K "
-               f"for the block's {self.block_n} columns), at most {self.regs} registers a thread "
-               f"({self.min_blocks} blocks an SM); {self.smem_bytes} B shared memory (the warps' partial sums, "
-               "added in order)"]
+        warps = (f"{self.row_groups} x {self.k_warps} warps: each of {self.row_groups} groups {8 * self.octets} "
+                 f"columns, each warp {self.k_slice} of K" if self.row_groups > 1 else
+                 f"{self.k_warps} warps, each {self.k_slice} of K for the block's {self.block_n} columns")
+        smem = (f"{self.smem_bytes} B dynamic shared memory (A's {self.tokens} x K in {self.act_bytes} B, "
+                f"{self.barriers} mbarriers, the warps' partial sums)" if self.shared_act else
+                f"{self.smem_bytes} B shared memory (the warps' partial sums, added in order)")
+        out = [f"=> {self.blocks} blocks of {self.threads} threads ({warps}), at most {self.regs} registers a "
+               f"thread ({self.min_blocks} blocks an SM); {smem}"]
         if self.runtime_align:
             out.append("16-byte loads of " + " and ".join(self.runtime_align) + ": the pointers are checked at run "
                        "time (the spec promises less), else the fallback")
@@ -181,9 +217,43 @@ def _products(views: ProblemViews) -> str:
     return f"a batch of {views.batch} products of " if views.batch > 1 else ""
 
 
-def _blocks(views: ProblemViews, octets: int) -> int:
-    """Blocks of a tiling: a column tile of 8 x octets columns of every product of the batch."""
-    return views.batch * math.ceil(views.n / (8 * octets))
+def _blocks(views: ProblemViews, octets: int, row_groups: int = 1) -> int:
+    """Blocks of a tiling: a column tile of 8 x octets x row_groups columns of every product of the batch."""
+    return views.batch * math.ceil(views.n / (8 * octets * row_groups))
+
+
+def _segments(views: ProblemViews) -> int:
+    return math.ceil(views.k / SEGMENT)
+
+
+def _shared_layout(views: ProblemViews, k_warps: int) -> tuple[int, int]:
+    """The staged activation's bytes (16 tokens x every 64-k segment x 128 bytes) and its mbarriers: one a group of
+    up to SHARED_GROUP_SEGMENTS segments of each warp's K slice."""
+    slice_segments = _k_slice(views.k, k_warps) // SEGMENT
+    return (SHARED_TILING[0] * _segments(views) * 128,
+            k_warps * math.ceil(slice_segments / SHARED_GROUP_SEGMENTS))
+
+
+def _shared_smem(views: ProblemViews, row_groups: int) -> int:
+    tokens, octets, k_warps = SHARED_TILING
+    act, barriers = _shared_layout(views, k_warps)
+    partial = k_warps * tokens * (8 * octets * row_groups + RED_PAD) * 4
+    return SHARED_ALIGN + act + 8 * barriers + partial
+
+
+def _a_by_tma(views: ProblemViews) -> str | None:
+    """Why A cannot be staged by one 2-d tensor map [M, K] (K innermost), or None."""
+    if views.batch > 1:
+        return "a batch of products (the staged activation is one product's)"
+    m_role = views.roles["m"]
+    if len(m_role.segments) != 1:
+        return "A's rows are not one strided run (more than one m segment)"
+    elem = views.operands["A"].elem_bytes
+    stride_bytes = m_role.segments[0].stride("A") * elem
+    if stride_bytes % 16 or not views.k * elem <= stride_bytes < 2 ** 40:
+        return (f"A's rows are {stride_bytes} bytes apart (TMA: a multiple of 16 below 2^40, no less than a row's "
+                f"{views.k * elem})")
+    return None
 
 
 def _tokens(m: int) -> int:
@@ -199,12 +269,26 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("tokens", (_tokens(views.m),), "rows of C an mma tile holds: 8 (M <= 8; the mma's rows 8..15 are zero) "
                                           "or 16 (twice the activation's loads)")
     g.node("octets", (1, 2), "8-column groups of C (8 rows of B) a warp streams; 2 share the activation's loads")
-    g.node("k_warps", (2, 4, 8), "warps of a block, each a slice of K (summed through shared memory in order)")
+    g.node("k_warps", (2, 4, 8), "warps of a row group, each a slice of K (summed through shared memory in order)")
+    g.node("a_stage", ("l1", "shared"), "the activation: through L1 by every warp with its round, or staged in "
+                                        "shared memory by TMA once a block", default="l1")
+    g.node("row_groups", (1, *ROW_GROUPS), "groups of k_warps warps a block, each its own columns (one block an SM "
+                                           "shares the staged activation)", default=1)
 
-    segments = math.ceil(views.k / SEGMENT)
+    segments = _segments(views)
 
     def measured(a: Assignment) -> str | None:
         tiling = (a["octets"], a["k_warps"])
+        if a["a_stage"] == "shared":
+            if a["row_groups"] == 1:
+                return "a staged activation is shared by row groups: one block an SM holds several"
+            if (a["tokens"], *tiling) != SHARED_TILING:
+                return (f"A in shared memory is timed at {SHARED_TILING[0]} tokens, {SHARED_TILING[1]} octets x "
+                        f"{SHARED_TILING[2]} warps a row group only (at 8 tokens it ran 29.4-29.9 µs against "
+                        "28.4-28.9 through L1, N = 14336)")
+            return None
+        if a["row_groups"] != 1:
+            return "row groups share a staged activation: through L1 a block is one group"
         if a["tokens"] == 16 and tiling == (2, 2) and segments >= 4:
             return ("16 tokens at 2 octets x 2 warps (168 registers) is measured only where 4 warps would idle (K = "
                     "128); at K = 4096 it ran 37.6 µs against 34.8 at 1 x 4 (N = 14336), 14.2 against 10.3 (N = 4096)")
@@ -212,8 +296,9 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return None
         return (f"{a['tokens']} tokens: {tiling[0]} octet(s) x {tiling[1]} warps is not among the timed tilings "
                 f"{MEASURED[a['tokens']]}")
-    g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps"], measured,
-                "the tilings timed on the H200 (tools/swapmma_probe.cu, tenth session; batched, twelfth)")
+    g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps", "a_stage", "row_groups"],
+                measured, "the tilings timed on the H200 (tools/swapmma_probe.cu, tenth session; batched, twelfth; "
+                          "A in shared memory, tools/session14/smact_probe.cu)")
 
     def a_segment_a_warp(a: Assignment) -> str | None:
         if a["k_warps"] <= segments:
@@ -226,26 +311,52 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "the warps of a block split K in whole 64-k segments: no more warps than segments")
 
     def fills(a: Assignment) -> str | None:
-        blocks = _blocks(views, a["octets"])
+        blocks = _blocks(views, a["octets"], a["row_groups"])
         if blocks > INT32_MAX:
             return f"{blocks} blocks exceed one launch's grid"
+        if a["a_stage"] == "shared":
+            if blocks > arch.sms:
+                return f"{blocks} blocks of one an SM (the staged activation) take more than one wave of {arch.sms}"
+            if blocks < SHARED_FILL * arch.sms:
+                return f"{blocks} blocks of one an SM leave more than {1 - SHARED_FILL:.0%} of the {arch.sms} SMs idle"
+            return None
         return None if blocks >= arch.sms else f"{blocks} blocks leave SMs idle ({arch.sms})"
-    g.constrain("blocks", "arch", ["octets"], fills,
-                "a block for every SM at least (the cost model has no launch-floor terms: measured at N >= 4096)")
+    g.constrain("blocks", "arch", ["octets", "row_groups", "a_stage"], fills,
+                "a block for every SM at least (the cost model has no launch-floor terms: measured at N >= 4096); "
+                "with A in shared memory one block an SM, in one wave")
+
+    a_tma = _a_by_tma(views)
+
+    def staged(a: Assignment) -> str | None:
+        if a["a_stage"] != "shared":
+            return None
+        if a_tma:
+            return a_tma
+        need = _shared_smem(views, a["row_groups"])
+        return None if need <= arch.smem_per_block else (
+            f"A's {SHARED_TILING[0]} x {views.k} staged with the partial sums take {need} B > {arch.smem_per_block} B")
+    g.constrain("A staged by TMA", "problem", ["a_stage", "row_groups"], staged,
+                "one 2-d tensor map of A (one product, rows a strided run of 16-byte multiples); its whole K fits "
+                "the block's shared memory")
     return g
 
 
 def _cost(views: ProblemViews, arch: Arch):
     """Estimated µs, only to rank candidates: B's bytes at the fitted share of DRAM bandwidth over the SMs the
-    blocks reach, stretched by a partly filled last wave (and, with 16 tokens, by waves past the first)."""
+    blocks reach, stretched by a partly filled last wave (and, with 16 tokens through L1, by waves past the first).
+    With A in shared memory: one wave of one block an SM at its own fitted share."""
     elem = views.operands["B"].elem_bytes
     dram = arch.dram_gbps * 1e3  # bytes per µs
 
     def cost(a: Assignment) -> float:
         tokens = a["tokens"]
-        threads = 32 * a["k_warps"]
-        bn = 8 * a["octets"]
-        blocks = _blocks(views, a["octets"])
+        threads = 32 * a["k_warps"] * a["row_groups"]
+        bn = 8 * a["octets"] * a["row_groups"]
+        blocks = _blocks(views, a["octets"], a["row_groups"])
+        if a["a_stage"] == "shared":
+            busy = min(blocks, arch.sms)
+            return (LAUNCH_US + MEMORY_LATENCY_US
+                    + blocks * bn * views.k * elem / (STREAM_SHARE_SHARED * dram * busy / arch.sms))
         regs = REGS[(tokens, a["octets"])]
         resident = max(1, min(arch.regs_per_sm // (threads * regs), arch.max_threads_per_sm // threads,
                               arch.max_blocks_per_sm))
@@ -267,17 +378,24 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
           cost_us: float) -> TcGemvPlan:
-    tokens = a["tokens"]
-    bn = 8 * a["octets"]
+    tokens, groups = a["tokens"], a["row_groups"]
+    bn = 8 * a["octets"] * groups
     tiles_n = math.ceil(views.n / bn)
-    threads = 32 * a["k_warps"]
+    threads = 32 * a["k_warps"] * groups
     checks = {x: 16 if views.operands[x].vector_elems < VEC else 0 for x in "AB"}
+    shared = a["a_stage"] == "shared"
+    act_bytes, barriers = _shared_layout(views, a["k_warps"]) if shared else (0, 0)
+    partial = a["k_warps"] * tokens * (bn + RED_PAD) * 4
     return TcGemvPlan(
         tokens=tokens, octets=a["octets"], k_warps=a["k_warps"], unroll=ROUND_SEGMENTS, threads=threads,
-        block_n=bn, tiles_n=tiles_n, blocks=_blocks(views, a["octets"]), k_slice=_k_slice(views.k, a["k_warps"]),
-        regs=REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
-        smem_bytes=a["k_warps"] * tokens * (bn + RED_PAD) * 4, whole_segments=views.k % SEGMENT == 0,
+        block_n=bn, tiles_n=tiles_n, blocks=_blocks(views, a["octets"], groups),
+        k_slice=_k_slice(views.k, a["k_warps"]),
+        regs=SHARED_REGS if shared else REGS[(tokens, a["octets"])], red_pitch=bn + RED_PAD,
+        smem_bytes=_shared_smem(views, groups) if shared else partial, whole_segments=views.k % SEGMENT == 0,
         whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
         index_type="long long" if views.needs_int64 else "int",
-        decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
+        decisions=decisions, feasible=feasible, cost_us=cost_us,
+        a_stage=a["a_stage"], row_groups=groups,
+        a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
+        act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
     )

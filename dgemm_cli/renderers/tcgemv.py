@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import jinja2
 
-from dgemm_cli.families.tcgemv import TcGemvPlan
+from dgemm_cli.families.tcgemv import SHARED_ALIGN, SHARED_GROUP_SEGMENTS, TcGemvPlan
+from dgemm_cli.renderers.hopper import TMA_DTYPE
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
@@ -18,6 +19,11 @@ def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> di
         "red_pitch": plan.red_pitch, "regs": plan.regs, "min_blocks": plan.min_blocks,
         "whole_segments": plan.whole_segments, "whole_blocks": plan.whole_blocks,
         "splits": 1,  # templates/common/_reduce.j2: no cluster, the block stores its tile
+        "row_groups": plan.row_groups, "a_shared": plan.shared_act,
+        **({"act_bytes": plan.act_bytes, "barriers": plan.barriers, "smem_bytes": plan.smem_bytes,
+            "a_row_stride_bytes": plan.a_row_stride * views.operands["A"].elem_bytes,
+            "tma_dtype": TMA_DTYPE[spec.A.dtype], "group_segments": SHARED_GROUP_SEGMENTS,
+            "smem_align": SHARED_ALIGN} if plan.shared_act else {}),
     }
 
 
@@ -25,6 +31,7 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     k = context(spec, views, plan, base)
     text = env.get_template("tcgemv/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
-    return Body("tcgemv", text, f"tcgemv: {plan.summary}", tuple(decisions), frozenset(),
+    includes = frozenset({"atomic", "cuda.h", "mutex"} if plan.shared_act else ())
+    return Body("tcgemv", text, f"tcgemv: {plan.summary}", tuple(decisions), includes,
                 ("Deterministic: the warps' partial sums are added in a fixed order, so repeated calls on the same "
                  "data give bit-identical results. No workspace and no state between calls.",))
