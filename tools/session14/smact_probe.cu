@@ -251,6 +251,8 @@ static CUtensorMap act_map(const __half* A, int M, int K, int tok) {
 }
 
 static __half *g_A, *g_B, *g_C;
+static __half* g_A_copies = nullptr;  // ROTATE_A: PROBE_COPIES more copies of A, one a launch (as deepgemm bench rotates it)
+static bool g_rotate_a = false;
 static float* g_ref;
 
 template <int TOK, int OCT, int KS, int W, int SEGS, int NBUF, bool MATH = true, bool EARLY = false, int CH = 1,
@@ -261,12 +263,15 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   const int smem = 1024 + TOK * KDIM * 2 + KDIM / 64 / SEGS_PER_GROUP * 8 + (KS - 1) * ROWS * TOK * 4;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const CUtensorMap amap = act_map(g_A, M, KDIM, TOK);
+  CUtensorMap amaps[PROBE_COPIES];
+  for (int c = 0; c < PROBE_COPIES; ++c) amaps[c] = act_map(g_A_copies + size_t(c) * 16 * KDIM, M, KDIM, TOK);
   const int blocks = N / ROWS, threads = 32 * (W + PROD), K = KDIM;
   ProbeRun r{};
   if (MATH)
     r.worst = checked_error(g_A, g_B, g_C, g_ref, M, N, K, s, [&] { kern<<<blocks, threads, smem, s>>>(amap, g_A, g_B, g_C, M, N); });
   r.us = graph_median_us(s, 8 * copies, [&](int l) {
-    kern<<<blocks, threads, smem, s>>>(amap, g_A, g_B + (l % copies) * size_t(N) * K, g_C, M, N);
+    kern<<<blocks, threads, smem, s>>>(g_rotate_a ? amaps[l % PROBE_COPIES] : amap, g_A, g_B + (l % copies) * size_t(N) * K,
+                                       g_C, M, N);
   });
   cudaFuncAttributes fa;
   CK(cudaFuncGetAttributes(&fa, kern));
@@ -275,7 +280,7 @@ static void row(int M, int N, int copies, cudaStream_t s) {
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, smem));
   std::printf("%-4s M=%2d N=%5d tok %2d  oct %d  ks %d  %2d%s warps  %d segs x %d bufs%s ch %d  %s  %4d blocks of %3d rows (%d an SM)  ",
               MATH ? "mma" : "read", M, N, TOK, OCT, KS, W, PROD ? "+1" : "  ", SEGS, NBUF, EARLY ? " early" : "      ", CH,
-              CPA ? "cp.async" : "TMA     ", blocks, ROWS, per_sm);
+              CPA ? "cp.async" : g_rotate_a ? "TMA, A rotated" : "TMA     ", blocks, ROWS, per_sm);
   print_probe_result(r, N, K);
 }
 
@@ -287,16 +292,19 @@ int main(int argc, char** argv) {
   for (int blocks : {132, 264}) print_read_ceiling(g_B, g_ref, N, KDIM, c, blocks, s);
   row<16, 2, 2, 14, 2, 2, false>(16, N, c, s);
   row<16, 2, 2, 14, 2, 2, false, false, 1, true>(16, N, c, s);
-  for (int M : {16, 12, 9, 8, 5}) {
-    std::printf("-- N = %d, M = %d\n", N, M);
-    if (M > 8) {
-      row<16, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 2, true, false, 1, false, 1, true>(M, N, c, s);
-      row<16, 2, 2, 14, 2, 1, true, true, 1, false, 1, true>(M, N, c, s);
-    } else {
-      row<8, 2, 2, 14, 2, 2>(M, N, c, s);
-      row<8, 2, 2, 14, 2, 2, true, false, 1, false, 1, true>(M, N, c, s);
+  CK(cudaMalloc(&g_A_copies, size_t(PROBE_COPIES) * 16 * KDIM * 2));
+  for (int c = 0; c < PROBE_COPIES; ++c)
+    CK(cudaMemcpy(g_A_copies + size_t(c) * 16 * KDIM, g_A, size_t(16) * KDIM * 2, cudaMemcpyDeviceToDevice));
+  for (int M : {16, 8}) {
+    std::printf("-- N = %d, M = %d: A in L2, then A rotated over %d copies\n", N, M, PROBE_COPIES);
+    for (bool rot : {false, true}) {
+      g_rotate_a = rot;
+      if (M > 8)
+        row<16, 2, 2, 14, 2, 2>(M, N, c, s);
+      else
+        row<8, 2, 2, 14, 2, 2>(M, N, c, s);
     }
   }
+  g_rotate_a = false;
   return 0;
 }
