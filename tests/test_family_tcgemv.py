@@ -215,13 +215,15 @@ def test_a_staged_in_shared_memory_where_one_block_an_sm_fills_the_sms():
         assert (p.tokens, p.octets, p.k_warps, p.row_groups) == (16, 2, 2, groups)
         assert p.block_n == 16 * groups and p.blocks == math.ceil(n / p.block_n) <= SM90.sms
         assert p.blocks >= 0.9 * SM90.sms and p.threads == 64 * groups and p.min_blocks == 1
-        assert p.act_bytes == 16 * 64 * 128 and p.barriers == 2 * 4  # 2 slices of 32 segments, 8 a barrier
+        assert p.act_bytes == 16 * 64 * 128 and p.barriers == 2 * 16  # 2 slices of 32 segments, 2 a barrier
+        assert p.whole_slices  # K = 2 x 2048: no guard in the loop
         assert p.smem_bytes == 1024 + p.act_bytes + 8 * p.barriers + 2 * 16 * (p.block_n + 4) * 4
     assert make_plan(_views(12, 14336, 4096), SM90).primary.shared_act
     assert not _staged(_views(16, 8192, 4096)) and not _staged(_views(8, 14336, 4096))
     # K that does not fill whole segments or whole groups of 8: the last slice's last group is short.
     (p,) = _staged(_views(16, 14336, 1000))
-    assert p.k_slice == 512 and p.act_bytes == 16 * 16 * 128 and p.barriers == 2 and not p.whole_segments
+    assert p.k_slice == 512 and p.act_bytes == 16 * 16 * 128 and p.barriers == 2 * 4 and not p.whole_segments
+    assert not p.whole_slices
 
 
 def test_a_is_staged_only_through_one_tensor_map_that_fits():

@@ -65,7 +65,7 @@ MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (
 SHARED_TILING = (16, 2, 2)  # tokens, octets, k_warps
 ROW_GROUPS = (6, 7, 8)
 SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must reach (128 of 132 at N = 14336)
-SHARED_GROUP_SEGMENTS = 8  # 64-k segments an mbarrier of the staged activation covers
+SHARED_GROUP_SEGMENTS = 2  # 64-k segments an mbarrier of the staged activation covers (a round: measured, below)
 SHARED_ALIGN = 1024  # the 128-byte swizzle's atom: the staged activation starts 1024-byte aligned
 SHARED_REGS = 128  # 14 warps an SM: 4 on some sub-partition, 16K registers each
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
@@ -116,6 +116,7 @@ class TcGemvPlan:
     decisions: tuple[Decision, ...]
     feasible: int
     cost_us: float
+    k_total: int = 0  # K
     a_stage: str = "l1"  # "l1": each warp loads A through L1; "shared": TMA stages A's whole K in shared memory
     row_groups: int = 1  # groups of k_warps warps a block, each 8 x octets columns
     a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
@@ -134,6 +135,12 @@ class TcGemvPlan:
     @property
     def shared_act(self) -> bool:
         return self.a_stage == "shared"
+
+    @property
+    def whole_slices(self) -> bool:
+        """Every warp's K slice is k_slice, a whole number of round pairs: the staged kernel's loop needs no guard."""
+        k = self.k_slice * self.k_warps if self.whole_segments else -1
+        return k == self.k_total and self.k_slice % (2 * self.unroll * SEGMENT) == 0
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -395,7 +402,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us,
-        a_stage=a["a_stage"], row_groups=groups,
+        k_total=views.k, a_stage=a["a_stage"], row_groups=groups,
         a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
         act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
     )
