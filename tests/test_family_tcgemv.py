@@ -130,7 +130,7 @@ def test_every_plan_covers_n_k_and_the_tokens(m, n, k8, batch):
         if p.shared_act:  # one block an SM of 6..8 row groups, A's whole K in dynamic shared memory
             assert p.row_groups in (6, 7, 8) and p.tokens == 16 and batch == 1
             assert 0.9 * SM90.sms <= p.blocks <= SM90.sms and p.smem_bytes <= SM90.smem_per_block
-            assert p.act_bytes == 16 * 128 * math.ceil(k / 64)
+            assert p.act_bytes == 16 * 128 * k // 64 and k % 512 == 0 and p.k_slice == k // 2
         else:
             assert p.row_groups == 1 and p.smem_bytes <= 48 * 1024  # static shared memory
         assert math.isfinite(p.cost_us)
@@ -216,14 +216,14 @@ def test_a_staged_in_shared_memory_where_one_block_an_sm_fills_the_sms():
         assert p.block_n == 16 * groups and p.blocks == math.ceil(n / p.block_n) <= SM90.sms
         assert p.blocks >= 0.9 * SM90.sms and p.threads == 64 * groups and p.min_blocks == 1
         assert p.act_bytes == 16 * 64 * 128 and p.barriers == 2 * 16  # 2 slices of 32 segments, 2 a barrier
-        assert p.whole_slices  # K = 2 x 2048: no guard in the loop
         assert p.smem_bytes == 1024 + p.act_bytes + 8 * p.barriers + 2 * 16 * (p.block_n + 4) * 4
     assert make_plan(_views(12, 14336, 4096), SM90).primary.shared_act
     assert not _staged(_views(16, 8192, 4096)) and not _staged(_views(8, 14336, 4096))
-    # K that does not fill whole segments or whole groups of 8: the last slice's last group is short.
-    (p,) = _staged(_views(16, 14336, 1000))
-    assert p.k_slice == 512 and p.act_bytes == 16 * 16 * 128 and p.barriers == 2 * 4 and not p.whole_segments
-    assert not p.whole_slices
+    # K must be 2 slices of whole round pairs (a multiple of 512): the guarded loop ran 35.9 µs at K = 4040.
+    for k in (1000, 4040, 4160):
+        assert not _staged(_views(16, 14336, k)), k
+    (p,) = _staged(_views(16, 14336, 1024))
+    assert p.k_slice == 512 and p.act_bytes == 16 * 16 * 128 and p.barriers == 2 * 4
 
 
 def test_a_is_staged_only_through_one_tensor_map_that_fits():
@@ -241,6 +241,7 @@ def test_a_is_staged_only_through_one_tensor_map_that_fits():
                                                "C": {"strides": [229376, 14336, 1]}}}))
     assert "batch" in staged_why(batched)
     assert "B >" in staged_why(_views(16, 14336, 8192))  # 16 x 8192 x 2 bytes = 256 KB of activation
+    assert "round pairs" in staged_why(_views(16, 14336, 4040))
     assert not _staged(_views(16, 14336, 8192))
 
 
@@ -260,7 +261,7 @@ def test_the_staged_kernel_renders_its_tensor_map_and_no_activation_loads():
 
 
 def test_run_time_tokens_through_the_staged_activation_encode_the_map_with_m():
-    spec = parse_spec({"name": "dyn", "dtype": "bf16", "gemm": {"m": {"min": 9, "max": 16}, "n": 14336, "k": 4000},
+    spec = parse_spec({"name": "dyn", "dtype": "bf16", "gemm": {"m": {"min": 9, "max": 16}, "n": 14336, "k": 3584},
                        "operands": LINEAR})
     plan = make_plan(analyse(spec), SM90)
     assert [(b.lo, b.hi, b.plan.primary.shared_act) for b in plan.buckets] == [(9, 16, True)]

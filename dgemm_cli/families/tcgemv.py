@@ -116,7 +116,6 @@ class TcGemvPlan:
     decisions: tuple[Decision, ...]
     feasible: int
     cost_us: float
-    k_total: int = 0  # K
     a_stage: str = "l1"  # "l1": each warp loads A through L1; "shared": TMA stages A's whole K in shared memory
     row_groups: int = 1  # groups of k_warps warps a block, each 8 x octets columns
     a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
@@ -136,11 +135,7 @@ class TcGemvPlan:
     def shared_act(self) -> bool:
         return self.a_stage == "shared"
 
-    @property
-    def whole_slices(self) -> bool:
-        """Every warp's K slice is k_slice, a whole number of round pairs: the staged kernel's loop needs no guard."""
-        k = self.k_slice * self.k_warps if self.whole_segments else -1
-        return k == self.k_total and self.k_slice % (2 * self.unroll * SEGMENT) == 0
+
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -339,12 +334,17 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return None
         if a_tma:
             return a_tma
+        k_slice = _k_slice(views.k, SHARED_TILING[2])
+        if views.k != SHARED_TILING[2] * k_slice or k_slice % (2 * ROUND_SEGMENTS * SEGMENT):
+            return (f"K = {views.k} is not {SHARED_TILING[2]} slices of whole round pairs (a multiple of "
+                    f"{2 * SHARED_TILING[2] * ROUND_SEGMENTS * SEGMENT}): the guarded loop ran 35.9 µs at "
+                    "[11,4040]x[4040,14300] (hopper about 30.5)")
         need = _shared_smem(views, a["row_groups"])
         return None if need <= arch.smem_per_block else (
             f"A's {SHARED_TILING[0]} x {views.k} staged with the partial sums take {need} B > {arch.smem_per_block} B")
     g.constrain("A staged by TMA", "problem", ["a_stage", "row_groups"], staged,
                 "one 2-d tensor map of A (one product, rows a strided run of 16-byte multiples); its whole K fits "
-                "the block's shared memory")
+                "the block's shared memory, in whole round pairs a warp (the measured loop, with no guard)")
     return g
 
 
@@ -402,7 +402,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         whole_blocks=views.n % bn == 0, a_check=checks["A"], b_check=checks["B"],
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us,
-        k_total=views.k, a_stage=a["a_stage"], row_groups=groups,
+        a_stage=a["a_stage"], row_groups=groups,
         a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
         act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
     )
