@@ -21,8 +21,9 @@ At 9..16 tokens over a wide weight the activation can instead sit in shared memo
 fourteenth session, tools/session14/smact_probe.cu): TMA loads A's whole K once a block in 128-byte-swizzled boxes
 of 16 tokens x 64 k, and a block holds `row_groups` groups of 2 warps (2 octets each, K split in two), so that one
 block an SM covers N in one wave and the activation crosses L2 once an SM rather than once every 16 columns (117 MB
-at [16,4096]x[4096,14336] in 2-warp blocks). Measured there 29.4-30.1 µs against hopper's 30.4-30.8 in the same
-runs; at 8 tokens it ran 29.4-29.9 against 28.4-28.9 for the L1 kernel, so only 16 tokens take it.
+at [16,4096]x[4096,14336] in 2-warp blocks). Its probe ran 29.4-30.2 µs there against hopper's 30.4-30.8; the
+generated kernel ran alike with hopper (29.5-30.8 against 30.2-30.6, calls 8-9), so it is priced just above hopper
+and left to `deepgemm tune`. At 8 tokens it ran 29.4-29.9 against 28.4-28.9 for the L1 kernel: 16 tokens only.
 Needs B and A k-contiguous with 16-byte vectors (the nn.Linear layout; the pointers checked at run time where
 the spec does not promise them), f16 or bf16, and sm_90a (mma.sync runs from sm_80, but the family is measured
 on the H200 only, and for sm_80..sm_89 its register budget leaves a stack frame). One kernel serves M up to 8
@@ -60,8 +61,8 @@ RED_PAD = 4  # floats of padding per row of a partial tile
 # (call 1): at 16 tokens, N = 14336 31.35-37.9 µs (hopper 30.64), at 8 tokens 29.8-30.9 (the pick 28.48); not kept.
 MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (2, 2): short K only (below)
 # The activation in shared memory (module doc): 16 tokens, 2 octets x 2 warps along K in every row group, as timed.
-# 7 row groups were timed at N = 14336 (128 blocks); 6 and 8 are the same block at 12 and 16 warps, for the widths
-# whose blocks fill the SMs in one wave with those (N about 12288 and 16384).
+# 7 row groups timed at N = 14336 (128 blocks), 6 at N = 12288 (26.3 µs, hopper 26.3-26.4) and 8 at N = 16384
+# (34.0-34.7, hopper 34.5-35.0): the same block at 12, 14 and 16 warps (fourteenth session, calls 5, 8, 9).
 SHARED_TILING = (16, 2, 2)  # tokens, octets, k_warps
 ROW_GROUPS = (6, 7, 8)
 SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must reach (128 of 132 at N = 14336)
