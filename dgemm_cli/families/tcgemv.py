@@ -234,7 +234,7 @@ def _segments(views: ProblemViews) -> int:
 def _shared_layout(views: ProblemViews, k_warps: int) -> tuple[int, int]:
     """The staged activation's bytes (16 tokens x every 64-k segment x 128 bytes) and its mbarriers: one a group of
     up to SHARED_GROUP_SEGMENTS segments of each warp's K slice."""
-    slice_segments = _k_slice(views.k, k_warps) // SEGMENT
+    slice_segments = _k_slice(views.k, k_warps) // SEGMENT  # whole groups where the plan stages A (K % 512 == 0)
     return (SHARED_TILING[0] * _segments(views) * 128,
             k_warps * math.ceil(slice_segments / SHARED_GROUP_SEGMENTS))
 
