@@ -66,7 +66,9 @@ MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (
 SHARED_TILING = (16, 2, 2)  # tokens, octets, k_warps
 ROW_GROUPS = (6, 7, 8)
 SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must reach (128 of 132 at N = 14336)
-SHARED_GROUP_SEGMENTS = 2  # 64-k segments an mbarrier of the staged activation covers (a round: measured, below)
+# 64-k segments an mbarrier of the staged activation covers: a round's (fourteenth session, call 6: groups of 8 ran
+# 31.0 µs at [16,4096]x[4096,14336], of 2 30.5).
+SHARED_GROUP_SEGMENTS = 2
 SHARED_ALIGN = 1024  # the 128-byte swizzle's atom: the staged activation starts 1024-byte aligned
 SHARED_REGS = 128  # 14 warps an SM: 4 on some sub-partition, 16K registers each
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
@@ -123,7 +125,7 @@ class TcGemvPlan:
     row_groups: int = 1  # groups of k_warps warps a block, each 8 x octets columns
     a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
     act_bytes: int = 0  # "shared": the staged activation, TOKENS x the 64-k segments of K x 128 bytes
-    barriers: int = 0  # "shared": mbarriers, one a group of up to 8 segments of each warp's K slice
+    barriers: int = 0  # "shared": mbarriers, one a group of SHARED_GROUP_SEGMENTS segments of each warp's K slice
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -137,8 +139,6 @@ class TcGemvPlan:
     @property
     def shared_act(self) -> bool:
         return self.a_stage == "shared"
-
-
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -233,7 +233,7 @@ def _segments(views: ProblemViews) -> int:
 
 def _shared_layout(views: ProblemViews, k_warps: int) -> tuple[int, int]:
     """The staged activation's bytes (16 tokens x every 64-k segment x 128 bytes) and its mbarriers: one a group of
-    up to SHARED_GROUP_SEGMENTS segments of each warp's K slice."""
+    SHARED_GROUP_SEGMENTS segments of each warp's K slice."""
     slice_segments = _k_slice(views.k, k_warps) // SEGMENT  # whole groups where the plan stages A (K % 512 == 0)
     return (SHARED_TILING[0] * _segments(views) * 128,
             k_warps * math.ceil(slice_segments / SHARED_GROUP_SEGMENTS))
