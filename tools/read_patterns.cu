@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "probe_common.cuh"
+#include "probe_tma.cuh"
 
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
@@ -75,17 +76,6 @@ __global__ void fill_random(uint32_t* p, size_t words) {
     x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
     p[i] = x & 0x3bff3bffu;  // finite f16 pairs
   }
-}
-
-using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                            const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static Encode encoder() {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-  return reinterpret_cast<Encode>(p);
 }
 
 struct Weight {

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# cuTensorMapEncodeTiled's element type of a 16-bit input, for the families that load through TMA (hopper; tcgemv's
+# staged activation).
+TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+
 
 @dataclass(frozen=True)
 class Body:

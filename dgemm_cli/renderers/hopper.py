@@ -14,12 +14,11 @@ from dgemm_cli.families.hopper import (
     HopperPlan,
     TmaOperand,
 )
-from dgemm_cli.renderers import Body
+from dgemm_cli.renderers import TMA_DTYPE, Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews, inner_stride
 
 RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
-TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
 
 
 def _coord(index: str, operand: str, tile: str = "tile") -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.families.tcgemv import SHARED_ALIGN, SHARED_GROUP_SEGMENTS, TcGemvPlan
-from dgemm_cli.renderers import Body
-from dgemm_cli.renderers.hopper import TMA_DTYPE
+from dgemm_cli.renderers import TMA_DTYPE, Body
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 

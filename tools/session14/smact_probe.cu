@@ -23,6 +23,7 @@
 #include <string>
 
 #include "probe_common.cuh"
+#include "probe_tma.cuh"
 
 constexpr int KDIM = 4096, SEGS_PER_GROUP = 8;  // one mbarrier a group of 8 segments (512 k)
 
@@ -222,17 +223,6 @@ __global__ void __launch_bounds__(32 * (W + PROD), MINB)
     if (TOK == 16 && g + 8 < M)
       *reinterpret_cast<__half2*>(C + size_t(g + 8) * N + n) = __floats2half2_rn(acc[o][0][2], acc[o][0][3]);
   }
-}
-
-using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                            const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static Encode encoder() {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
-  return reinterpret_cast<Encode>(p);
 }
 
 // The activation's map: [M tokens][K], boxes of [TOK][64] (tokens past M: TMA's zero fill).
