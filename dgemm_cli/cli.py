@@ -32,6 +32,7 @@ from dgemm_cli.randspec import (
     WIDE_BATCH_SHARE,
     WIDE_DECODE_SHARE,
     WIDE_SHORT_K_SHARE,
+    WIDE_STAGED_SHARE,
 )
 from dgemm_cli.render import generate
 from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
@@ -565,10 +566,15 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
               help="Share of the wide decode specs with a short K: 8..192 in whole 64s, 8s or not (split over two "
                    "letters, up to 256): reaches tcgemv's short-K path (2 warps a block, warps with no 64-k segment, "
                    "K tails), which K = 512..8192 never does. Drawn apart.")
+@click.option("--wide-staged-share", type=click.FloatRange(0.0, 1.0), default=WIDE_STAGED_SHARE, show_default=True,
+              help="Share of the wide decode specs shaped for tcgemv's staged activation: one product, M = 9..16, "
+                   "N = 6..8 groups of 16 columns x 119..132 blocks (some with the last block's columns past N), K = "
+                   "512..6656 in whole 512s. The planner prices that kernel above hopper: generate these with `gen "
+                   "--family tcgemv` to reach it. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
-                     wide_short_k_share: float) -> None:
+                     wide_short_k_share: float, wide_staged_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -577,7 +583,8 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
 
     out.mkdir(parents=True, exist_ok=True)
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
-                             a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share):
+                             a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
+                             wide_staged_share):
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
     click.echo(f"wrote {count} specs to {out}/")
 

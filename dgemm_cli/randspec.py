@@ -10,7 +10,8 @@ at run time (`{min, max}`, its strides drawn for the max). A share gets a fused 
 residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
 A share of the decode-shaped specs may be redrawn wide (N in the thousands, f16 / bf16, B in the nn.Linear layout)
 for the tensor-core GEMV family (WIDE_DECODE_SHARE), a share of those over a batch of 2..8 products
-(WIDE_BATCH_SHARE), and a share of those with a short K of 8..192 (WIDE_SHORT_K_SHARE).
+(WIDE_BATCH_SHARE), a share of those with a short K of 8..192 (WIDE_SHORT_K_SHARE), and a share shaped for tcgemv's
+staged activation (WIDE_STAGED_SHARE).
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ WIDE_BATCH_SHARE = 0.0
 # tails), which the wide draws' K = 512..8192 never reach. Drawn from a generator of the spec's own (0: the draws are
 # those of before).
 WIDE_SHORT_K_SHARE = 0.0
+# Wide decode specs shaped for tcgemv's staged activation (`a_stage` "shared"): one product, M = 9..16, N = 6..8 row
+# groups of 16 columns x 119..132 blocks (a third of them with the last block's columns past N), K = 512..6656 in
+# whole 512s. The planner prices that kernel above hopper, so the sweep reaches it with `gen --family tcgemv`; the
+# wide draws' N and K hit its windows about once in a thousand. Drawn from a generator of the spec's own (0: the
+# draws are those of before).
+WIDE_STAGED_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
@@ -134,10 +141,11 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 small_m_share: float = SMALL_M_SHARE, dynamic_share: float = DYNAMIC_SHARE,
                 epilogue_share: float = EPILOGUE_SHARE, row_blocks_share: float = ROW_BLOCKS_SHARE,
                 a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE,
-                wide_batch_share: float = WIDE_BATCH_SHARE, wide_short_k_share: float = WIDE_SHORT_K_SHARE) -> dict:
+                wide_batch_share: float = WIDE_BATCH_SHARE, wide_short_k_share: float = WIDE_SHORT_K_SHARE,
+                wide_staged_share: float = WIDE_STAGED_SHARE) -> dict:
     drawn: dict = {}  # a widened spec's letters and sizes as drawn
     spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
-                       drawn, wide_batch_share, wide_short_k_share)
+                       drawn, wide_batch_share, wide_short_k_share, wide_staged_share)
     if rng.random() < dynamic_share:
         if drawn:  # the shared stream takes the draws of the spec as drawn (the others stay as without the share)
             _size_a_row_at_run_time(drawn, rng)
@@ -231,7 +239,8 @@ def _size_a_row_at_run_time(spec: dict, rng: random.Random) -> None:
 
 def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: float,
                 row_blocks_share: float = 0.0, a_vectors_share: float = 0.0, wide_decode_share: float = 0.0,
-                drawn: dict | None = None, wide_batch_share: float = 0.0, wide_short_k_share: float = 0.0) -> dict:
+                drawn: dict | None = None, wide_batch_share: float = 0.0, wide_short_k_share: float = 0.0,
+                wide_staged_share: float = 0.0) -> dict:
     """`drawn`: where a decode-shaped spec is widened, its contraction and sizes from before go there."""
     if rng.random() < small_m_share:
         spec = _small_m_spec(rng, name)
@@ -242,8 +251,12 @@ def _fixed_spec(rng: random.Random, name: str, tma_share: float, small_m_share: 
                     drawn.update(contraction=spec["contraction"], sizes=dict(spec["sizes"]))
                 batched = random.Random(f"{name}/wide-batch")
                 short = random.Random(f"{name}/wide-short-k")
-                _widen_decode(spec, wide, batched.randint(2, 8) if batched.random() < wide_batch_share else 1,
-                              short if short.random() < wide_short_k_share else None)
+                products = batched.randint(2, 8) if batched.random() < wide_batch_share else 1
+                staged = random.Random(f"{name}/wide-staged")
+                staged_draw = wide_staged_share > 0 and staged.random() < wide_staged_share
+                _widen_decode(spec, wide, 1 if staged_draw else products,
+                              short if short.random() < wide_short_k_share else None,
+                              staged if staged_draw else None)
         own = random.Random(f"{name}/a-vectors")
         if own.random() < a_vectors_share:
             _redraw_a_in_vectors(spec, own)
@@ -300,10 +313,12 @@ def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_sh
                  row_blocks_share: float = ROW_BLOCKS_SHARE, a_vectors_share: float = A_VECTORS_SHARE,
                  wide_decode_share: float = WIDE_DECODE_SHARE,
                  wide_batch_share: float = WIDE_BATCH_SHARE,
-                 wide_short_k_share: float = WIDE_SHORT_K_SHARE) -> list[dict]:
+                 wide_short_k_share: float = WIDE_SHORT_K_SHARE,
+                 wide_staged_share: float = WIDE_STAGED_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
-                        row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share)
+                        row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
+                        wide_staged_share)
             for i in range(count)]
 
 
@@ -376,7 +391,8 @@ def _wide_split(letters: list[str], total: int, sizes: dict[str, int], rng: rand
     sizes[letters[0]], sizes[letters[1]] = inner, -(-total // inner)
 
 
-def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: random.Random | None = None) -> None:
+def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: random.Random | None = None,
+                  staged: random.Random | None = None) -> None:
     """Redraw a decode-shaped spec wide (see WIDE_DECODE_SHARE): N = 2112..16384 columns, in whole 128s, 16s, 8s or not
     (the last block's columns past N); K = 512..8192 in whole 64s, 8s or not (K's last 64-k segment part filled, or K
     not whole 16-byte chunks); M = 2..16 rows 85 times in 100 (else 1 or 17..64); two N, K or M letters split their
@@ -391,7 +407,9 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: ra
     64s (3 times in 10), 8s (16-byte chunks) or not (K <= 192: tcgemv's 2 warps a block, its last warps with no 64-k
     segment, K tails); `rng` still draws the long total it replaces, so that the other draws are those made without
     it (but where the long K failed the bounds, the short one may pass them sooner). Split over two K letters
-    as before: an inner letter larger than the total is one of it, and the rounding up may reach 256."""
+    as before: an inner letter larger than the total is one of it, and the rounding up may reach 256. `staged`
+    (WIDE_STAGED_SHARE; the caller passes products = 1): the batch letters are sized 1 and the M, N and K totals are
+    drawn from it instead, as that share says; split over two letters the totals may round up."""
     if products > 1:
         _batch_over(spec, products, rng)
     a_letters, b_letters, c_letters = spec["contraction"].replace("->", ",").split(",")
@@ -399,10 +417,14 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: ra
     ms = [x for x in a_letters if x in c_letters and x not in b_letters]
     ns = [x for x in b_letters if x in c_letters and x not in a_letters]
     ks = [x for x in a_letters if x in b_letters and x not in c_letters]
+    if staged is not None:  # one product: the drawn batch letters stay, of size 1
+        sizes.update({x: 1 for x in a_letters if x in b_letters and x in c_letters})
     batch = math.prod(sizes[x] for x in a_letters if x in b_letters and x in c_letters)
     roll = rng.random()
     m = rng.randint(2, 8) if roll < 0.5 else rng.randint(9, 16) if roll < 0.85 else 1 if roll < 0.9 else \
         rng.randint(17, 64)
+    if staged is not None:
+        m = staged.randint(9, 16)
     _wide_split(ms, m, sizes, rng, tuple(d for d in range(1, m + 1) if m % d == 0))
     rng.shuffle(ns)
     rng.shuffle(ks)  # ks[0] innermost where a view nests them
@@ -411,6 +433,11 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: ra
         k = _wide_total(rng, 512, 8192, ((0.6, 64), (0.9, 8)))
         if short_k is not None:
             k = _wide_total(short_k, 8, 192, ((0.3, 64), (0.85, 8)))
+        if staged is not None:
+            columns = 16 * staged.choice((6, 7, 8))
+            n = columns * staged.randint(119, min(132, 16384 // columns))
+            n -= staged.randint(1, columns - 1) if staged.random() < 0.3 else 0
+            k = 512 * staged.randint(1, 13)
         _wide_split(ns, n, sizes, rng, (64, 128, 80, 96, 112, 8, 16))
         _wide_split(ks, k, sizes, rng, (64, 128, 32, 16, 8, 100, 56))
         n, k = math.prod(sizes[x] for x in ns), math.prod(sizes[x] for x in ks)

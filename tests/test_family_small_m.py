@@ -473,3 +473,31 @@ def test_wide_short_k_share_draws_short_k_that_plans_and_reaches_tcgemv(tmp_path
                 warps.add(p.primary.k_warps)
     assert short_tcgemv >= 8, short_tcgemv
     assert warps == {2}, warps
+
+
+def test_wide_staged_share_draws_shapes_that_reach_the_staged_activation(tmp_path):
+    """Written by `deepgemm random-specs --wide-staged-share 1`, every wide decode spec is one product with M = 9..16,
+    N in 6..8 groups of 16 columns x 119..132 blocks (or up to a group short of it) and K in whole 512s up to 6656,
+    and with tcgemv forced a share plans the staged activation over 6, 7 and 8 row groups (when written: 12 of 40,
+    the others ruled out by A's drawn view or the K split's rounding). Share 0 draws nothing from its generator: the
+    digests above stand."""
+    from click.testing import CliRunner
+
+    from dgemm_cli.cli import main
+    from dgemm_cli.plan import BucketPlan
+
+    out = tmp_path / "rs"
+    result = CliRunner().invoke(main, ["random-specs", "40", "-o", str(out), "--seed", "14", "--small-m-share", "1",
+                                       "--wide-decode-share", "1", "--a-vectors-share", "0.5", "--dynamic-share",
+                                       "0.2", "--wide-staged-share", "1"])
+    assert result.exit_code == 0, result.output
+    groups = []
+    for path in sorted(out.glob("*.yaml")):
+        views = analyse(load_spec(path))
+        assert views.batch == 1 and 9 <= views.m <= 16 and 11424 - 95 <= views.n <= 16384, path.name
+        assert views.k % 512 == 0 or views.k > 512, path.name  # a split over two letters may round K up
+        plan = make_plan(views, SM90, "tcgemv")
+        for p in [b.plan for b in plan.buckets] if isinstance(plan, BucketPlan) else [plan]:
+            if p.family == "tcgemv" and p.primary.shared_act:
+                groups.append(p.primary.row_groups)
+    assert len(groups) >= 8 and set(groups) == {6, 7, 8}, groups
