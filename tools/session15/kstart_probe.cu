@@ -1,0 +1,177 @@
+// Does the k order of concurrently running tiles set the TMA read speed of a decode weight? The hopper family's
+// blocks all walk K from k = 0 at about the same pace, so at any moment every SM asks for the same 128-byte column
+// of its rows: addresses that differ only in the bits above the row stride (8 KB at K = 4096). Here each tile can
+// start its k walk at its own k-tile and wrap around (`start` modes below); the set of k-tiles a tile reads is
+// unchanged, only the order. No math, as tools/read_patterns.cu (whose pipeline this is: one producer thread, a
+// consumer warpgroup freeing the stages), timed as `deepgemm bench` times a kernel (CUDA graph, the weight rotated
+// past L2).
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I tools -o kstart tools/session15/kstart_probe.cu
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "probe_common.cuh"
+#include "probe_tma.cuh"
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
+}
+
+template <int ROWS, int STAGES>
+constexpr int smem_bytes() { return STAGES * ROWS * 128 + 2 * STAGES * 8 + 1024; }
+
+// start modes: the first k-tile of tile t's slice of `per` k-tiles.
+enum Start { NONE = 0, SPREAD = 1, STEP = 2, HASH = 3, HALF = 4 };
+__device__ __forceinline__ int first_tile(int mode, int t, int tiles, int per) {
+  switch (mode) {
+    case SPREAD: return int((long long)t * per / tiles) % per;  // tiles spread evenly over the slice
+    case STEP: return t % per;                                   // neighbours one k-tile apart
+    case HASH: return (t * 29) % per;
+    case HALF: return (t % 2) * (per / 2);
+    default: return 0;
+  }
+}
+
+// Block b: rows [(b / splits) * ROWS, + ROWS), k-tiles [(b % splits) * per, + per), per = k_tiles / splits,
+// walked from its first tile (mode) round to it.
+template <int ROWS, int STAGES>
+__global__ void __launch_bounds__(256) tile_read(const __grid_constant__ CUtensorMap map, int k_tiles, int splits,
+                                                 int mode, float* out) {
+  extern __shared__ __align__(1024) unsigned char raw[];
+  unsigned char* const smem = raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
+  constexpr int STAGE = ROWS * 128;
+  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE);
+  uint64_t* const empty = full + STAGES;
+  const int tile = blockIdx.x / splits, tiles = gridDim.x / splits;
+  const int row0 = tile * ROWS;
+  const int per = k_tiles / splits, kt0 = (blockIdx.x % splits) * per;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    if (threadIdx.x == 0) {
+      int s = 0;
+      uint32_t phase = 0;
+      int j = first_tile(mode, tile, tiles, per);
+      for (int i = 0; i < per; ++i) {
+        mbar_wait(&empty[s], phase ^ 1);
+        mbar_expect_tx(&full[s], STAGE);
+        tma_load_2d(smem + s * STAGE, &map, &full[s], (kt0 + j) * 64, row0);
+        if (++j == per) j = 0;
+        if (++s == STAGES) s = 0, phase ^= 1;
+      }
+    }
+  } else {
+    const int t = threadIdx.x - 128;
+    float sum = 0.0f;
+    int s = 0;
+    uint32_t phase = 0;
+    for (int i = 0; i < per; ++i) {
+      mbar_wait(&full[s], phase);
+      sum += reinterpret_cast<const float*>(smem + s * STAGE)[t];
+      __syncwarp();
+      if (t % 32 == 0) mbar_arrive(&empty[s]);
+      if (++s == STAGES) s = 0, phase ^= 1;
+    }
+    if (sum == 1234.5f) out[blockIdx.x] = sum;
+  }
+}
+
+__global__ void fill_random(uint32_t* p, size_t words) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = x & 0x3bff3bffu;  // finite f16 pairs
+  }
+}
+
+struct Weight {
+  const void* base;
+  int n, k, copies;
+};
+
+static const char* const MODE_NAMES[] = {"none", "spread", "step", "hash", "half"};
+
+template <int ROWS, int STAGES>
+static void tile_row(const Weight& w, int splits, int mode, float* out, cudaStream_t s,
+                     CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+  static const Encode encode = encoder();
+  std::vector<CUtensorMap> maps(w.copies);
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  for (int c = 0; c < w.copies; ++c) {
+    const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(w.n)}, strides[1] = {cuuint64_t(w.k) * 2};
+    const cuuint32_t box[2] = {64, ROWS}, estr[2] = {1, 1};
+    void* g = const_cast<char*>(static_cast<const char*>(w.base) + c * bytes);
+    if (encode(&maps[c], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, g, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::printf("tensor map failed\n");
+      std::exit(1);
+    }
+  }
+  constexpr int SMEM = smem_bytes<ROWS, STAGES>();
+  auto* kern = tile_read<ROWS, STAGES>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  const int blocks = (w.n / ROWS) * splits, k_tiles = w.k / 64;
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, SMEM));
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    kern<<<blocks, 256, SMEM, s>>>(maps[l % w.copies], k_tiles, splits, mode, out);
+  });
+  CK(cudaGetLastError());
+  std::printf("tile  N=%5d  rows %3d, %2d stages (%6.1f KB), split %d, start %-6s promo %d: %4d blocks, %d an SM  "
+              "%7.2f us  %5.0f GB/s\n",
+              w.n, ROWS, STAGES, (ROWS * 128 * STAGES) / 1024.0, splits, MODE_NAMES[mode], int(promo), blocks, per_sm,
+              us, bytes / us / 1e3);
+}
+
+static void flat_row(const Weight& w, int blocks, float* out, cudaStream_t s) {
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    read_kernel<8><<<blocks, 512, 0, s>>>(
+        reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes), bytes / 16, out);
+  });
+  std::printf("flat  N=%5d  grid-stride, %4d blocks of 512 threads  %7.2f us  %5.0f GB/s\n", w.n, blocks, us,
+              bytes / us / 1e3);
+}
+
+int main() {
+  const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
+  void* buf;
+  float* out;
+  CK(cudaMalloc(&buf, total));
+  CK(cudaMalloc(&out, 1 << 20));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
+  fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
+  CK(cudaDeviceSynchronize());
+
+  for (int round = 0; round < 2; ++round) {
+    std::printf("-- round %d\n", round);
+    for (int b : {132, 264}) flat_row(big, b, out, s);
+    // N = 14336: the hopper family's 64x112 tile (112 rows, 8 stages), every start mode.
+    for (int m = 0; m < 5; ++m) tile_row<112, 8>(big, 1, m, out, s);
+    // More bytes in flight.
+    for (int m : {0, 1}) tile_row<112, 12>(big, 1, m, out, s);
+    for (int m : {0, 1}) tile_row<112, 15>(big, 1, m, out, s);
+    // The L2 promotion of the map.
+    for (int m : {0, 1}) tile_row<112, 8>(big, 1, m, out, s, CU_TENSOR_MAP_L2_PROMOTION_NONE);
+    for (int m : {0, 1}) tile_row<112, 8>(big, 1, m, out, s, CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+    // 224 rows split 2 (the fastest order before), 112 split 2 at two blocks an SM, 128 rows (112 blocks).
+    for (int m : {0, 1}) tile_row<224, 6>(big, 2, m, out, s);
+    for (int m : {0, 1}) tile_row<112, 6>(big, 2, m, out, s);
+    for (int m : {0, 1}) tile_row<128, 8>(big, 1, m, out, s);
+    // N = 4096: 64x64 tiles split 2 (the pick at M = 64), 32 rows unsplit.
+    for (int b : {132, 264}) flat_row(small, b, out, s);
+    for (int m : {0, 1, 2}) tile_row<64, 8>(small, 2, m, out, s);
+    for (int m : {0, 1}) tile_row<32, 8>(small, 1, m, out, s);
+  }
+  return 0;
+}
