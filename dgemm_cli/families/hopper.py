@@ -110,6 +110,15 @@ RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 1
 # round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
 CLUSTER_REDUCE_US = 0.4
 DSMEM_BYTES_PER_CLK = 32
+# The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
+# session, docs/RESULTS.md): with the weight streamed once (one tile row: every B tile read by one block), maps
+# without promotion ran the model's plans 2.4% faster than 256-byte promotion ([16 / 64,4096]x[4096,14336] 30.3 ->
+# 29.55 and 31.0 -> 30.2 µs; run-time M 9..64 about 1 µs; [64,4096]x[4096,4096] 11.65 -> 11.51; the TMA read
+# without math 3964 -> 4090 GB/s); with both operands re-read across tiles 256 bytes kept sq4096 bf16 at 183 µs
+# against 199 without (conv 8x256 15.45 against 16.40). 128-byte promotion ran like none on the decode shapes.
+L2_PROMOTIONS = ("256B", "none")
+STREAM_NO_PROMOTION = 0.975  # time factor without promotion where one operand is streamed once
+REUSE_NO_PROMOTION = 1.08  # ... and where both are re-read across tiles
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,7 @@ class HopperPlan:
     a_box_rows: int = 0
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
     flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
+    l2_promotion: str = "256B"  # both tensor maps' L2 promotion (L2_PROMOTIONS)
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -225,6 +235,7 @@ class HopperPlan:
         return (f"wgmma m64n{self.block_n}k16, tile {self.block_m}x{self.block_n}x{self.block_k}, "
                 f"{self.consumers} consumer warpgroup(s) + 1 producer, {self.ctas_per_sm} block(s) an SM, "
                 f"{self.stages} TMA stages, "
+                f"L2 promotion {self.l2_promotion}, "
                 f"A {self.a.major}-major, B {self.b.major}-major, {self.smem_bytes} B smem, {self.tiles} tiles "
                 f"on {self.grid_desc}, raster group {self.raster_group}")
 
@@ -538,6 +549,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
     g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
+    g.node("l2_promotion", L2_PROMOTIONS, "what an L2 miss of the tensor maps' loads fetches from DRAM (256 bytes, or "
+           "the line alone)", default="256B")
 
     def wg_rows(a: Assignment) -> str | None:
         wg_m = a["block_m"] // a["consumers"]
@@ -678,7 +691,16 @@ def _cost(views: ProblemViews, arch: Arch):
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
-        return (max(tiles_per_sm * tile_us, dram_us) + reduce_us + LAUNCH_US
+        # Without L2 promotion an operand streamed once (one tile row or column) reads from DRAM faster; where
+        # both are re-read across tiles, the tiles' loads run slower (L2_PROMOTIONS). Streamed A (one tile
+        # column) by symmetry, not timed.
+        stream_us, busy_us = dram_us, tiles_per_sm * tile_us
+        if a["l2_promotion"] == "none":
+            if tiles_m == 1 or tiles_n == 1:
+                stream_us *= STREAM_NO_PROMOTION
+            else:
+                busy_us *= REUSE_NO_PROMOTION
+        return (max(busy_us, stream_us) + reduce_us + LAUNCH_US
                 + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 
     return cost
@@ -741,6 +763,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
         a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
+        l2_promotion=a["l2_promotion"],
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

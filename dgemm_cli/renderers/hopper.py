@@ -18,6 +18,9 @@ from dgemm_cli.renderers import TMA_DTYPE, Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews, inner_stride
 
+# The plan's L2 promotion (families/hopper.py: L2_PROMOTIONS) as the driver API names it.
+PROMOTION_ENUM = {"256B": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", "none": "CU_TENSOR_MAP_L2_PROMOTION_NONE"}
+
 RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 
 
@@ -91,6 +94,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         **base,
         "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
+        "l2_promotion": PROMOTION_ENUM[plan.l2_promotion],
         "consumers": plan.consumers, "ctas_per_sm": plan.ctas_per_sm, "wg_m": plan.wg_m, "mi": plan.wg_m // 64,
         "threads": plan.threads,
         "producer_regs": PRODUCER_REGS, "consumer_regs": plan.consumer_regs, "raster": plan.raster_group,
