@@ -1,8 +1,14 @@
-// What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu): cuTensorMapEncodeTiled through the
-// runtime's driver entry point (the probes link only the CUDA runtime).
+// What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu, session15/kstart_probe.cu):
+// cuTensorMapEncodeTiled through the runtime's driver entry point (the probes link only the CUDA runtime); and for
+// the weight-read probes (read_patterns.cu, kstart_probe.cu) the random weight, its tensor maps and the consumer
+// warpgroup that frees the stages without math. Include probe_common.cuh first (smem_u32, the mbarriers).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
 
 #include "graph_timing.cuh"
 
@@ -15,4 +21,60 @@ static Encode encoder() {
   cudaDriverEntryPointQueryResult found;
   CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found));
   return reinterpret_cast<Encode>(p);
+}
+
+// A [n rows][k] f16 weight (k contiguous, nn.Linear's layout), `copies` of it back to back (rotated past L2).
+struct Weight {
+  const void* base;
+  int n, k, copies;
+};
+
+// Random finite f16 pairs in every word.
+__global__ void fill_random(uint32_t* p, size_t words) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
+    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+    p[i] = x & 0x3bff3bffu;  // finite f16 pairs
+  }
+}
+
+// One tensor map a copy of the weight: boxes of `rows` rows x 64 k, 128-byte swizzle, the given L2 promotion.
+static std::vector<CUtensorMap> weight_maps(const Weight& w, int rows, CUtensorMapL2promotion promo) {
+  static const Encode encode = encoder();
+  std::vector<CUtensorMap> maps(w.copies);
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  for (int c = 0; c < w.copies; ++c) {
+    const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(w.n)}, strides[1] = {cuuint64_t(w.k) * 2};
+    const cuuint32_t box[2] = {64, cuuint32_t(rows)}, estr[2] = {1, 1};
+    void* g = const_cast<char*>(static_cast<const char*>(w.base) + c * bytes);
+    if (encode(&maps[c], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, g, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::printf("tensor map failed\n");
+      std::exit(1);
+    }
+  }
+  return maps;
+}
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
+}
+
+// The consumer warpgroup of a read probe (thread t of 128): waits for each of `iters` stages in ring order, reads one
+// word of it (so the load is used) and frees it, one arrive a warp (`empty` counts 4).
+template <int STAGES>
+__device__ __forceinline__ void consume_stages(const unsigned char* smem, int stage_bytes, uint64_t* full,
+                                               uint64_t* empty, int iters, int t, float* out) {
+  float sum = 0.0f;
+  int s = 0;
+  uint32_t phase = 0;
+  for (int i = 0; i < iters; ++i) {
+    mbar_wait(&full[s], phase);
+    sum += reinterpret_cast<const float*>(smem + s * stage_bytes)[t];
+    __syncwarp();
+    if (t % 32 == 0) mbar_arrive(&empty[s]);
+    if (++s == STAGES) s = 0, phase ^= 1;
+  }
+  if (sum == 1234.5f) out[blockIdx.x] = sum;
 }

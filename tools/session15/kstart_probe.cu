@@ -15,11 +15,6 @@
 #include "probe_common.cuh"
 #include "probe_tma.cuh"
 
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
-               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
-}
-
 // The same load with an L2 eviction-priority hint (createpolicy): the weight is read once.
 __device__ __forceinline__ void tma_load_2d_hint(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
                                                  uint64_t policy) {
@@ -85,52 +80,17 @@ __global__ void __launch_bounds__(256) tile_read(const __grid_constant__ CUtenso
       }
     }
   } else {
-    const int t = threadIdx.x - 128;
-    float sum = 0.0f;
-    int s = 0;
-    uint32_t phase = 0;
-    for (int i = 0; i < per; ++i) {
-      mbar_wait(&full[s], phase);
-      sum += reinterpret_cast<const float*>(smem + s * STAGE)[t];
-      __syncwarp();
-      if (t % 32 == 0) mbar_arrive(&empty[s]);
-      if (++s == STAGES) s = 0, phase ^= 1;
-    }
-    if (sum == 1234.5f) out[blockIdx.x] = sum;
+    consume_stages<STAGES>(smem, STAGE, full, empty, per, threadIdx.x - 128, out);
   }
 }
-
-__global__ void fill_random(uint32_t* p, size_t words) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ uint32_t(i >> 32) * 40503u;
-    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
-    p[i] = x & 0x3bff3bffu;  // finite f16 pairs
-  }
-}
-
-struct Weight {
-  const void* base;
-  int n, k, copies;
-};
 
 static const char* const MODE_NAMES[] = {"none", "spread", "step", "hash", "half"};
 
 template <int ROWS, int STAGES>
 static void tile_row(const Weight& w, int splits, int mode, float* out, cudaStream_t s,
                      CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B, int hint = 0) {
-  static const Encode encode = encoder();
-  std::vector<CUtensorMap> maps(w.copies);
+  const std::vector<CUtensorMap> maps = weight_maps(w, ROWS, promo);
   const size_t bytes = size_t(w.n) * w.k * 2;
-  for (int c = 0; c < w.copies; ++c) {
-    const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(w.n)}, strides[1] = {cuuint64_t(w.k) * 2};
-    const cuuint32_t box[2] = {64, ROWS}, estr[2] = {1, 1};
-    void* g = const_cast<char*>(static_cast<const char*>(w.base) + c * bytes);
-    if (encode(&maps[c], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, g, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_128B, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-      std::printf("tensor map failed\n");
-      std::exit(1);
-    }
-  }
   constexpr int SMEM = smem_bytes<ROWS, STAGES>();
   auto* kern = tile_read<ROWS, STAGES>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
