@@ -106,9 +106,12 @@ STAGES = (3, 4, 5, 6, 8)
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
 K_SPLITS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
-# The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
-# round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM.
-CLUSTER_REDUCE_US = 0.4
+# The K split's reduction (cost model only): two cluster barriers and the partial tile's round trip through shared
+# memory, then its DSMEM reads at about 32 bytes a clock an SM. Set a priori at 0.4 µs; 0.9 since the fifteenth
+# session (call 9): at [12 / 16, 2048]x[2048, 4096] the 64x64 split-2 plan ran 7.35 / 7.47 µs against tcgemv's 6.60 /
+# 6.70 while priced even with it (and even at K = 4096 it ran 6% behind tcgemv, 7.5% behind gemv at one row, where
+# the model had 1-2%): the split plan's fixed costs were under-priced. At 0.9 those buckets go to tcgemv and gemv.
+CLUSTER_REDUCE_US = 0.9
 DSMEM_BYTES_PER_CLK = 32
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
 # session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
