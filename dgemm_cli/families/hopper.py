@@ -106,12 +106,11 @@ STAGES = (3, 4, 5, 6, 8)
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
 K_SPLITS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
-# The K split's reduction (cost model only): two cluster barriers and the partial tile's round trip through shared
-# memory, then its DSMEM reads at about 32 bytes a clock an SM. Set a priori at 0.4 µs; 0.9 since the fifteenth
-# session (call 9): at [12 / 16, 2048]x[2048, 4096] the 64x64 split-2 plan ran 7.35 / 7.47 µs against tcgemv's 6.60 /
-# 6.70 while priced even with it (and even at K = 4096 it ran 6% behind tcgemv, 7.5% behind gemv at one row, where
-# the model had 1-2%): the split plan's fixed costs were under-priced. At 0.9 those buckets go to tcgemv and gemv.
-CLUSTER_REDUCE_US = 0.9
+# The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
+# round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM. (Raised to 0.9 µs in the
+# fifteenth session, call 10, it turned the 64x64 split off where it ran 1.4x faster: 17.2 against 24.9 µs on a
+# random contraction, 0.71-0.80x cuBLAS on the [17..64, 2048]x[2048, 4096] bucket. Kept at 0.4.)
+CLUSTER_REDUCE_US = 0.4
 DSMEM_BYTES_PER_CLK = 32
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
 # session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
@@ -121,12 +120,19 @@ DSMEM_BYTES_PER_CLK = 32
 # the run-time buckets; [64,4096]x[4096,4096] split 2: 1.2%). Everywhere else 256 bytes ran as fast or faster:
 # sq4096 bf16 8%, conv 8x256 6%, one tile column (A streamed, [14336,4096]x[4096,16]) 7%, 128-row tiles at
 # [128,4096]x[4096,14336] 1%.
-L2_PROMOTIONS = ("256B", "none")
+# First in the domain: where the costs tie (a split plan, below), the plan takes no promotion.
+L2_PROMOTIONS = ("none", "256B")
 # The model's factor on the DRAM time without promotion where the weight streams: below the measured mean (1.5%),
 # since the model already puts hopper within 0.5-1.7% of gemv at one row, where gemv measured 4-7.5% faster.
+# Counted only where it was measured on the kernels, unsplit plans with A boxes of 9..64 rows: split plans (a
+# cluster a tile) measured 1.2% faster without promotion, and A boxes of one swizzle atom (1..8 rows) are what gemv
+# and tcgemv serve, but the model already prices hopper 4-11% too low against those families there (call 9: the
+# split plan 7.35-7.47 µs against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096], priced even; call 3: hopper
+# 10.46 / 29.7 against gemv's 9.73 / 28.49 at one row), and counting the gain handed them to hopper. Those plans
+# still take no promotion: their costs tie and "none" comes first.
 STREAM_NO_PROMOTION = 0.99
-STREAM_A_ROWS = 64  # A's box rows beside the streamed weight where the gain was measured
-REUSE_NO_PROMOTION = 1.08  # ... and on the tiles' time elsewhere
+STREAM_A_ROWS = (SWIZZLE_ROWS + 1, 64)  # A's box rows beside the streamed weight where the gain is counted
+REUSE_NO_PROMOTION = 1.08  # ... and on the whole (the tiles' or the DRAM time) elsewhere
 
 
 @dataclass(frozen=True)
@@ -696,18 +702,20 @@ def _cost(views: ProblemViews, arch: Arch):
         tile_us = max(math_us, load_us, l2_us) + exposed_epi
         # A split's reduction runs after the whole K slice has streamed: nothing overlaps it.
         reduce_us = CLUSTER_REDUCE_US + bm * bn * 4 / (DSMEM_BYTES_PER_CLK * clk) if splits > 1 else 0.0
+        # Without L2 promotion the weight reads from DRAM faster where it streams once (one tile row) beside
+        # an A box of at most 64 rows (the gain counted at 9..64 rows, unsplit); elsewhere it runs slower
+        # (L2_PROMOTIONS).
+        stream_us, reread = dram_us, 1.0
+        if a["l2_promotion"] == "none":
+            if tiles_m == 1 and a_rows <= STREAM_A_ROWS[1]:
+                if splits == 1 and a_rows >= STREAM_A_ROWS[0]:
+                    stream_us *= STREAM_NO_PROMOTION
+            else:
+                reread = REUSE_NO_PROMOTION
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
-        # Without L2 promotion the weight reads from DRAM faster where it streams once (one tile row) beside
-        # an A box of at most 64 rows; elsewhere the tiles' loads run slower (L2_PROMOTIONS).
-        stream_us, busy_us = dram_us, tiles_per_sm * tile_us
-        if a["l2_promotion"] == "none":
-            if tiles_m == 1 and a_rows <= STREAM_A_ROWS:
-                stream_us *= STREAM_NO_PROMOTION
-            else:
-                busy_us *= REUSE_NO_PROMOTION
-        return (max(busy_us, stream_us) + reduce_us + LAUNCH_US
+        return (reread * max(tiles_per_sm * tile_us, stream_us) + reduce_us + LAUNCH_US
                 + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 
     return cost
