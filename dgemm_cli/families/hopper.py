@@ -115,11 +115,10 @@ DSMEM_BYTES_PER_CLK = 32
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
 # session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
 # weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
-# bytes), the maps without
-# promotion ran 0.9-2.7% faster on one machine and 0-2.7% on another ([16 / 64,4096]x[4096,14336], a [K, N] weight,
-# the run-time buckets; [64,4096]x[4096,4096] split 2: 1.2%). Everywhere else 256 bytes ran as fast or faster:
-# sq4096 bf16 8%, conv 8x256 6%, one tile column (A streamed, [14336,4096]x[4096,16]) 7%, 128-row tiles at
-# [128,4096]x[4096,14336] 1%.
+# bytes), the maps without promotion ran 0.9-2.7% faster on one machine and 0-2.7% on another ([16 / 64,4096]x
+# [4096,14336], a [K, N] weight, the run-time buckets; [64,4096]x[4096,4096] split 2: 1.2%). Everywhere else 256
+# bytes ran as fast or faster: sq4096 bf16 8%, conv 8x256 6%, one tile column (A streamed, [14336,4096]x[4096,16])
+# 7%, 128-row tiles at [128,4096]x[4096,14336] 1%.
 # First in the domain: where the costs tie (a split plan, below), the plan takes no promotion.
 L2_PROMOTIONS = ("none", "256B")
 # The model's factor on the DRAM time without promotion where the weight streams: below the measured mean (1.5%),
