@@ -78,7 +78,10 @@ def main() -> None:
                 print(f"       {rep['dynamic']['letter']} in {rep['dynamic']['lo']}..{rep['dynamic']['hi']}: failed at "
                       f"{failed_sizes}, sizes outside the range refused: {rep.get('api_m_rejected')}")
     for name in sorted(p.name for p in out.glob("bench*.json")):
-        bench_table(load(out, name) or [])
+        rows = load(out, name) or []
+        if rows:
+            print(f"{name}:")  # a call benches variants and rounds into files of their own
+        bench_table(rows)
     indep = load(out, "indep.json")
     if indep:
         print("independent (torch, graph-timed):")

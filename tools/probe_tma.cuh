@@ -61,6 +61,20 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
                ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
 }
 
+// Thread 0 sets up a read probe's stage barriers (`full`: the producer's expect_tx; `empty`: one arrive a consumer
+// warp), then the block waits for them.
+template <int STAGES>
+__device__ __forceinline__ void init_stage_barriers(uint64_t* full, uint64_t* empty) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
 // The consumer warpgroup of a read probe (thread t of 128): waits for each of `iters` stages in ring order, reads one
 // word of it (so the load is used) and frees it, one arrive a warp (`empty` counts 4).
 template <int STAGES>

@@ -16,22 +16,5 @@ for r in 1 2; do
   timeout 30 python3 -m dgemm_cli bench "$W"/v/s15_rand_21_157_split2 --json > "$OUT/bench_split_$r.json" 2>> "$OUT/bench_err.txt"
 done
 stamp "bench"
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import glob, json, sys
-out = sys.argv[1]
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v), [(r["name"], (r.get("error") or "")[:300]) for r in v if not r.get("passed")])
-for f in sorted(glob.glob(f"{out}/bench_*.json")):
-    tag = f.rsplit("/", 1)[-1][6:-5]
-    try:
-        rows = json.load(open(f))
-    except ValueError as err:
-        print(tag, "unreadable", err); continue
-    for r in rows:
-        if r.get("m_rows"):
-            print(f"{tag:10s} {r['name']:30s} " + "  ".join(
-                f"m{x['m']}:{x['us']:.2f}/{x['baseline_us']:.2f}={x['ratio']:.3f}" for x in r["m_rows"]))
-        else:
-            print(f"{tag:10s} {r['name']:30s} {r['us']:7.2f} us  cuBLAS {r['baseline_us']:7.2f}  ratio {r['ratio']:.3f}")
-PY
+report | tee "$OUT/summary.txt"
 pack 'summary\.txt|verify\.json'

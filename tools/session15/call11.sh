@@ -10,14 +10,6 @@ dg gen --untuned --family hopper "$W"/rs/*.yaml -o "$W/rh" >> "$OUT/gen.txt" 2>&
 stamp "gen rc=$?"
 timeout 200 python3 -m dgemm_cli build "$W"/dec "$W"/rh -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 timeout 150 python3 -m dgemm_cli verify "$W"/dec "$W"/rh --seeds 1 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import json, sys
-out = sys.argv[1]
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v), [(r["name"], (r.get("error") or "")[:300]) for r in v if not r.get("passed")])
-b = json.load(open(f"{out}/build.json"))
-ks = [(r["name"], k) for r in b for k in r["kernels"]]
-print("build", sum(bool(r.get("ok")) for r in b), "/", len(b), "dirs,", len(ks), "kernels,", sum(1 for _, k in ks if k["spill_store_bytes"]), "with spills")
-PY
+report | tee "$OUT/summary.txt"
 echo "no promotion in $(grep -l CU_TENSOR_MAP_L2_PROMOTION_NONE "$W"/dec/*/*.cu "$W"/rh/*/*.cu | wc -l) directories" | tee -a "$OUT/summary.txt"
 pack 'summary\.txt|verify\.json'

@@ -30,24 +30,5 @@ for v in 3 0 2; do
   timeout 90 python3 -m dgemm_cli bench $(for s in $BIG; do d=$(basename $s .yaml); echo "$W/p$v/${d//-/_}"; done) --json > "$OUT/bench_big_p$v.json" 2>> "$OUT/bench_err.txt"
   stamp "bench big p$v"
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import glob, json, sys
-out = sys.argv[1]
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v), [(r["name"], (r.get("error") or "")[:300]) for r in v if not r.get("passed")])
-b = json.load(open(f"{out}/build.json"))
-print("build", sum(bool(r.get("ok")) for r in b), "/", len(b))
-for f in sorted(glob.glob(f"{out}/bench_*.json")):
-    tag = f.rsplit("/", 1)[-1][6:-5]
-    try:
-        rows = json.load(open(f))
-    except ValueError as err:
-        print(tag, "unreadable", err); continue
-    for r in rows:
-        if r.get("m_rows"):
-            print(f"{tag:14s} {r['name']:30s} " + "  ".join(
-                f"m{x['m']}:{x['us']:.2f}/{x['baseline_us']:.2f}={x['ratio']:.3f}" for x in r["m_rows"]))
-        else:
-            print(f"{tag:14s} {r['name']:30s} {r['us']:7.2f} us {r.get('gbps', 0):6.0f} GB/s  cuBLAS {r['baseline_us']:7.2f}  ratio {r['ratio']:.3f}  copy {r.get('copy_gbps', 0):6.0f}")
-PY
+report | tee "$OUT/summary.txt"
 pack 'summary\.txt|verify\.json|build\.json|patched\.txt'

@@ -36,26 +36,6 @@ for r in 1 2; do
   stamp "bench round $r"
 done
 timeout 120 python3 -m dgemm_cli bench "$W"/dyn/* --m 1,2,8,9,12,16,17,32,48,64 --json > "$OUT/bench_dyn.json" 2>> "$OUT/bench_err.txt"; stamp "bench dyn rc=$?"
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import glob, json, sys
-out = sys.argv[1]
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v), [(r["name"], (r.get("error") or "")[:300]) for r in v if not r.get("passed")])
-b = json.load(open(f"{out}/build.json"))
-ks = [(r["name"], k) for r in b for k in r["kernels"]]
-print("build", sum(bool(r.get("ok")) for r in b), "/", len(b), "dirs,", len(ks), "kernels,", sum(1 for _, k in ks if k["spill_store_bytes"]), "with spills")
-for f in sorted(glob.glob(f"{out}/bench_*.json")):
-    tag = f.rsplit("/", 1)[-1][6:-5]
-    try:
-        rows = json.load(open(f))
-    except ValueError as err:
-        print(tag, "unreadable", err); continue
-    for r in rows:
-        if r.get("m_rows"):
-            print(f"{tag:8s} {r['name']:30s} copy {r.get('copy_gbps', 0):5.0f} " + "  ".join(
-                f"m{x['m']}:{x['us']:.2f}/{x['baseline_us']:.2f}={x['ratio']:.3f}" for x in r["m_rows"]))
-        else:
-            print(f"{tag:8s} {r['name']:30s} {r['us']:7.2f} us {r.get('gbps', 0):6.0f} GB/s  cuBLAS {r['baseline_us']:7.2f}  ratio {r['ratio']:.3f}  copy {r.get('copy_gbps', 0):5.0f}")
-PY
+report | tee "$OUT/summary.txt"
 cat "$OUT/promotions.txt"
 pack 'summary\.txt|verify\.json|build\.json|bench_dec_1\.json|bench_dyn\.json'

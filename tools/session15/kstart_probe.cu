@@ -51,14 +51,7 @@ __global__ void __launch_bounds__(256) tile_read(const __grid_constant__ CUtenso
   const int tile = blockIdx.x / splits, tiles = gridDim.x / splits;
   const int row0 = tile * ROWS;
   const int per = k_tiles / splits, kt0 = (blockIdx.x % splits) * per;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 4);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  init_stage_barriers<STAGES>(full, empty);
   if (threadIdx.x < 128) {
     if (threadIdx.x == 0) {
       int s = 0;
