@@ -1,7 +1,8 @@
 // What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu, session15/kstart_probe.cu):
 // cuTensorMapEncodeTiled through the runtime's driver entry point (the probes link only the CUDA runtime); and for
-// the weight-read probes (read_patterns.cu, kstart_probe.cu) the random weight, its tensor maps and the consumer
-// warpgroup that frees the stages without math. Include probe_common.cuh first (smem_u32, the mbarriers).
+// the weight-read probes (read_patterns.cu, session15/kstart_probe.cu, session16/box_probe.cu) the random weight,
+// its tensor maps, the grid-stride reference read and the consumer warpgroup that frees the stages without math.
+// Include probe_common.cuh first (smem_u32, the mbarriers).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -73,6 +74,18 @@ __device__ __forceinline__ void init_stage_barriers(uint64_t* full, uint64_t* em
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+}
+
+// The reference read of the same weight: grid-stride 16-byte loads (read_kernel) on `blocks` blocks of 512 threads,
+// timed as the probes' TMA reads are; `what` names the data in the line printed.
+static void flat_row(const Weight& w, int blocks, float* out, cudaStream_t s, const char* what = "random") {
+  const size_t bytes = size_t(w.n) * w.k * 2;
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    read_kernel<8><<<blocks, 512, 0, s>>>(
+        reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes), bytes / 16, out);
+  });
+  std::printf("flat  N=%5d  grid-stride (%s), %4d blocks of 512 threads  %7.2f us  %5.0f GB/s\n", w.n, what, blocks, us,
+              bytes / us / 1e3);
 }
 
 // The consumer warpgroup of a read probe (thread t of 128): waits for each of `iters` stages in ring order, reads one

@@ -67,15 +67,6 @@ static void tile_row(const Weight& w, int splits, float* out, cudaStream_t s) {
               bytes / us / 1e3);
 }
 
-static void flat_row(const Weight& w, int blocks, const char* what, float* out, cudaStream_t s) {
-  const size_t bytes = size_t(w.n) * w.k * 2;
-  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    read_kernel<8><<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes),
-                                     bytes / 16, out);
-  });
-  std::printf("flat  N=%5d  %-44s %4d blocks of 512 threads                          %7.2f us  %5.0f GB/s\n", w.n, what,
-              blocks, us, bytes / us / 1e3);
-}
 
 int main() {
   const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
@@ -88,11 +79,11 @@ int main() {
   const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
 
   CK(cudaMemset(buf, 0, total));
-  for (int b : {132, 264}) flat_row(big, b, "zeros", out, s);
+  for (int b : {132, 264}) flat_row(big, b, out, s, "zeros");
   fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
   CK(cudaDeviceSynchronize());
-  for (int b : {132, 264, 528}) flat_row(big, b, "random", out, s);
-  for (int b : {132, 264}) flat_row(small, b, "random", out, s);
+  for (int b : {132, 264, 528}) flat_row(big, b, out, s);
+  for (int b : {132, 264}) flat_row(small, b, out, s);
 
   // N = 14336: the hopper family's 64x112 tile today (rows 112, one box, 8 stages), then the same bytes in
   // flight in fewer, longer stages; 2 blocks an SM; a K split.

@@ -100,15 +100,6 @@ static void tile_row(const Weight& w, int splits, int mode, float* out, cudaStre
               per_sm, us, bytes / us / 1e3);
 }
 
-static void flat_row(const Weight& w, int blocks, float* out, cudaStream_t s) {
-  const size_t bytes = size_t(w.n) * w.k * 2;
-  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    read_kernel<8><<<blocks, 512, 0, s>>>(
-        reinterpret_cast<const uint4*>(static_cast<const char*>(w.base) + (l % w.copies) * bytes), bytes / 16, out);
-  });
-  std::printf("flat  N=%5d  grid-stride, %4d blocks of 512 threads  %7.2f us  %5.0f GB/s\n", w.n, blocks, us,
-              bytes / us / 1e3);
-}
 
 int main(int argc, char** argv) {
   const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
