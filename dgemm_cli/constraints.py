@@ -40,10 +40,14 @@ class Constraint:
     doc: str = ""
 
 
+# How a Rejection's reason starts when the value lost on cost or time rather than to a constraint.
+COST_REASONS = ("costs", "ties", "measured +")
+
+
 @dataclass(frozen=True)
 class Rejection:
     value: Any
-    why: str  # "<constraint>: <reason>" or "costs +x% (cost model)"
+    why: str  # "<constraint>: <reason>", "costs +x% (cost model)" or "ties (cost model): ..."
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Decision:
     def summary(self) -> str:
         """One line: the value and the constraint that decided it."""
         # "measured +x% (deepgemm tune ...)" is a timing; "measured configurations: ..." a constraint's name.
-        ruled = [r for r in self.rejected if not r.why.startswith(("costs", "measured +"))]
+        ruled = [r for r in self.rejected if not r.why.startswith(COST_REASONS)]
         if not self.rejected:
             return f"{self.node} = {self.value} (only candidate)"
         if all(r.why.startswith("measured +") for r in self.rejected):
@@ -69,6 +73,9 @@ class Decision:
         if ruled and len(ruled) == len(self.rejected):
             names = sorted({r.why.split(":")[0] for r in ruled})
             return f"{self.node} = {self.value} (forced by {', '.join(names)})"
+        priced = [r for r in self.rejected if r.why.startswith(("costs", "ties"))]
+        if priced and all(r.why.startswith("ties") for r in priced):
+            return f"{self.node} = {self.value} (ties by the cost model: the first of {len(priced) + 1} in the domain)"
         return f"{self.node} = {self.value} (cheapest of {len(self.rejected) + 1} by the cost model)"
 
 
@@ -177,6 +184,15 @@ def explain_assignment(graph: ConstraintGraph, chosen: Assignment, cost: Callabl
     return tuple(_explain(graph, chosen, cost(chosen), cost))
 
 
+def _cost_reason(c: float, best_cost: float) -> str:
+    """Why an allowed value lost on cost. An equal cost is a tie, kept by enumeration order (solve): the chosen
+    value comes earlier in the domain. Under 1% the share keeps a decimal, so that a near tie does not read +0%."""
+    if c == best_cost:
+        return "ties (cost model): the earlier value in the domain is kept"
+    extra = (c / best_cost - 1.0) * 100 if best_cost > 0 and math.isfinite(c) else float("inf")
+    return f"costs +{extra:.1f}% (cost model)" if extra < 1 else f"costs +{extra:.0f}% (cost model)"
+
+
 def _explain(graph: ConstraintGraph, chosen: Assignment, best_cost: float,
              cost: Callable[[Assignment], float]) -> list[Decision]:
     decisions = []
@@ -196,8 +212,6 @@ def _explain(graph: ConstraintGraph, chosen: Assignment, best_cost: float,
             if others:
                 rejected.append(Rejection(value, others[0]))
                 continue
-            c = cost(trial)
-            extra = (c / best_cost - 1.0) * 100 if best_cost > 0 and math.isfinite(c) else float("inf")
-            rejected.append(Rejection(value, f"costs +{extra:.0f}% (cost model)"))
+            rejected.append(Rejection(value, _cost_reason(cost(trial), best_cost)))
         decisions.append(Decision(node.name, chosen[node.name], node.doc, tuple(rejected)))
     return decisions

@@ -168,6 +168,26 @@ def test_solver_reports_unsatisfiable_and_explains():
         solve(g, lambda a: 0)
 
 
+
+def test_solver_names_ties_and_keeps_a_decimal_under_one_percent():
+    g = ConstraintGraph()
+    g.node("x", (1, 2, 3, 4), "a number")
+    g.constrain("not four", "problem", ["x"], lambda a: "four" if a["x"] == 4 else None)
+    costs = {1: 10.0, 2: 10.0, 3: 10.04}
+    sol = solve(g, lambda a: costs[a["x"]])
+    decision = sol.decisions[0]
+    why = {r.value: r.why for r in decision.rejected}
+    assert sol.assignment == {"x": 1}  # the tie goes to the earlier value
+    assert why[2] == "ties (cost model): the earlier value in the domain is kept"
+    assert why[3] == "costs +0.4% (cost model)" and why[4].startswith("not four")
+    assert decision.summary() == "x = 1 (cheapest of 4 by the cost model)"
+    costs[3] = 10.0  # every priced value ties
+    assert solve(g, lambda a: costs[a["x"]]).decisions[0].summary() == (
+        "x = 1 (ties by the cost model: the first of 3 in the domain)")
+    costs.update({2: 13.0, 3: 10.0})  # a clear loss keeps the rounded share
+    assert {r.value: r.why for r in solve(g, lambda a: costs[a["x"]]).decisions[0].rejected}[2] == (
+        "costs +30% (cost model)")
+
 # ------------------------------------------------------------------------------------------------
 # The FFMA path (f32 on the CUDA cores)
 
