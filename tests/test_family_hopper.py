@@ -414,13 +414,70 @@ def test_the_promotion_gain_is_counted_only_where_it_was_measured(m, n, counted)
 
 
 @pytest.mark.parametrize("m, n, k, family", [(1, 4096, 4096, "gemv"), (1, 14336, 4096, "gemv"),
+                                             (1, 4096, 2048, "gemv"), (2, 4096, 2048, "tcgemv"),
+                                             (8, 4096, 2048, "tcgemv"), (12, 4096, 2048, "tcgemv"),
                                              (16, 4096, 2048, "tcgemv"), (8, 14336, 4096, "tcgemv"),
-                                             (16, 14336, 4096, "hopper"), (64, 4096, 4096, "hopper")])
+                                             (16, 14336, 4096, "hopper"), (64, 4096, 4096, "hopper"),
+                                             (17, 4096, 2048, "hopper"), (64, 4096, 2048, "hopper")])
 def test_the_measured_family_picks_stay(m, n, k, family):
-    """Measured in the same runs (fifteenth session, calls 3, 5, 9): gemv 9.73 / 28.49 µs against hopper's 10.46 /
-    29.7 at one row; tcgemv 6.70 against hopper's 7.47 at [16,2048]x[2048,4096] bf16 (beta 0.5), 28.8 against 30.3
-    at 8 rows; hopper where nothing else was faster."""
+    """Measured in the same runs (fifteenth session, calls 3, 5, 9, 10): gemv 9.73 / 28.49 µs against hopper's
+    10.46 / 29.7 at one row; at [12 / 16,2048]x[2048,4096] bf16 (beta 0.5) tcgemv 6.60 / 6.70 against hopper's
+    7.35 / 7.47, and that artifact's gemv and tcgemv buckets 1..16 at 1.07-1.13x cuBLAS where hopper ran 0.96-0.98x
+    (until the sixteenth session the model gave hopper rows 1..8 and 12 there); tcgemv 28.8 against 30.3 at 8 rows
+    of N = 14336; hopper where nothing else was faster."""
     views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": m, "n": n, "k": k},
                                 "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}},
                                 "beta": 0.5 if k == 2048 else 0.0}))
     assert make_plan(views, get_arch("sm_90a")).primary.family == family
+
+
+@pytest.mark.parametrize("m", [17, 32, 64])
+def test_a_k_split_is_kept_where_the_unsplit_tiles_leave_half_the_gpu_idle(m):
+    """[17..64, 2048]x[2048, 4096] bf16: the unsplit 64x64 plan (64 tiles on 132 SMs) ran 9.05-10.54 µs (0.71-0.80x
+    cuBLAS; fifteenth session, call 10) where the split ran 7.35-7.47 at 12 and 16 rows (call 9). Pricing the
+    split's cluster reduce at its measured cost turned the split off there until the model stopped letting 64 SMs
+    stream DRAM's whole bandwidth (STREAM_LATENCY_US)."""
+    from dgemm_cli.families.solving import of_assignment
+
+    views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": m, "n": 4096, "k": 2048},
+                                "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}},
+                                "beta": 0.5}))
+    problem = hopper.problem(views, get_arch("sm_90a"))
+    pick = ranked(problem, 1)[0]
+    assert pick.k_splits == 2 and (pick.block_m, pick.block_n) == (64, 64)
+    unsplit = of_assignment(problem, {**pick.assignment, "k_splits": 1}).cost_us
+    assert unsplit > 1.2 * pick.cost_us
+
+
+def test_the_stream_bound_counts_only_a_weight_read_once():
+    """The busy-DRAM round trip bounds the stream only where each weight tile is read once: not where outer m
+    segments (tile groups) read the same weight tiles again, which come from L2."""
+    arch = get_arch("sm_90a")
+    once = analyse(parse_spec({"name": "g", "arch": "sm_90a", "gemm": {"m": 32, "n": 4096, "k": 2048},
+                               "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}))
+    # The same product with M as two outer segments of 16 rows (a [2, 16] view of A and C): two tile groups.
+    again = analyse(parse_spec({"name": "g", "arch": "sm_90a", "contraction": "gmk,kn->gmn",
+                                "sizes": {"g": 2, "m": 16, "n": 4096, "k": 2048},
+                                "operands": {"A": {"strides": [16 * 2048 + 64, 2048, 1]},
+                                             "B": {"strides": [1, 2048]},
+                                             "C": {"strides": [16 * 4096 + 64, 4096, 1]}}}))
+    assignment = {"block_m": 64, "block_n": 64, "consumers": 1, "ctas_per_sm": 1, "stages": 8, "k_splits": 1,
+                  "l2_promotion": "256B"}
+    from dgemm_cli.families.solving import of_assignment
+
+    bound = 32 * hopper.STREAM_LATENCY_US / 8  # one 64-tile wave of 32 k-iterations at 8 stages
+    assert of_assignment(hopper.problem(once, arch), assignment).cost_us > bound
+    groups = hopper.tile_grid(again)(64, 64, 1)[0]
+    assert groups == 2 and of_assignment(hopper.problem(again, arch), assignment).cost_us < bound
+
+
+def test_gqa_pv_over_a_kv_cache_stays_on_the_split_hopper_plan():
+    """GQA P.V over a V cache in place (32 KV heads, 8 query heads, 4096 tokens, head dim 128): the split hopper
+    plan ran 11.45-11.48 µs against splitk's best 12.52 (twelfth session, call 5). It bounds the split's reduce cost
+    from above: splitk prices its own cluster reduce at 0.4 µs."""
+    views = analyse(parse_spec({"name": "gqa_pv", "arch": "sm_90a", "dtype": "f16",
+                                "gemm": {"batch": 32, "m": 8, "n": 128, "k": 4096},
+                                "operands": {"A": {"layout": "row"}, "B": {"strides": [128, 4096, 1]},
+                                             "C": {"layout": "row"}}}))
+    plan = make_plan(views, get_arch("sm_90a")).primary
+    assert plan.family == "hopper" and plan.k_splits == 2

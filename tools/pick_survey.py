@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the cost model picks for every spec given (each bucket of a run-time spec): family and tiling, as JSON; or,
-with --diff BEFORE.json, only the picks that differ from a survey taken before a model change. How a change to the
+with --diff BEFORE.json, only the picks whose family or tiling differ from a survey taken before a model change. How a change to the
 model's constants is checked against every spec it could move (docs/DESIGN.md, "Changing the cost model"):
     python tools/pick_survey.py specs/*.yaml specs/*/*.yaml /tmp/rand/*.yaml > before.json
     (change the model)
@@ -45,7 +45,10 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--diff"]:
         before = json.loads(Path(argv[1]).read_text())
         now = survey(argv[2:])
-        changed = [k for k in now if before.get(k) != now[k]]
+        def plan(entry: dict | None) -> tuple:
+            entry = entry or {}
+            return entry.get("family"), entry.get("assignment"), entry.get("error")
+        changed = [k for k in now if plan(before.get(k)) != plan(now[k])]
         for key in changed:
             b, a = before.get(key, {}), now[key]
             what = (f"{b.get('family')} -> {a.get('family')}" if b.get("family") != a.get("family")
@@ -53,7 +56,9 @@ def main(argv: list[str]) -> None:
                                                            for n, v in a.get("assignment", {}).items()
                                                            if b.get("assignment", {}).get(n) != v))
             print(f"{key}: {what} (estimate {b.get('us')} -> {a.get('us')} µs)")
-        print(f"{len(changed)} of {len(now)} picks changed")
+        moved = sum(1 for k in now if k not in changed and before.get(k, {}).get("us") != now[k].get("us"))
+        print(f"{len(changed)} of {len(now)} picks changed (family or tiling); {moved} others kept their plan at "
+              "another estimate")
     elif argv:
         json.dump(survey(argv), sys.stdout, indent=0, sort_keys=True)
     else:

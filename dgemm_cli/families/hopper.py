@@ -106,12 +106,27 @@ STAGES = (3, 4, 5, 6, 8)
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
 K_SPLITS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
-# The K split's reduction (cost model only, set a priori): two cluster barriers and the partial tile's
-# round trip through shared memory, then its DSMEM reads at about 32 bytes a clock an SM. (Raised to 0.9 µs in the
-# fifteenth session, call 10, it turned the 64x64 split off where it ran 1.4x faster: 17.2 against 24.9 µs on a
-# random contraction, 0.71-0.80x cuBLAS on the [17..64, 2048]x[2048, 4096] bucket. Kept at 0.4.)
-CLUSTER_REDUCE_US = 0.4
+# The K split's reduction and its cluster launch: two cluster barriers and the partial tile's round trip through
+# shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Measured on the H200 (fifteenth session), the
+# 64x64 split plan ran 0.7-0.8 µs over what the model gave it against the register-stream families at 0.4 µs:
+# 7.35-7.47 against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096] bf16 (call 9), 10.46 against gemv's 9.73 at
+# [1,4096]x[4096,4096] (call 3); at 0.9 those buckets went to tcgemv and gemv and ran 1.07-1.13x cuBLAS (call 10).
+# Bounded above by the splitk family, whose own cluster reduce is priced 0.4: at GQA P.V over a KV cache
+# (tools/session12/specs/gqa_pv_b32_m8.yaml) the split plan ran 11.45 µs against splitk's 12.52 (twelfth session,
+# call 5), and at 0.8 the model keeps it by 1%. (At 0.9 alone, in the fifteenth session, the model also turned the
+# split off where it ran 1.4x faster, because it priced the unsplit plan's half-empty GPU as if 64 SMs could stream
+# DRAM's whole bandwidth: STREAM_LATENCY_US below.)
+CLUSTER_REDUCE_US = 0.8
 DSMEM_BYTES_PER_CLK = 32
+# The round trip of a TMA load that misses L2 while DRAM is busy (half the SMs or more streaming). Where the weight
+# streams from DRAM once (one tile row), an SM can read it no faster than `stages` boxes a round trip (Little's
+# law), whatever DRAM's whole bandwidth; with fewer SMs streaming the trip shortens towards the idle 0.8 µs (a
+# tile or two of a small weight). (Not counted where A streams, one tile column: not measured there.) Fitted to the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16
+# (fifteenth session, call 10): 9.05-10.54 µs, 32 k-iterations at 8 stages after the 1.5 µs start, at the model's
+# scale (its estimates run at about 0.88 of the measured times: the DRAM time at 4.8 TB/s); the idle 0.8 µs priced
+# those tiles at under 4 µs. At 8 stages this bound stays under the DRAM time wherever the tiles fill the GPU (64x64
+# split 2 at N = 4096, 128 tiles at N = 14336), so those plans keep their estimates.
+STREAM_LATENCY_US = 1.6
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
 # session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
 # weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
@@ -125,10 +140,11 @@ L2_PROMOTIONS = ("none", "256B")
 # since the model already puts hopper within 0.5-1.7% of gemv at one row, where gemv measured 4-7.5% faster.
 # Counted only where it was measured on the kernels, unsplit plans with A boxes of 9..64 rows: split plans (a
 # cluster a tile) measured 1.2% faster without promotion, and A boxes of one swizzle atom (1..8 rows) are what gemv
-# and tcgemv serve, but the model already prices hopper 4-11% too low against those families there (call 9: the
-# split plan 7.35-7.47 µs against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096], priced even; call 3: hopper
-# 10.46 / 29.7 against gemv's 9.73 / 28.49 at one row), and counting the gain handed them to hopper. Those plans
-# still take no promotion: their costs tie and "none" comes first.
+# and tcgemv serve, but the model priced hopper 4-11% too low against those families there (call 9: the split
+# plan 7.35-7.47 µs against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096], priced even; call 3: hopper
+# 10.46 / 29.7 against gemv's 9.73 / 28.49 at one row), and counting the gain handed them to hopper. (The sixteenth
+# session priced the split's cluster reduce at its measured cost, CLUSTER_REDUCE_US, which narrowed that.) Those
+# plans still take no promotion: their costs tie and "none" comes first.
 STREAM_NO_PROMOTION = 0.99
 STREAM_A_ROWS = (SWIZZLE_ROWS + 1, 64)  # A's box rows beside the streamed weight where the gain is counted
 REUSE_NO_PROMOTION = 1.08  # ... and on the whole (the tiles' or the DRAM time) elsewhere
@@ -670,6 +686,11 @@ def _cost(views: ProblemViews, arch: Arch):
     k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
     follow = a_rows_follow_m(views)
+    # Tile groups that read the same weight tiles again: outer m segments (unless flat rows fold them into tiles_m)
+    # and batch segments the weight is broadcast over (stride 0).
+    loops = tile_loops(views)
+    m_rereads = math.prod(x.size for x in loops if x.role == "m")
+    batch_rereads = math.prod(x.size for x in loops if x.role == "batch" and x.stride["B"] == 0)
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
               + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
     dram_us = unique / (arch.dram_gbps * 1e3)
@@ -678,8 +699,9 @@ def _cost(views: ProblemViews, arch: Arch):
     def cost(a: Assignment) -> float:
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
-        groups, tiles_m, tiles_n, _ = grid(bm, bn, splits)
+        groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
         tiles = groups * tiles_m * tiles_n * splits
+        streams_once = tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1  # each weight tile read once
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
@@ -711,6 +733,12 @@ def _cost(views: ProblemViews, arch: Arch):
                     stream_us *= STREAM_NO_PROMOTION
             else:
                 reread = REUSE_NO_PROMOTION
+        # Where the weight streams once (one tile row, no tile group reading it again), each SM reads it at most
+        # `stages` boxes a round trip a block: a GPU the tiles leave half empty streams at about half the rate. The
+        # round trip lengthens from the idle one as more SMs stream, to STREAM_LATENCY_US from half of them on.
+        if streams_once:
+            trip_us = tma_latency_us + (STREAM_LATENCY_US - tma_latency_us) * min(1.0, 2 * busy / arch.sms)
+            stream_us = max(stream_us, tiles_per_sm * k_iters * trip_us / (a["stages"] * ctas))
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
