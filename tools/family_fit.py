@@ -80,7 +80,8 @@ def picks(data: dict[str, dict[str, tuple[float, float]]], adjust) -> tuple[int,
 def main(root: Path, bench_paths: list[Path]) -> None:
     data = load(root, bench_paths)
     families = sorted({f for fams in data.values() for f in fams})
-    print(f"{'problem':<22} " + " ".join(f"{f + ' us/model':>20}" for f in families) + f"  {'fastest':<8} {'pick':<8} loss")
+    print(f"{'problem':<22} " + " ".join(f"{f + ' us/model':>20}" for f in families)
+          + f"  {'fastest':<8} {'pick':<8} loss")
     for name in sorted(data, key=lambda n: (tuple(int(x) for x in re.findall(r"\d+", n)), n)):
         fams = data[name]
         cells = " ".join(f"{fams[f][0]:9.2f}/{fams[f][1]:<10.2f}" if f in fams else f"{'-':>20}" for f in families)
@@ -96,7 +97,8 @@ def main(root: Path, bench_paths: list[Path]) -> None:
     print("\nper family: measured / model and measured - model (µs): median [min, max]")
     for f in families:
         print(f"  {f:<8} {statistics.median(ratio[f]):.3f} [{min(ratio[f]):.3f}, {max(ratio[f]):.3f}]   "
-              f"{statistics.median(diff[f]):+.2f} [{min(diff[f]):+.2f}, {max(diff[f]):+.2f}]  ({len(ratio[f])} kernels)")
+              f"{statistics.median(diff[f]):+.2f} [{min(diff[f]):+.2f}, {max(diff[f]):+.2f}]  "
+              f"({len(ratio[f])} kernels)")
 
     ref_ratio = statistics.median(ratio[REFERENCE]) if ratio[REFERENCE] else 1.0
     ref_diff = statistics.median(diff[REFERENCE]) if diff[REFERENCE] else 0.0

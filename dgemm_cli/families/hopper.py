@@ -121,11 +121,12 @@ DSMEM_BYTES_PER_CLK = 32
 # The round trip of a TMA load that misses L2 while DRAM is busy (half the SMs or more streaming). Where the weight
 # streams from DRAM once (one tile row), an SM can read it no faster than `stages` boxes a round trip (Little's
 # law), whatever DRAM's whole bandwidth; with fewer SMs streaming the trip shortens towards the idle 0.8 µs (a
-# tile or two of a small weight). (Not counted where A streams, one tile column: not measured there.) Fitted to the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16
-# (fifteenth session, call 10): 9.05-10.54 µs, 32 k-iterations at 8 stages after the 1.5 µs start, at the model's
-# scale (its estimates run at about 0.88 of the measured times: the DRAM time at 4.8 TB/s); the idle 0.8 µs priced
-# those tiles at under 4 µs. At 8 stages this bound stays under the DRAM time wherever the tiles fill the GPU (64x64
-# split 2 at N = 4096, 128 tiles at N = 14336), so those plans keep their estimates.
+# tile or two of a small weight). (Not counted where A streams, one tile column: not measured there.) Fitted to
+# the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16 (fifteenth session, call 10):
+# 9.05-10.54 µs, 32 k-iterations at 8 stages after the 1.5 µs start, at the model's scale (its estimates run at
+# about 0.88 of the measured times: the DRAM time at 4.8 TB/s); the idle 0.8 µs priced those tiles at under 4 µs.
+# At 8 stages this bound stays under the DRAM time wherever the tiles fill the GPU (64x64 split 2 at N = 4096, 128
+# tiles at N = 14336), so those plans keep their estimates.
 STREAM_LATENCY_US = 1.6
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
 # session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
