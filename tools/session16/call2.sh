@@ -2,8 +2,8 @@
 # Session 16, device call 2 (nvidia-h200): the family sweep that the cost model's cross-family constants are fitted
 # to (tools/family_fit.py). Each spec of tools/session16/sweep/ whose N is among the arguments (default: 2048 4096;
 # a second call takes 8192 14336) is generated once a family that can run it (`gen --family`, the family's
-# model-best plan): gemv at M <= 4, tcgemv at M >= 2, hopper everywhere, splitk at N <= 4096 (where the sixteenth
-# session's model moved [4..8, 2048]x[2048..4096, 2048] to it). Built (one kernel a directory: the specs promise
+# model-best plan): gemv at M <= 4, tcgemv at M >= 2, hopper everywhere, splitk at N <= 4096 (the sixteenth
+# session's model moved [4..8, K]x[K, 2048] at K = 2048, 4096 to it). Built (one kernel a directory: the specs promise
 # 16-byte pointers), benched beside cuBLAS, verified (seed 1); the bench JSONs are in logs.tgz.
 #   bash tools/session16/call2.sh 2048 4096
 source tools/device_lib.sh
