@@ -40,8 +40,10 @@ class Constraint:
     doc: str = ""
 
 
-# How a Rejection's reason starts when the value lost on cost or time rather than to a constraint.
-COST_REASONS = ("costs", "ties", "measured +")
+# How a Rejection's reason starts when the value lost on the cost model's estimate, or on cost or time (tune)
+# rather than to a constraint.
+MODEL_REASONS = ("costs", "ties")
+COST_REASONS = MODEL_REASONS + ("measured +",)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class Decision:
         if ruled and len(ruled) == len(self.rejected):
             names = sorted({r.why.split(":")[0] for r in ruled})
             return f"{self.node} = {self.value} (forced by {', '.join(names)})"
-        priced = [r for r in self.rejected if r.why.startswith(("costs", "ties"))]
+        priced = [r for r in self.rejected if r.why.startswith(MODEL_REASONS)]
         if priced and all(r.why.startswith("ties") for r in priced):
             return f"{self.node} = {self.value} (ties by the cost model: the first of {len(priced) + 1} in the domain)"
         return f"{self.node} = {self.value} (cheapest of {len(self.rejected) + 1} by the cost model)"

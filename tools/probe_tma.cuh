@@ -1,7 +1,8 @@
 // What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu, session15/kstart_probe.cu):
 // cuTensorMapEncodeTiled through the runtime's driver entry point (the probes link only the CUDA runtime); and for
 // the weight-read probes (read_patterns.cu, session15/kstart_probe.cu, session16/box_probe.cu) the random weight,
-// its tensor maps, the grid-stride reference read and the consumer warpgroup that frees the stages without math.
+// its tensor maps, the mains' setup, the graph-timed read, the grid-stride reference read and the consumer
+// warpgroup that frees the stages without math.
 // Include probe_common.cuh first (smem_u32, the mbarriers).
 #pragma once
 #include <cuda.h>
@@ -74,6 +75,40 @@ __device__ __forceinline__ void init_stage_barriers(uint64_t* full, uint64_t* em
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+}
+
+// What the weight-read probes' mains set up: 470 MB of random f16 holding 4 copies of the [14336, 4096] weight and
+// 14 of the [4096, 4096] one (each copy rotated past L2), a small output and a stream.
+struct ReadSetup {
+  float* out;
+  cudaStream_t s;
+  Weight big, small;
+};
+
+static ReadSetup read_setup() {
+  const size_t total = size_t(4) * 14336 * 4096 * 2;
+  void* buf;
+  float* out;
+  CK(cudaMalloc(&buf, total));
+  CK(cudaMalloc(&out, 1 << 20));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
+  CK(cudaDeviceSynchronize());
+  return {out, s, Weight{buf, 14336, 4096, 4}, Weight{buf, 4096, 4096, 14}};
+}
+
+// µs of one read of `w` by a 256-thread tile-read kernel on `blocks` blocks with `smem` bytes of dynamic shared
+// memory: launched over the copies' maps in turn (the map its first argument, `args` after it), graph-timed.
+template <typename Kernel, typename... Args>
+static double time_map_read(Kernel kern, const Weight& w, const std::vector<CUtensorMap>& maps, int blocks, int smem,
+                            cudaStream_t s, Args... args) {
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
+    kern<<<blocks, 256, smem, s>>>(maps[l % w.copies], args...);
+  });
+  CK(cudaGetLastError());
+  return us;
 }
 
 // The reference read of the same weight: grid-stride 16-byte loads (read_kernel) on `blocks` blocks of 512 threads,

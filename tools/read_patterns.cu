@@ -53,14 +53,10 @@ static void tile_row(const Weight& w, int splits, float* out, cudaStream_t s) {
   const size_t bytes = size_t(w.n) * w.k * 2;
   constexpr int SMEM = smem_bytes<ROWS, KB, STAGES>();
   auto* kern = tile_read<ROWS, KB, STAGES>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   const int blocks = (w.n / ROWS) * splits, k_tiles = w.k / 64;
+  const double us = time_map_read(kern, w, maps, blocks, SMEM, s, k_tiles, splits, out);
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, SMEM));
-  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    kern<<<blocks, 256, SMEM, s>>>(maps[l % w.copies], k_tiles, splits, out);
-  });
-  CK(cudaGetLastError());
   std::printf("tile  N=%5d  rows %3d, %d box(es) a stage (%4d B a row), %d stages (%6.1f KB), split %d: %4d blocks, "
               "%d an SM  %7.2f us  %5.0f GB/s\n",
               w.n, ROWS, KB, KB * 128, STAGES, (KB * ROWS * 128 * STAGES) / 1024.0, splits, blocks, per_sm, us,
@@ -69,15 +65,14 @@ static void tile_row(const Weight& w, int splits, float* out, cudaStream_t s) {
 
 
 int main() {
-  const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
-  void* buf;
-  float* out;
-  CK(cudaMalloc(&buf, total));
-  CK(cudaMalloc(&out, 1 << 20));
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
+  const ReadSetup setup = read_setup();  // 4 copies of the big weight, 14 of the small one
+  float* const out = setup.out;
+  const cudaStream_t s = setup.s;
+  const Weight big = setup.big, small = setup.small;
+  void* const buf = const_cast<void*>(big.base);
+  const size_t total = size_t(big.copies) * big.n * big.k * 2;
 
+  // Zeros first (does the data matter?), then the random weight again.
   CK(cudaMemset(buf, 0, total));
   for (int b : {132, 264}) flat_row(big, b, out, s, "zeros");
   fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);

@@ -86,14 +86,10 @@ static void tile_row(const Weight& w, int splits, int mode, float* out, cudaStre
   const size_t bytes = size_t(w.n) * w.k * 2;
   constexpr int SMEM = smem_bytes<ROWS, STAGES>();
   auto* kern = tile_read<ROWS, STAGES>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   const int blocks = (w.n / ROWS) * splits, k_tiles = w.k / 64;
+  const double us = time_map_read(kern, w, maps, blocks, SMEM, s, k_tiles, splits, mode, hint, out);
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, SMEM));
-  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    kern<<<blocks, 256, SMEM, s>>>(maps[l % w.copies], k_tiles, splits, mode, hint, out);
-  });
-  CK(cudaGetLastError());
   std::printf("tile  N=%5d  rows %3d, %2d stages (%6.1f KB), split %d, start %-6s promo %d hint %d: %4d blocks, "
               "%d an SM  %7.2f us  %5.0f GB/s\n",
               w.n, ROWS, STAGES, (ROWS * 128 * STAGES) / 1024.0, splits, MODE_NAMES[mode], int(promo), hint, blocks,
@@ -102,16 +98,10 @@ static void tile_row(const Weight& w, int splits, int mode, float* out, cudaStre
 
 
 int main(int argc, char** argv) {
-  const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
-  void* buf;
-  float* out;
-  CK(cudaMalloc(&buf, total));
-  CK(cudaMalloc(&out, 1 << 20));
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
-  fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
-  CK(cudaDeviceSynchronize());
+  const ReadSetup setup = read_setup();  // 4 copies of the big weight, 14 of the small one
+  float* const out = setup.out;
+  const cudaStream_t s = setup.s;
+  const Weight big = setup.big, small = setup.small;
 
   const int round_count = argc > 1 ? std::atoi(argv[1]) : 2;
   constexpr auto P0 = CU_TENSOR_MAP_L2_PROMOTION_NONE, P1 = CU_TENSOR_MAP_L2_PROMOTION_L2_64B,

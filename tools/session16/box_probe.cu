@@ -104,13 +104,8 @@ static void box_row(const Weight& w, int splits, float* out, cudaStream_t s,
   if (maps.empty()) return;
   const size_t bytes = size_t(w.n) * w.k * 2;
   constexpr int SMEM = STAGES * ROWS * 128 * CHUNKS + 2 * STAGES * 8 + 1024;
-  auto* kern = box_read<ROWS, STAGES, CHUNKS, MODE>;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   const int blocks = (w.n / ROWS) * splits, k_tiles = w.k / 64;
-  const double us = graph_median_us(s, 8 * w.copies, [&](int l) {
-    kern<<<blocks, 256, SMEM, s>>>(maps[l % w.copies], k_tiles, splits, out);
-  });
-  CK(cudaGetLastError());
+  const double us = time_map_read(box_read<ROWS, STAGES, CHUNKS, MODE>, w, maps, blocks, SMEM, s, k_tiles, splits, out);
   std::printf("box   N=%5d  rows %3d, %2d stages x %d chunks (%6.1f KB), %-7s split %d promo %d: %4d blocks  %7.2f us  "
               "%5.0f GB/s\n",
               w.n, ROWS, STAGES, CHUNKS, (ROWS * 128 * CHUNKS * STAGES) / 1024.0, MODE_NAMES[MODE], splits, int(promo),
@@ -119,16 +114,10 @@ static void box_row(const Weight& w, int splits, float* out, cudaStream_t s,
 
 
 int main(int argc, char** argv) {
-  const size_t total = size_t(4) * 14336 * 4096 * 2;  // 470 MB: 4 copies of the big weight, 14 of the small one
-  void* buf;
-  float* out;
-  CK(cudaMalloc(&buf, total));
-  CK(cudaMalloc(&out, 1 << 20));
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const Weight big{buf, 14336, 4096, 4}, small{buf, 4096, 4096, 14};
-  fill_random<<<1024, 256>>>(static_cast<uint32_t*>(buf), total / 4);
-  CK(cudaDeviceSynchronize());
+  const ReadSetup setup = read_setup();  // 4 copies of the big weight, 14 of the small one
+  float* const out = setup.out;
+  const cudaStream_t s = setup.s;
+  const Weight big = setup.big, small = setup.small;
   constexpr auto P3 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   const int round_count = argc > 1 ? std::atoi(argv[1]) : 2;
   for (int round = 0; round < round_count; ++round) {

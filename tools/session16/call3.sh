@@ -14,15 +14,16 @@ MOVED="$S/rand_*.yaml $S15/s15_dyn_1_64_n4096_k2048_bf16.yaml $S15/s15_m12_n4096
 # shellcheck disable=SC2086
 dg gen --untuned $MOVED -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
 python3 - "$W/old" $MOVED >> "$OUT/gen.txt" 2>&1 <<'PY'
-import json, subprocess, sys
+import json, sys
 from pathlib import Path
+sys.path.insert(0, "tools")
+from render_variant import main as render_variant  # noqa: E402
 before = json.loads(Path("tools/session16/specs/moved_before.json").read_text())
 out, specs = sys.argv[1], sys.argv[2:]
 for spec in specs:
     entry = before.get(Path(spec).stem)  # fixed-size specs only: a run-time spec's key names its bucket
     if entry:
-        subprocess.run([sys.executable, "tools/render_variant.py", spec, out, entry["family"],
-                        json.dumps(entry["assignment"]), "_old"], check=False)
+        render_variant(spec, out, entry["family"], json.dumps(entry["assignment"]), "_old")
 PY
 stamp "gen old rc=$?"
 timeout 300 python3 -m dgemm_cli build "$W/new" "$W/old" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
