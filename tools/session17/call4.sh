@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 17, device call 4 (nvidia-h200): the picks the splitk cost change moved (cluster-aware waves, the loaded
+# latency, a 2-warp floor; tools/pick_survey.py --diff), each as the model picks it now (new/) and, for a spec of
+# one size, as it picked before (old/, tools/session17/specs/moved_before.json rendered by render_variant.py);
+# and the N = 2048 sweep generated as the model picks it now (sweep/), to set beside session 17's calls 2 and 3.
+# Built, verified (seeds 1, 2), benched alternately, 2 rounds.
+source tools/device_lib.sh
+S=tools/session17/specs
+read -r -a MOVED < "$S/moved_specs.txt"
+dg gen --untuned "${MOVED[@]}" -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
+python3 - "$W/old" "${MOVED[@]}" >> "$OUT/gen.txt" 2>&1 <<'PY'
+import json, sys
+from pathlib import Path
+sys.path.insert(0, "tools")
+from render_variant import main as render_variant  # noqa: E402
+before = json.loads(Path("tools/session17/specs/moved_before.json").read_text())
+out, specs = sys.argv[1], sys.argv[2:]
+for spec in specs:
+    entry = before.get(Path(spec).stem)  # fixed-size specs only: a run-time spec's key names its bucket
+    if entry:
+        render_variant(spec, out, entry["family"], json.dumps(entry["assignment"]), "_old")
+PY
+stamp "gen old rc=$?"
+dg gen --untuned tools/session16/sweep/sw_m*_n2048_*.yaml -o "$W/sweep" >> "$OUT/gen.txt" 2>&1; stamp "gen sweep rc=$?"
+timeout 300 python3 -m dgemm_cli build "$W/new" "$W/old" "$W/sweep" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+timeout 200 python3 -m dgemm_cli verify "$W/new" "$W/old" "$W/sweep" --seeds 1,2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+failures "$OUT/verify.json" | tee "$OUT/failures.txt"
+dyn=$(grep -l 'min:' "${MOVED[@]}" 2>/dev/null | head -1)
+for r in 1 2; do
+  for v in new old sweep; do
+    m=(); [ "$v" = new ] && [ -n "$dyn" ] && m=(--m 1,2,4,8,16,17,32,64)
+    timeout 150 python3 -m dgemm_cli bench "$W/$v"/* "${m[@]}" --json > "$OUT/bench_${v}_$r.json" 2>> "$OUT/bench_err.txt"
+    stamp "bench $v r$r rc=$?"
+  done
+done
+report | tee "$OUT/summary.txt"
+pack 'summary\.txt|verify\.json|failures\.txt'
