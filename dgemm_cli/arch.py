@@ -30,6 +30,14 @@ class Arch:
     dram_gbps: float
     part: str  # the part the rates describe
     wgmma_flops_per_sm_clk: int = 0  # dense f16/bf16 wgmma FLOP per SM per clock (0: the arch has no wgmma)
+    # (cluster size, SMs whose blocks clusters of that size can fill at once): a cluster's blocks share one GPC,
+    # and the GPCs' SM counts are not all multiples of the cluster size. Sizes left out fill every SM.
+    cluster_sms: tuple[tuple[int, int], ...] = ()
+
+    def resident_blocks(self, per_sm: int, cluster: int = 1) -> int:
+        """Blocks of a grid that run at once, `per_sm` an SM, in clusters of `cluster` (cost model only)."""
+        sms = dict(self.cluster_sms).get(cluster, self.sms)
+        return sms * per_sm // cluster * cluster
 
     @property
     def gencode(self) -> list[str]:
@@ -47,8 +55,11 @@ ARCHES: dict[str, Arch] = {
         Arch("sm_89", "compute_89", "sm_89", (8, 9), 101376, 102400, 65536, 1536, 24, 142, 1024, 256, 2.52,
              864.0, "L40S"),
         # mma.sync on Hopper runs at about half of wgmma's peak (4096 FLOP/clk/SM dense 16-bit).
+        # Clusters measured on the H200 (cudaOccupancyMaxActiveClusters, seventeenth session, call 3): one block an
+        # SM holds 30 clusters of 4 (120 SMs), 15 of 8 (120) and 7 of 16 (112); two to eight blocks an SM hold up
+        # to 124 SMs' worth at 4 and 8 and 112-116 at 16. The one-block counts, the lower ones, are kept.
         Arch("sm_90a", "compute_90a", "sm_90a", (9, 0), 232448, 233472, 65536, 2048, 32, 132, 2048, 256, 1.98,
-             4800.0, "H200-SXM", wgmma_flops_per_sm_clk=4096),
+             4800.0, "H200-SXM", wgmma_flops_per_sm_clk=4096, cluster_sms=((4, 120), (8, 120), (16, 112))),
     )
 }
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.families import gemv, splitk
-from dgemm_cli.families.solving import best, ranked
+from dgemm_cli.families.solving import best, of_assignment, ranked
 from dgemm_cli.plan import Plan, make_plan, plan_detail
 from dgemm_cli.randspec import random_spec
 from dgemm_cli.render import render_sources
@@ -501,3 +501,50 @@ def test_wide_staged_share_draws_shapes_that_reach_the_staged_activation(tmp_pat
             if p.family == "tcgemv" and p.primary.shared_act:
                 groups.append(p.primary.row_groups)
     assert len(groups) >= 8 and set(groups) == {6, 7, 8}, groups
+
+
+# The splitk tilings measured on the H200 (seventeenth session, call 3; tools/session17/splitk_variants.py): µs by
+# tiling (block_n, block_k, warps_n, stages, splits) for three N = 2048 decode shapes and one N = 4096.
+SPLITK_MEASURED = {
+    "sw_m1_n2048_k8192": {(128, 128, 4, 2, 16): 15.79, (128, 64, 2, 2, 16): 14.76, (128, 128, 4, 3, 16): 16.79,
+                          (128, 64, 2, 4, 16): 15.73, (128, 128, 4, 2, 8): 14.77, (128, 64, 2, 4, 8): 13.12,
+                          (64, 128, 2, 2, 16): 11.49, (64, 64, 2, 4, 8): 12.29},
+    "sw_m8_n2048_k4096": {(128, 128, 4, 2, 16): 11.95, (128, 64, 2, 2, 16): 10.70, (128, 128, 4, 3, 16): 12.59,
+                          (128, 64, 2, 4, 16): 10.85, (128, 128, 4, 2, 8): 9.36, (128, 64, 2, 4, 8): 9.33,
+                          (64, 128, 2, 2, 16): 7.95, (64, 64, 2, 4, 8): 9.13},
+    "sw_m4_n2048_k2048": {(128, 128, 4, 2, 16): 8.26, (128, 64, 2, 2, 16): 6.43, (128, 128, 4, 3, 16): 10.02,
+                          (128, 64, 2, 4, 16): 7.71, (128, 128, 4, 2, 8): 6.52, (128, 64, 2, 4, 8): 5.70,
+                          (64, 128, 2, 2, 16): 5.28, (64, 64, 2, 4, 8): 6.00},
+    "sw_m1_n4096_k8192": {(128, 128, 4, 2, 16): 25.58, (128, 64, 2, 2, 16): 21.08, (128, 128, 4, 3, 16): 29.52,
+                          (128, 64, 2, 4, 16): 24.07, (128, 128, 4, 2, 8): 28.57, (128, 64, 2, 4, 8): 27.63,
+                          (64, 128, 2, 2, 16): 21.16, (64, 64, 2, 4, 8): 23.76},
+}
+
+
+def _splitk_tiling(block_n: int, block_k: int, warps_n: int, stages: int, splits: int) -> dict:
+    return {"block_m": 16, "block_n": block_n, "block_k": block_k, "warps_m": 1, "warps_n": warps_n,
+            "stages": stages, "smem_inner_a": "k", "smem_inner_b": "k", "loader_a": "cp_async",
+            "loader_b": "cp_async", "splits": splits, "groups": 1}
+
+
+def test_clusters_fill_fewer_sms_on_the_h200():
+    """cudaOccupancyMaxActiveClusters on the H200 (seventeenth session, call 3): 78 KB blocks, two an SM, hold 224
+    blocks at once in clusters of 16 (112 SMs), 240 in clusters of 8, 264 alone or in pairs."""
+    h200 = get_arch("sm_90a")
+    assert h200.resident_blocks(2, 16) == 224
+    assert h200.resident_blocks(2, 8) == 240
+    assert h200.resident_blocks(2, 2) == h200.resident_blocks(2) == 264
+    assert get_arch("sm_80").resident_blocks(2) == 216  # no cluster table: every SM
+
+
+@pytest.mark.parametrize("name", sorted(SPLITK_MEASURED))
+def test_splitk_model_ranks_the_measured_tilings(name):
+    """Among the eight splitk tilings measured per shape, the model's cheapest runs within 3% of the fastest. The
+    old model (no cluster waves, 8 warps an SM to stream) picked 16x128x128 split 16 at N = 2048, the slowest but
+    one: 256 blocks of 78 KB are two waves of the 224 that clusters of 16 hold."""
+    measured = SPLITK_MEASURED[name]
+    views = analyse(load_spec(REPO / "tools/session16/sweep" / f"{name}.yaml"))
+    problem = splitk.problem(views, get_arch("sm_90a"))
+    estimate = {t: of_assignment(problem, _splitk_tiling(*t)).cost_us for t in measured}
+    picked = min(estimate, key=estimate.get)
+    assert measured[picked] <= 1.03 * min(measured.values()), (picked, measured[picked], estimate)

@@ -337,9 +337,19 @@ def tile_elems(views: ProblemViews, a: Assignment) -> int:
 
 
 def _cost(views: ProblemViews, arch: Arch, instruction: str):
-    """Estimated µs, only to rank candidates: the bytes every tile streams at the bandwidth its bytes
-    in flight can sustain (Little's law against MEMORY_LATENCY_US, capped by DRAM), or the math, plus
-    the serial start-up, the reduction and the launch."""
+    """Estimated µs, only to rank candidates. The blocks run in waves of what the SMs hold at once (clusters of
+    `splits` fill fewer SMs: Arch.resident_blocks); a wave streams its blocks' bytes at the bandwidth their
+    stages in flight sustain (Little's law against MEMORY_LATENCY_US, capped by the busy SMs' share of DRAM;
+    few warps an SM leave the copies and barriers of each k-tile exposed, as in the cta model), or runs the
+    math; plus the serial start-up, the reduction and the launch.
+
+    Measured on the H200 (seventeenth session, call 3): 16x128x128 blocks in clusters of 16 ran 1.5-1.8x their
+    estimate at N = 2048, where 256 blocks are two waves of the 224 that clusters of 16 hold (78 KB each, two an
+    SM, on 112 SMs); the model priced one wave of 264. MEMORY_LATENCY_US and WARPS_TO_HIDE_LATENCY stay as they
+    were, though the same 62 measurements fit better with a loaded latency of 2 µs and 2 warps an SM (log RMS
+    0.16, against 0.54 here and 0.51 before: the waves fix the ranking of the measured tilings, not the scale):
+    that fit moved 221 of 956 surveyed picks into tilings never measured (one-warp blocks, 8 stages);
+    docs/RESULTS.md, seventeenth session."""
     elem = views.operands["A"].elem_bytes
     m, n, k, batch = views.m, views.n, views.k, views.batch
     rate = (arch.tc_flops_per_sm_clk if instruction == cta.MMA else arch.fma_flops_per_sm_clk) * arch.clock_ghz * 1e3
@@ -350,24 +360,26 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         bm, bn, bk, splits = a["block_m"], a["block_n"], a["block_k"], a["splits"]
         groups = a["groups"]
         threads = cta.block_threads(a, instruction)
-        tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
-        tiles = batch * tiles_m * tiles_n
+        tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
         blocks = tiles * splits * groups
-        k_tiles = math.ceil(k / bk)
-        per = math.ceil(k_tiles / (splits * groups))
+        per = math.ceil(math.ceil(k / bk) / (splits * groups))
         smem = smem_bytes(a, elem)
         resident = max(1, min(arch.smem_per_sm // smem, arch.max_threads_per_sm // threads, arch.max_blocks_per_sm))
-        concurrent = min(blocks, arch.sms * resident)
-        # B is read once per m tile, A once per n tile (from L2 after the first: a tenth of the cost).
-        streamed = (tiles_m * tiles_n * bn * k + 0.1 * tiles_n * tiles_m * bm * k) * batch * elem + c_bytes
-        in_flight = concurrent * min(a["stages"] - 1, per) * (bm + bn) * bk * elem
-        # Few warps an SM leave the copies and the barriers of each k-tile exposed (as in the cta model).
-        warps_per_sm = min(resident, math.ceil(blocks / arch.sms)) * threads / 32
-        # An SM pulls about its share of DRAM bandwidth: idle SMs leave theirs unused.
-        bandwidth = (min(dram * min(blocks, arch.sms) / arch.sms, in_flight / MEMORY_LATENCY_US)
-                     * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY))
-        mem_us = streamed / bandwidth
-        waves = math.ceil(blocks / (arch.sms * resident))
+        capacity = arch.resident_blocks(resident, splits)
+        full_waves, last = divmod(blocks, capacity)
+        waves = full_waves + (1 if last else 0)
+        # A block streams its slice of B; A comes from L2 after the first n tile (a tenth of the cost).
+        block_bytes = per * (bn + 0.1 * bm) * bk * elem
+        in_flight = min(a["stages"] - 1, per) * (bm + bn) * bk * elem
+
+        def wave_us(wave_blocks: int) -> float:
+            busy = min(arch.sms, math.ceil(wave_blocks / resident))  # an SM pulls about its share of DRAM
+            warps_per_sm = min(resident, math.ceil(wave_blocks / arch.sms)) * threads / 32
+            bandwidth = (min(dram * busy / arch.sms, wave_blocks * in_flight / MEMORY_LATENCY_US)
+                         * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY))
+            return wave_blocks * block_bytes / bandwidth
+
+        mem_us = full_waves * wave_us(capacity) + (wave_us(last) if last else 0.0) + c_bytes / dram
         math_us = waves * bm * bn * per * bk * 2 / (rate / resident)
         serial_us = waves * per * 0.02  # one barrier and wait per k-tile and block
         # Each thread issues its share of a stage's 16-byte copies; a warp issues one a few clocks.
