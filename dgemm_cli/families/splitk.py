@@ -345,11 +345,12 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
 
     Measured on the H200 (seventeenth session, call 3): 16x128x128 blocks in clusters of 16 ran 1.5-1.8x their
     estimate at N = 2048, where 256 blocks are two waves of the 224 that clusters of 16 hold (78 KB each, two an
-    SM, on 112 SMs); the model priced one wave of 264. MEMORY_LATENCY_US and WARPS_TO_HIDE_LATENCY stay as they
-    were, though the same 62 measurements fit better with a loaded latency of 2 µs and 2 warps an SM (log RMS
-    0.16, against 0.54 here and 0.51 before: the waves fix the ranking of the measured tilings, not the scale):
-    that fit moved 221 of 956 surveyed picks into tilings never measured (one-warp blocks, 8 stages);
-    docs/RESULTS.md, seventeenth session."""
+    SM, on 112 SMs); the model priced one wave of 264. The tilings it picks now measure 0.88-1.18x their
+    estimate (1.0-1.8x before). MEMORY_LATENCY_US and WARPS_TO_HIDE_LATENCY stay as they were, though they price
+    tilings of 2 warps an SM 2-5x too high (never picked; none of those measured was the fastest): a loaded
+    latency of 2 µs and 2 warps an SM fit all 62 measurements better (log RMS 0.16, against 0.54 here) but moved
+    221 of 956 surveyed picks into tilings never measured (one-warp blocks, 8 stages); docs/RESULTS.md,
+    seventeenth session."""
     elem = views.operands["A"].elem_bytes
     m, n, k, batch = views.m, views.n, views.k, views.batch
     rate = (arch.tc_flops_per_sm_clk if instruction == cta.MMA else arch.fma_flops_per_sm_clk) * arch.clock_ghz * 1e3
