@@ -35,9 +35,10 @@ class Arch:
     cluster_sms: tuple[tuple[int, int], ...] = ()
 
     def resident_blocks(self, per_sm: int, cluster: int = 1) -> int:
-        """Blocks of a grid that run at once, `per_sm` an SM, in clusters of `cluster` (cost model only)."""
+        """Blocks of a grid that run at once, `per_sm` an SM, in clusters of `cluster` (cost model only); at least
+        one cluster (a cluster that fits no GPC is for the tiling graph to refuse, not the model to divide by)."""
         sms = dict(self.cluster_sms).get(cluster, self.sms)
-        return sms * per_sm // cluster * cluster
+        return max(cluster, sms * per_sm // cluster * cluster)
 
     @property
     def gencode(self) -> list[str]:
