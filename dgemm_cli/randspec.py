@@ -373,6 +373,22 @@ def _k_innermost_strides(letters: str, ks: list[str], sizes: dict[str, int], vec
     return [strides[x] for x in letters]
 
 
+def _extent(letters: str, strides: list[int], sizes: dict[str, int]) -> int:
+    """Elements a view spans: one past its last element's offset."""
+    return 1 + sum(s * (sizes[x] - 1) for x, s in zip(letters, strides))
+
+
+def _unpadded(letters: str, ks: list[str], sizes: dict[str, int], strides: list[int]) -> list[int]:
+    """The view of `strides` (the summed letters `ks` innermost, no broadcast) with its rows dense: the same
+    nesting, no padding, so that it spans the product of its sizes."""
+    rows = sorted((x for x in letters if x not in ks), key=lambda x: strides[letters.index(x)])
+    out, step = {}, 1
+    for x in [*ks, *rows]:
+        out[x] = step
+        step *= sizes[x]
+    return [out[x] for x in letters]
+
+
 def _wide_total(rng: random.Random, lo: int, hi: int, grains: tuple[tuple[float, int], ...]) -> int:
     """A size in lo..hi in whole `grain`s, the grain drawn from `grains` ((cumulative share, grain), ...)."""
     roll = rng.random()
@@ -398,7 +414,8 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: ra
     not whole 16-byte chunks); M = 2..16 rows 85 times in 100 (else 1 or 17..64); two N, K or M letters split their
     total (heads x head_dim); f16 or bf16 for A and B alike. B's summed letters innermost and dense, its rows whole
     16-byte vectors apart (the nn.Linear layout [N, K]; sometimes padded, rarely one element off) nine times in ten,
-    else in a random order (where its extent stays under WIDE_MAX_WEIGHT elements); A the same (k-contiguous in B's
+    else in a random order (where its extent stays under WIDE_MAX_WEIGHT elements; where the padding would not, the
+    rows dense); A the same (k-contiguous in B's
     order of the summed letters, rows whole 16- or 8-byte vectors apart) 85 times in 100, else in a random order; C
     in a random order. The letters, batch sizes, offsets, alignment promises, C's dtype and alpha / beta stay as
     drawn; the problem stays under WIDE_MAX_MACS multiply-adds and the weight under WIDE_MAX_WEIGHT elements.
@@ -447,8 +464,10 @@ def _widen_decode(spec: dict, rng: random.Random, products: int = 1, short_k: ra
     spec["dtype"] = rng.choice(["f16", "bf16"])
     ops = spec["operands"]
     b_view = _strides(b_letters, sizes, rng, broadcast=True) if rng.random() < 0.1 else []
-    if not b_view or 1 + sum(s * (sizes[x] - 1) for x, s in zip(b_letters, b_view)) > WIDE_MAX_WEIGHT:
+    if not b_view or _extent(b_letters, b_view, sizes) > WIDE_MAX_WEIGHT:
         b_view = _k_innermost_strides(b_letters, ks, sizes, 8, rng, broadcast=False, odd=0.05)
+        if _extent(b_letters, b_view, sizes) > WIDE_MAX_WEIGHT:  # the rows' padding took it past the bound
+            b_view = _unpadded(b_letters, ks, sizes, b_view)
     ops["B"]["strides"] = b_view
     if rng.random() < 0.85:
         ops["A"]["strides"] = _k_innermost_strides(a_letters, ks, sizes, rng.choice([8, 8, 8, 8, 4]), rng,
