@@ -13,18 +13,7 @@ MOVED="$S/rand_*.yaml $S15/s15_dyn_1_64_n4096_k2048_bf16.yaml $S15/s15_m12_n4096
   $SW/sw_m4_n2048_k4096.yaml $SW/sw_m8_n2048_k4096.yaml"
 # shellcheck disable=SC2086
 dg gen --untuned $MOVED -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
-python3 - "$W/old" $MOVED >> "$OUT/gen.txt" 2>&1 <<'PY'
-import json, sys
-from pathlib import Path
-sys.path.insert(0, "tools")
-from render_variant import main as render_variant  # noqa: E402
-before = json.loads(Path("tools/session16/specs/moved_before.json").read_text())
-out, specs = sys.argv[1], sys.argv[2:]
-for spec in specs:
-    entry = before.get(Path(spec).stem)  # fixed-size specs only: a run-time spec's key names its bucket
-    if entry:
-        render_variant(spec, out, entry["family"], json.dumps(entry["assignment"]), "_old")
-PY
+python3 tools/render_before.py tools/session16/specs/moved_before.json "$W/old" $MOVED >> "$OUT/gen.txt" 2>&1
 stamp "gen old rc=$?"
 timeout 300 python3 -m dgemm_cli build "$W/new" "$W/old" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 timeout 200 python3 -m dgemm_cli verify "$W/new" "$W/old" --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"

@@ -5,7 +5,8 @@
 # the epilogue-less kernel saves go? Variants (tools/session17/epi_patch.py): `whole` (one staging pass, warps past M
 # skip); timing only: `nostore` (everything but the global stores), `onechunk` (the first 16 of 112 columns stored).
 # Verified (base and the variants that write C, seeds 1, 2), benched alternately, 2 rounds.
-#   bash tools/session17/call2.sh [VARIANT...]   (default: whole nostore onechunk; call 5 ran `tmastore`)
+#   bash tools/session17/call2.sh [VARIANT...]   (default: whole nostore onechunk; call 5 ran `tmastore`; call 1,
+#   at 45949a7, ran `whole direct` from a first copy of this script, since folded in: `whole` did not build there)
 source tools/device_lib.sh
 B=specs/bench
 SPECS="$B/decode_16x4096x14336.yaml $B/decode_64x4096x14336.yaml $B/up_128x14336x4096.yaml $B/decode_dyn_1-64x4096x14336.yaml"
