@@ -381,7 +381,16 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
             return wave_blocks * block_bytes / bandwidth
 
         mem_us = full_waves * wave_us(capacity) + (wave_us(last) if last else 0.0) + c_bytes / dram
-        math_us = waves * bm * bn * per * bk * 2 / (rate / resident)
+        if instruction == cta.FFMA:
+            # An FFMA block's k-tile is the cta family's (cta.ffma_k_tile_clocks: issue or the shared-memory data
+            # path, far below the FMA peak at thread tiles of 1 or 2 outputs), the SM's blocks running theirs one
+            # after another, fewer than 8 warps leaving it idle. At the FMA peak the model took one 256-thread
+            # block an SM with 6 stages over many small blocks: 1.04-1.6x slower (eighteenth session, call 1).
+            on_sm = min(resident, math.ceil(min(blocks, capacity) / min(arch.sms, blocks)))
+            occupancy = min(1.0, on_sm * threads / 32 / 8)
+            math_us = waves * on_sm * per * cta.ffma_k_tile_clocks(views, a) / (arch.clock_ghz * 1e3 * occupancy)
+        else:
+            math_us = waves * bm * bn * per * bk * 2 / (rate / resident)
         serial_us = waves * per * 0.02  # one barrier and wait per k-tile and block
         # Each thread issues its share of a stage's 16-byte copies; a warp issues one a few clocks.
         copies = (bm + bn) * bk * elem / 16 / threads
