@@ -385,7 +385,9 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
             # An FFMA block's k-tile is the cta family's (cta.ffma_k_tile_clocks: issue or the shared-memory data
             # path, far below the FMA peak at thread tiles of 1 or 2 outputs), the SM's blocks running theirs one
             # after another, fewer than 8 warps leaving it idle. At the FMA peak the model took one 256-thread
-            # block an SM with 6 stages over many small blocks: 1.04-1.6x slower (eighteenth session, call 1).
+            # block an SM with 6 stages over many small blocks: 1.04-1.6x slower than the plans before it
+            # (eighteenth session, call 1). Priced so, 16 of 19 moved f32 plans ran 1.4-3.3x faster and 3 slower
+            # (1.04-1.45x; call 2).
             on_sm = min(resident, math.ceil(min(blocks, capacity) / min(arch.sms, blocks)))
             occupancy = min(1.0, on_sm * threads / 32 / 8)
             math_us = waves * on_sm * per * cta.ffma_k_tile_clocks(views, a) / (arch.clock_ghz * 1e3 * occupancy)
