@@ -374,10 +374,8 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         in_flight = min(a["stages"] - 1, per) * (bm + bn) * bk * elem
 
         def wave_us(wave_blocks: int) -> float:
-            # The block scheduler spreads a grid over the SMs before it stacks blocks on one; each busy SM pulls
-            # about its share of DRAM.
-            busy = min(arch.sms, wave_blocks)
-            warps_per_sm = min(resident, math.ceil(wave_blocks / busy)) * threads / 32
+            busy = min(arch.sms, math.ceil(wave_blocks / resident))  # an SM pulls about its share of DRAM
+            warps_per_sm = min(resident, math.ceil(wave_blocks / arch.sms)) * threads / 32
             bandwidth = (min(dram * busy / arch.sms, wave_blocks * in_flight / MEMORY_LATENCY_US)
                          * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY))
             return wave_blocks * block_bytes / bandwidth
