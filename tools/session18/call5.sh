@@ -2,7 +2,8 @@
 # Session 18, device call 5 (nvidia-h200): the picks that spreading a wave's blocks over the SMs before stacking them
 # (splitk cost: busy SMs = min(SMs, blocks)) moves, each as that model picks it (new/, from the working tree) and as
 # this session's committed model picks it (old/, tools/session18/specs/spread_before.json): built, verified (seed 1),
-# benched alternately, 2 rounds.
+# benched alternately, 2 rounds. Run at 1a6e22b (the model change, committed as 861ede1); reverted after (docs/RESULTS.md,
+# eighteenth session), so at a later commit new/ and old/ are the same plans.
 source tools/device_lib.sh
 read -r -a MOVED < tools/session18/specs/spread_specs.txt
 dg gen --untuned "${MOVED[@]}" -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
