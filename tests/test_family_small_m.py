@@ -575,3 +575,15 @@ def test_splitk_ffma_model_ranks_the_measured_tilings(path):
     (fast, fast_us), (slow, slow_us) = FFMA_MEASURED[path]
     assert fast_us < slow_us
     assert of_assignment(problem, fast).cost_us < of_assignment(problem, slow).cost_us
+
+
+def test_splitk_plan_says_how_many_waves_its_clusters_take():
+    """256 blocks of 78 KB in clusters of 16: 224 at once, two waves (what the cost model prices and `explain`
+    shows); 64-wide blocks fit all 512 in one."""
+    views = analyse(load_spec(REPO / "tools/session16/sweep/sw_m4_n2048_k2048.yaml"))
+    problem = splitk.problem(views, get_arch("sm_90a"))
+    two = of_assignment(problem, _splitk_tiling(128, 128, 4, 2, 16))
+    assert (two.blocks, two.at_once) == (256, 224)
+    assert any("run in 2 waves" in line for line in two.detail_lines())
+    one = of_assignment(problem, _splitk_tiling(64, 128, 2, 2, 16))
+    assert one.blocks <= one.at_once and any("run in 1 wave " in line for line in one.detail_lines())

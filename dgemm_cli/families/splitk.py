@@ -96,6 +96,7 @@ class SplitKPlan:
     assignment: dict[str, Any] = field(default_factory=dict)
     groups: int = 1  # clusters of one output tile, their partial tiles summed by a second kernel
     tile_elems: int = 0  # floats of one group's partial tile in the scratch buffer: min(BM, M) x min(BN, N)
+    at_once: int = 0  # blocks the GPU holds at once in clusters of `splits` (Arch.resident_blocks); 0: not planned
 
     requires_arch = "sm_90a"  # thread-block clusters (the arch table's only one with them)
     shape = "tile"
@@ -130,6 +131,10 @@ class SplitKPlan:
         else:
             out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.groups} groups x {self.splits} "
                    f"K slices; {self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
+        if self.at_once:
+            waves = math.ceil(self.blocks / self.at_once)
+            out.append(f"waves: clusters of {self.splits} hold {self.at_once} blocks at once, so the {self.blocks} "
+                       f"run in {waves} wave{'s' if waves > 1 else ''} (what the cost model prices)")
         out.append(f"reduction: each block parks its {self.tile.block_m}x{self.tile.block_n} f32 partial in shared "
                        "memory; after a cluster barrier block r sums its share of the tile over ranks "
                    f"0..{self.splits - 1} "
@@ -336,6 +341,15 @@ def tile_elems(views: ProblemViews, a: Assignment) -> int:
     return min(a["block_m"], views.m) * min(a["block_n"], views.n)
 
 
+def blocks_at_once(a: Assignment, instruction: str, elem: int, arch: Arch) -> tuple[int, int]:
+    """(blocks an SM, blocks the GPU holds at once): shared memory, threads and the block limit an SM, then
+    clusters of `splits`, which fill fewer SMs (Arch.resident_blocks)."""
+    threads = cta.block_threads(a, instruction)
+    resident = max(1, min(arch.smem_per_sm // smem_bytes(a, elem), arch.max_threads_per_sm // threads,
+                          arch.max_blocks_per_sm))
+    return resident, arch.resident_blocks(resident, a["splits"])
+
+
 def _cost(views: ProblemViews, arch: Arch, instruction: str):
     """Estimated µs, only to rank candidates. The blocks run in waves of what the SMs hold at once (clusters of
     `splits` fill fewer SMs: Arch.resident_blocks); a wave streams its blocks' bytes at the bandwidth their
@@ -364,9 +378,7 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
         blocks = tiles * splits * groups
         per = math.ceil(math.ceil(k / bk) / (splits * groups))
-        smem = smem_bytes(a, elem)
-        resident = max(1, min(arch.smem_per_sm // smem, arch.max_threads_per_sm // threads, arch.max_blocks_per_sm))
-        capacity = arch.resident_blocks(resident, splits)
+        resident, capacity = blocks_at_once(a, instruction, elem, arch)
         full_waves, last = divmod(blocks, capacity)
         waves = full_waves + (1 if last else 0)
         # A block streams its slice of B; A comes from L2 after the first n tile (a tenth of the cost).
@@ -414,12 +426,12 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
     instruction, instr_decision = cta.choose_instruction(views, arch)
     return Problem(NAME, views.spec.source, build_tiling_graph(views, arch, instruction),
                    _cost(views, arch, instruction),
-                   lambda a, decisions, feasible, cost: _plan(views, instruction, a, decisions, feasible, cost),
+                   lambda a, decisions, feasible, cost: _plan(views, arch, instruction, a, decisions, feasible, cost),
                    (instr_decision,))
 
 
-def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
-          cost_us: float) -> SplitKPlan:
+def _plan(views: ProblemViews, arch: Arch, instruction: str, a: Assignment, decisions: tuple[Decision, ...],
+          feasible: int, cost_us: float) -> SplitKPlan:
     tile_assignment = {key: v for key, v in a.items() if key not in ("splits", "groups")}
     tile = cta.tile_plan(views, instruction, tile_assignment, decisions, feasible, cost_us)
     k_tiles = math.ceil(views.k / a["block_k"])
@@ -431,6 +443,7 @@ def _plan(views: ProblemViews, instruction: str, a: Assignment, decisions: tuple
         red_pitch=red_pitch(a["block_n"]), smem_bytes=smem_bytes(a, views.operands["A"].elem_bytes),
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
         groups=groups, tile_elems=tile_elems(views, a),
+        at_once=blocks_at_once(a, instruction, views.operands["A"].elem_bytes, arch)[1],
     )
 
 
