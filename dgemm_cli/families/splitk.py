@@ -398,7 +398,7 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
             # path, far below the FMA peak at thread tiles of 1 or 2 outputs), the SM's blocks running theirs one
             # after another, fewer than 8 warps leaving it idle. At the FMA peak the model took one 256-thread
             # block an SM with 6 stages over many small blocks: 1.04-1.6x slower than the plans before it
-            # (eighteenth session, call 1). Priced so, 16 of 19 moved f32 plans ran 1.4-3.3x faster and 3 slower
+            # (eighteenth session, call 1). Priced so, 15 of 19 moved f32 plans ran 1.13-3.3x faster and 4 slower
             # (1.04-1.45x; call 2).
             on_sm = min(resident, math.ceil(min(blocks, capacity) / min(arch.sms, blocks)))
             occupancy = min(1.0, on_sm * threads / 32 / 8)
