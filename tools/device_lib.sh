@@ -62,3 +62,34 @@ for path in sys.argv[1:]:
             print("FAIL", path.rsplit("/", 1)[-1], r["name"], (r.get("error") or "")[:200])
 PY
 }
+# Issue 7's decode benchmarks (fixed sizes) and run-time artifacts.
+ISSUE7_DECODE="specs/bench/decode_1x4096x128.yaml specs/bench/decode_1x2048x512.yaml specs/bench/decode_1x4096x14336.yaml
+  specs/bench/decode_8x4096x14336.yaml specs/bench/decode_16x4096x14336.yaml specs/bench/decode_64x4096x14336.yaml
+  specs/bench/up_128x14336x4096.yaml specs/bench/decode_1x4096x4096.yaml specs/bench/decode_8x4096x4096.yaml
+  specs/bench/decode_16x4096x4096.yaml specs/bench/decode_64x4096x4096.yaml"
+ISSUE7_DYNAMIC="specs/bench/decode_dyn_1-64x4096x128.yaml specs/bench/decode_dyn_1-64x4096x4096.yaml
+  specs/bench/decode_dyn_1-64x4096x14336.yaml"
+# The picks a model change moved (tools/pick_survey.py --diff): gen_new_old SPECS_TXT BEFORE_JSON generates each
+# spec of SPECS_TXT as the model picks it now ($W/new) and as BEFORE_JSON recorded it ($W/old, render_before.py).
+gen_new_old() {
+  local -a specs
+  read -r -a specs < "$1"
+  dg gen --untuned "${specs[@]}" -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
+  python3 tools/render_before.py "$2" "$W/old" "${specs[@]}" >> "$OUT/gen.txt" 2>&1; stamp "gen old rc=$?"
+}
+# build_verify SEEDS DIR...: build the generated directories, verify them (build.json, verify.json, failures.txt).
+build_verify() {
+  local seeds=$1; shift
+  timeout 300 python3 -m dgemm_cli build "$@" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+  timeout 200 python3 -m dgemm_cli verify "$@" --seeds "$seeds" --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"
+  stamp "verify rc=$?"
+  failures "$OUT/verify.json" | tee "$OUT/failures.txt"
+}
+# bench_new_old ROUND: $W/new then $W/old benched (bench_new_ROUND.json, bench_old_ROUND.json).
+bench_new_old() {
+  local v
+  for v in new old; do
+    timeout 150 python3 -m dgemm_cli bench "$W/$v"/* --json > "$OUT/bench_${v}_$1.json" 2>> "$OUT/bench_err.txt"
+    stamp "bench $v r$1 rc=$?"
+  done
+}

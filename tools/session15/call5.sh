@@ -4,11 +4,8 @@
 # forced: the tensor maps with and without promotion over random views) and issue 7's specs built and verified
 # (seeds 1, 2, --repeat 2); the decode set twice more.
 source tools/device_lib.sh
-B=specs/bench
-DEC="$B/decode_1x4096x128.yaml $B/decode_1x2048x512.yaml $B/decode_1x4096x14336.yaml $B/decode_8x4096x14336.yaml
-  $B/decode_16x4096x14336.yaml $B/decode_64x4096x14336.yaml $B/up_128x14336x4096.yaml $B/decode_1x4096x4096.yaml
-  $B/decode_8x4096x4096.yaml $B/decode_16x4096x4096.yaml $B/decode_64x4096x4096.yaml"
-DYN="$B/decode_dyn_1-64x4096x128.yaml $B/decode_dyn_1-64x4096x4096.yaml $B/decode_dyn_1-64x4096x14336.yaml"
+DEC=$ISSUE7_DECODE
+DYN=$ISSUE7_DYNAMIC
 dg gen --untuned $DEC $DYN -o "$W/dec" > "$OUT/gen.txt" 2>&1
 dg random-specs 40 -o "$W/rs" --seed 15 --small-m-share 1 --wide-decode-share 1 --dynamic-share 0.2 >> "$OUT/gen.txt" 2>&1
 dg gen --untuned --family hopper "$W"/rs/*.yaml -o "$W/rh" >> "$OUT/gen.txt" 2>&1

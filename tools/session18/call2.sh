@@ -7,10 +7,7 @@
 #     128x224 and 128x256 with the K split over a cluster of 2 (A read by half as many blocks), 64x224 unsplit
 #     (session 11: 1.5% faster than the pick); [64, ...] at 64x224 split 2. Benched beside the picks, 3 rounds.
 source tools/device_lib.sh
-read -r -a MOVED < tools/session18/specs/ffma_specs.txt
-dg gen --untuned "${MOVED[@]}" -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
-python3 tools/render_before.py tools/session18/specs/ffma_before.json "$W/old" "${MOVED[@]}" >> "$OUT/gen.txt" 2>&1
-stamp "gen old rc=$?"
+gen_new_old tools/session18/specs/ffma_specs.txt tools/session18/specs/ffma_before.json
 U=specs/bench/up_128x14336x4096.yaml; D=specs/bench/decode_64x4096x14336.yaml
 dg gen --untuned "$U" "$D" -o "$W/hop" >> "$OUT/gen.txt" 2>&1
 rv() { python3 tools/render_variant.py "$1" "$W/hop" hopper "$2" "$3" >> "$OUT/gen.txt" 2>&1 || stamp "variant $3 failed"; }
@@ -20,18 +17,11 @@ rv $U '{"block_m":128,"block_n":256,"consumers":2,"ctas_per_sm":1,"stages":4,"k_
 rv $U '{"block_m":64,"block_n":224,"consumers":1,"ctas_per_sm":1,"stages":5}' _m64n224
 rv $D '{"block_m":64,"block_n":224,"consumers":1,"ctas_per_sm":1,"stages":6,"k_splits":2,"l2_promotion":"none"}' _s2n224
 stamp "gen hop"
-timeout 300 python3 -m dgemm_cli build "$W/new" "$W/old" "$W/hop" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
-timeout 150 python3 -m dgemm_cli verify "$W/new" "$W/old" "$W/hop" --seeds 1,2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
-failures "$OUT/verify.json" | tee "$OUT/failures.txt"
+build_verify 1,2 "$W/new" "$W/old" "$W/hop"
 for r in 1 2 3; do
   timeout 100 python3 -m dgemm_cli bench "$W"/hop/* --json > "$OUT/bench_hop_$r.json" 2>> "$OUT/bench_err.txt"
   stamp "bench hop r$r rc=$?"
-  if [ "$r" -lt 3 ]; then
-    for v in new old; do
-      timeout 100 python3 -m dgemm_cli bench "$W/$v"/* --json > "$OUT/bench_${v}_$r.json" 2>> "$OUT/bench_err.txt"
-      stamp "bench $v r$r rc=$?"
-    done
-  fi
+  if [ "$r" -lt 3 ]; then bench_new_old $r; fi
 done
 report | tee "$OUT/summary.txt"
 pack 'summary\.txt|verify\.json|failures\.txt'

@@ -3,11 +3,8 @@
 # run-time artifacts (13 row counts, which cross every bucket of N = 128, whose splitk tilings session 17's cost
 # moved) benched beside cuBLAS and the copy bandwidth; all built and verified (seeds 1, 2, --repeat 2).
 source tools/device_lib.sh
-B=specs/bench
-DEC="$B/decode_1x4096x128.yaml $B/decode_1x2048x512.yaml $B/decode_1x4096x14336.yaml $B/decode_8x4096x14336.yaml
-  $B/decode_16x4096x14336.yaml $B/decode_64x4096x14336.yaml $B/up_128x14336x4096.yaml $B/decode_1x4096x4096.yaml
-  $B/decode_8x4096x4096.yaml $B/decode_16x4096x4096.yaml $B/decode_64x4096x4096.yaml"
-DYN="$B/decode_dyn_1-64x4096x128.yaml $B/decode_dyn_1-64x4096x4096.yaml $B/decode_dyn_1-64x4096x14336.yaml"
+DEC=$ISSUE7_DECODE
+DYN=$ISSUE7_DYNAMIC
 # shellcheck disable=SC2086
 dg gen --untuned $DEC $DYN -o "$W/dec" > "$OUT/gen.txt" 2>&1; stamp "gen rc=$?"
 timeout 300 python3 -m dgemm_cli build "$W"/dec -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
