@@ -143,14 +143,22 @@ def test_gemv_f32_stages_four_element_vectors():
     assert make_plan(views, SM90, "gemv").primary.a_vec == 4
 
 
-def test_gemv_without_a_split_launches_plainly():
+def test_gemv_without_a_split_is_a_dependent_launch_without_a_cluster():
+    """No cluster; a programmatic dependent launch whose kernel waits for its predecessor before any memory access
+    and never triggers its dependents itself (they come in as its blocks exit: measured faster, nineteenth
+    session)."""
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
                        "operands": {"B": {"layout": "col", "align": 16}}})
     views = analyse(spec)
     p = next(c for c in ranked(gemv.problem(views, SM90), 64) if c.splits == 1)
     plan = Plan(p, None, make_plan(views, SM90, "gemv").family_decision)
     cu = render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
-    assert "<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>" in cu and "cooperative_groups" not in cu
+    body = cu[cu.index("namespace gemv"):]  # B's alignment promised: no fallback
+    assert "namespace cta" not in cu and "cooperative_groups" not in cu
+    assert "clusterDim" not in body and "<<<" not in body
+    assert "config.numAttrs = 1;" in body and "cudaLaunchAttributeProgrammaticStreamSerialization" in body
+    kernel = body[body.index("__global__"):]
+    assert kernel.index("griddepcontrol.wait;") < kernel.index("A[") and "launch_dependents" not in body
     assert "if (aligned(B, 16))" not in cu and "launch_with<1>" not in cu  # promised: one instantiation
 
 
