@@ -162,6 +162,19 @@ def test_gemv_without_a_split_is_a_dependent_launch_without_a_cluster():
     assert "if (aligned(B, 16))" not in cu and "launch_with<1>" not in cu  # promised: one instantiation
 
 
+def test_gemv_before_sm90_launches_plainly_without_griddepcontrol():
+    """griddepcontrol is sm_90 PTX: an unsplit gemv for sm_80 must neither wait nor launch dependent (ptxas would
+    refuse the instruction)."""
+    spec = parse_spec({"name": "g", "dtype": "f16", "arch": "sm_80", "gemm": {"m": 1, "n": 4096, "k": 4096},
+                       "operands": {"B": {"layout": "col", "align": 16}}})
+    views = analyse(spec)
+    plan = make_plan(views, SM80, "gemv")
+    assert plan.primary.splits == 1
+    cu = render_sources(spec, views, plan, plan_baseline(views), SM80)["g.cu"]
+    assert "griddepcontrol" not in cu and "cudaLaunchAttributeProgrammaticStreamSerialization" not in cu
+    assert "kernel<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);" in cu
+
+
 def test_generated_readme_states_the_cluster_requirements():
     views = analyse(load_spec(REPO / "specs" / "decode_qk.yaml"))
     spec = views.spec
