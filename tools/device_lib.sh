@@ -85,6 +85,15 @@ build_verify() {
   stamp "verify rc=$?"
   failures "$OUT/verify.json" | tee "$OUT/failures.txt"
 }
+# bench_rounds ROUNDS TIMEOUT DIR... [bench options]: `deepgemm bench` of the directories ROUNDS times in turn
+# (bench_1.json ... bench_ROUNDS.json), each run within TIMEOUT seconds.
+bench_rounds() {
+  local rounds=$1 limit=$2 r; shift 2
+  for r in $(seq 1 "$rounds"); do
+    timeout "$limit" python3 -m dgemm_cli bench "$@" --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"
+    stamp "bench r$r rc=$?"
+  done
+}
 # bench_new_old ROUND: $W/new then $W/old benched (bench_new_ROUND.json, bench_old_ROUND.json).
 bench_new_old() {
   local v

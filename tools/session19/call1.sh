@@ -12,6 +12,7 @@
 #   n64np     n64 launched plain; n64x: n64 with the trigger at block exit
 #   whole     the pick with session 17's whole-tile staging (warps past M skip), M = 16 only
 source tools/device_lib.sh
+source tools/session19/lib.sh
 V=$W/v
 S16=specs/bench/decode_16x4096x14336.yaml; S64=specs/bench/decode_64x4096x14336.yaml; U=specs/bench/up_128x14336x4096.yaml
 rv() { python3 tools/render_variant.py "$1" "$V" hopper "$2" "$3" >> "$OUT/gen.txt" 2>&1 || stamp "variant $3 failed"; }
@@ -33,28 +34,4 @@ rv $S16 "$PICK" _whole; python3 tools/session17/epi_patch.py whole "$(cu decode_
 for v in pick pdl pdlx; do rv $U "$UPPICK" _$v; done
 pdl_on "$(cu up_128x14336x4096_pdl)"; pdl_on "$(cu up_128x14336x4096_pdlx)"; no_trigger "$(cu up_128x14336x4096_pdlx)"
 grep -c "numAttrs = 1;\|numAttrs = 0;\|grid == resident" "$V"/*/*[0-9a-z].cu | grep -v harness >> "$OUT/gen.txt"
-stamp "gen $(ls "$V" | wc -l) dirs"
-build_verify 1,2 "$V"/*
-for r in 1 2 3; do
-  timeout 150 python3 -m dgemm_cli bench "$V"/* --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"
-  stamp "bench r$r rc=$?"
-done
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import json, sys, collections
-out = sys.argv[1]
-rows = collections.defaultdict(list)
-for r in (1, 2, 3):
-    try:
-        for x in json.load(open(f"{out}/bench_{r}.json")):
-            rows[x["name"]].append((x["us"], x["baseline_us"]))
-    except (OSError, ValueError) as e:
-        print("bench", r, "unreadable:", e)
-for name in sorted(rows):
-    us = [f"{a:6.2f}" for a, _ in rows[name]]
-    base = [b for _, b in rows[name]]
-    print(f"{name:36s} {' '.join(us)}   cuBLAS {min(base):6.2f}-{max(base):6.2f}   best ratio {max(b / a for a, b in rows[name]):.3f}")
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v))
-PY
-cat "$OUT/failures.txt" >> "$OUT/summary.txt"
-pack 'summary\.txt|verify\.json|bench_[123]\.json'
+variants_report 150 "$V"/*

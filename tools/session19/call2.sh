@@ -10,6 +10,7 @@
 #     once, or at block exit): gemv at one row and tcgemv at 8 and 16 rows, N = 14336 and 4096.
 # All verified (seeds 1, 2), benched in turn, 3 rounds.
 source tools/device_lib.sh
+source tools/session19/lib.sh
 V=$W/v
 S1=specs/bench/decode_1x4096x14336.yaml; S8=specs/bench/decode_8x4096x14336.yaml; S16=specs/bench/decode_16x4096x14336.yaml
 S64=specs/bench/decode_64x4096x14336.yaml; U=specs/bench/up_128x14336x4096.yaml
@@ -33,16 +34,7 @@ hv $U "$(H 64 224 1 5 256B)" up_128x14336x4096 m64n224
 hv $N64 "$(H 64 64 1 8 none)" decode_64x4096x4096 unsplit
 for v in p d; do
   dg gen --untuned $DYN -o "$W/dyn_$v" >> "$OUT/gen.txt" 2>&1
-  python3 - "$W/dyn_$v" "$V" "_$v" <<'PY' >> "$OUT/gen.txt" 2>&1
-import pathlib, shutil, sys  # the artifact under a new name: directory, files and symbols
-src, dst, suf = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
-d = next(src.iterdir()); old = d.name; new = old + suf
-shutil.copytree(d, dst / new)
-for f in sorted((dst / new).iterdir()):
-    if f.is_file():
-        t = f.read_text().replace(old, new); f.unlink(); (dst / new / f.name.replace(old, new)).write_text(t)
-print("renamed", old, "->", new)
-PY
+  python3 tools/session19/copy_renamed.py "$W/dyn_$v" "$V" "_$v" >> "$OUT/gen.txt" 2>&1
 done
 if [ "$(grep -c 'grid == resident' "$(cu decode_dyn_1_64x4096x14336_d)")" != 1 ]; then stamp "dyn: not one hopper launch"; fi
 pdl_off "$(cu decode_dyn_1_64x4096x14336_p)"; pdl_on "$(cu decode_dyn_1_64x4096x14336_d)"
@@ -53,43 +45,7 @@ for S in $S1 $S8 $N1 $N8 $N16; do
     dg gen --untuned "$S" -o "$W/rs_$v" >> "$OUT/gen.txt" 2>&1
   done
 done
-python3 - "$W" "$V" <<'PY' >> "$OUT/gen.txt" 2>&1
-import pathlib, shutil, sys
-w, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-for v in "psx":
-    for d in sorted((w / f"rs_{v}").iterdir()):
-        old = d.name; new = f"{old}_{v}"
-        shutil.copytree(d, dst / new)
-        for f in sorted((dst / new).iterdir()):
-            if f.is_file():
-                t = f.read_text().replace(old, new); f.unlink(); (dst / new / f.name.replace(old, new)).write_text(t)
-PY
+for v in p s x; do python3 tools/session19/copy_renamed.py "$W/rs_$v" "$V" "_$v" >> "$OUT/gen.txt" 2>&1; done
 python3 tools/session19/pdl_patch.py start "$V"/*_s/*_s.cu >> "$OUT/gen.txt" 2>&1 || stamp "pdl start patch failed"
 python3 tools/session19/pdl_patch.py exit "$V"/*_x/*_x.cu >> "$OUT/gen.txt" 2>&1 || stamp "pdl exit patch failed"
-stamp "gen $(ls "$V" | wc -l) dirs"
-build_verify 1,2 "$V"/*
-for r in 1 2 3; do
-  timeout 170 python3 -m dgemm_cli bench "$V"/* --m 9,16,32,64 --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"
-  stamp "bench r$r rc=$?"
-done
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import json, sys, collections
-out = sys.argv[1]
-rows = collections.defaultdict(list)
-for r in (1, 2, 3):
-    try:
-        for x in json.load(open(f"{out}/bench_{r}.json")):
-            for y in x.get("m_rows") or [x]:
-                name = x["name"] + (f" m={y['m']}" if x.get("m_rows") else "")
-                rows[name].append((y["us"], y["baseline_us"]))
-    except (OSError, ValueError) as e:
-        print("bench", r, "unreadable:", e)
-for name in sorted(rows):
-    us = [f"{a:6.2f}" for a, _ in rows[name]]
-    base = [b for _, b in rows[name]]
-    print(f"{name:42s} {' '.join(us)}   cuBLAS {min(base):6.2f}-{max(base):6.2f}   best ratio {max(b / a for a, b in rows[name]):.3f}")
-v = json.load(open(f"{out}/verify.json"))
-print("verify", sum(bool(r.get("passed")) for r in v), "/", len(v))
-PY
-cat "$OUT/failures.txt" >> "$OUT/summary.txt"
-pack 'summary\.txt|verify\.json|bench_[123]\.json'
+variants_report 170 "$V"/* --m 9,16,32,64

@@ -7,6 +7,7 @@
 #   [16,4096]x[4096,12288]: 64x96 (the pick; 128 tiles, 4 idle), 64x112 (110 tiles, 22 idle)
 #   [16,4096]x[4096,14336] and [128,...] picks again.
 source tools/device_lib.sh
+source tools/session19/lib.sh
 V=$W/v
 S16=specs/bench/decode_16x4096x14336.yaml; U=specs/bench/up_128x14336x4096.yaml
 A=tools/session19/specs/s19_16x4096x16384.yaml; B=tools/session19/specs/s19_16x4096x12288.yaml
@@ -21,12 +22,4 @@ hv $B "$(H 64 96 1 8 none)" s19_16x4096x12288 n96
 hv $B "$(H 64 112 1 8 none)" s19_16x4096x12288 n112
 hv $S16 "$(H 64 112 1 8 none)" decode_16x4096x14336 pick
 hv $U "$(H 128 112 2 6 256B)" up_128x14336x4096 pick
-stamp "gen $(ls "$V" | wc -l) dirs"
-build_verify 1,2 "$V"/*
-for r in 1 2 3; do
-  timeout 150 python3 -m dgemm_cli bench "$V"/* --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"
-  stamp "bench r$r rc=$?"
-done
-python3 tools/session19/variant_table.py "$OUT" | tee "$OUT/summary.txt"
-cat "$OUT/failures.txt" >> "$OUT/summary.txt"
-pack 'summary\.txt|verify\.json|bench_[123]\.json'
+variants_report 150 "$V"/*

@@ -8,20 +8,15 @@
 source tools/device_lib.sh
 # shellcheck disable=SC2086
 dg gen --untuned $ISSUE7_DECODE $ISSUE7_DYNAMIC -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen rc=$?"
-python3 - "$W/new" "$W/old" <<'PY' >> "$OUT/gen.txt" 2>&1
-import pathlib, re, shutil, sys  # old/: new's sources with the launches as before this session
-src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-for d in sorted(src.iterdir()):
-    old = d.name; new = old + "_old"
-    shutil.copytree(d, dst / new)
-    for f in sorted((dst / new).iterdir()):
-        if f.is_file():
-            t = f.read_text().replace(old, new)
-            if f.suffix == ".cu" and not f.name.endswith("_harness.cu"):
-                t, a = re.subn(r"config\.numAttrs = \(dependent\) \? 1 : 0;", "config.numAttrs = (grid == resident) ? 1 : 0;", t)
-                t, b = re.subn(r"config\.numAttrs = 1;", "config.numAttrs = 0;", t)  # gemv unsplit, tcgemv (clusters: 2)
-                print(new, "hopper launches", a, "plain launches", b)
-            f.unlink(); (dst / new / f.name.replace(old, new)).write_text(t)
+python3 tools/session19/copy_renamed.py "$W/new" "$W/old" _old >> "$OUT/gen.txt" 2>&1
+python3 - "$W"/old/*/*_old.cu <<'PY' >> "$OUT/gen.txt" 2>&1
+import re, sys  # old/: new's sources with the launches as before this session
+for path in sys.argv[1:]:
+    t = open(path).read()
+    t, a = re.subn(r"config\.numAttrs = \(dependent\) \? 1 : 0;", "config.numAttrs = (grid == resident) ? 1 : 0;", t)
+    t, b = re.subn(r"config\.numAttrs = 1;", "config.numAttrs = 0;", t)  # gemv unsplit, tcgemv (clusters: 2)
+    open(path, "w").write(t)
+    print(path.rsplit("/", 1)[-1], "hopper launches", a, "plain launches", b)
 PY
 dg random-specs 30 --seed 19 --tma-share 0.4 --small-m-share 0.5 --wide-decode-share 0.5 --wide-batch-share 0.3 \
   --wide-short-k-share 0.3 --dynamic-share 0.2 --epilogue-share 0.3 --a-vectors-share 0.5 -o "$W/rs" >> "$OUT/gen.txt" 2>&1

@@ -1,0 +1,25 @@
+"""Copy each generated directory below SRC into DST as <name><SUFFIX>: the directory, its files' names and every
+mention of the name inside them (kernel, entry point and harness symbols), so that two copies of one spec build,
+verify and bench side by side.   python3 tools/session19/copy_renamed.py SRC DST SUFFIX"""
+import pathlib
+import shutil
+import sys
+
+
+def copy_renamed(src: pathlib.Path, dst: pathlib.Path, suffix: str) -> list[pathlib.Path]:
+    made = []
+    for d in sorted(p for p in src.iterdir() if p.is_dir()):
+        old, new = d.name, d.name + suffix
+        shutil.copytree(d, dst / new)
+        for f in sorted((dst / new).iterdir()):
+            if f.is_file():
+                text = f.read_text().replace(old, new)
+                f.unlink()
+                (dst / new / f.name.replace(old, new)).write_text(text)
+        made.append(dst / new)
+        print("copied", old, "->", new)
+    return made
+
+
+if __name__ == "__main__":
+    copy_renamed(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3])
