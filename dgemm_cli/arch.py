@@ -41,6 +41,11 @@ class Arch:
         return max(cluster, sms * per_sm // cluster * cluster)
 
     @property
+    def grid_dependency(self) -> bool:
+        """griddepcontrol and programmatic dependent launch: sm_90 PTX and launch attribute."""
+        return self.cc >= (9, 0)
+
+    @property
     def gencode(self) -> list[str]:
         """SASS for the target (runs on a CUDA 13.0 driver without JIT) plus PTX of the same arch."""
         return [f"-gencode=arch={self.compute},code=[{self.sm},{self.compute}]"]

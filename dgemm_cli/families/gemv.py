@@ -16,6 +16,7 @@ K may also be split over the blocks of a thread-block cluster, reduced in rank o
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -113,6 +114,9 @@ class GemvPlan:
     feasible: int
     cost_us: float
     assignment: dict[str, Any] = field(default_factory=dict)
+    # A programmatic dependent launch (the kernel waits for its predecessor first): where the arch has it (sm_90+;
+    # an unsplit gemv also runs on sm_80..89, whose ptxas refuses griddepcontrol).
+    dependent_launch: bool = False
 
     @property
     def requires_arch(self) -> str | None:
@@ -340,11 +344,11 @@ def _cost(views: ProblemViews, arch: Arch):
 
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
-    return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, _plan)
+    return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, functools.partial(_plan, arch=arch))
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
-          cost_us: float) -> GemvPlan:
+          cost_us: float, *, arch: Arch) -> GemvPlan:
     orient, chunk, promised = lanes_along(views)
     tiles_n = math.ceil(views.n / a["block_n"])
     k_slice = _k_slice(views.k, a["splits"], chunk)
@@ -358,5 +362,6 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         smem_bytes=smem_bytes(views, a, orient, chunk), elem_bytes=views.operands["B"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
+        dependent_launch=arch.grid_dependency,
     )
 

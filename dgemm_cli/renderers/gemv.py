@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import jinja2
 
-from dgemm_cli.arch import get_arch
 from dgemm_cli.families.gemv import GemvPlan
 from dgemm_cli.renderers import Body, cluster_requirements, launch_attributes
 from dgemm_cli.spec import Spec
@@ -22,8 +21,7 @@ def context(spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> dict
         "partial_offset": plan.partial_offset, "smem_bytes": plan.smem_bytes,
         "partial_slices": plan.partial_slices, "a_vec": plan.a_vec, "a_check": plan.a_check,
         "func_attributes": settings, "func_attributes_why": why,
-        # griddepcontrol and the dependent launch need sm_90; an unsplit gemv also runs on sm_80..89.
-        "dependent_launch": get_arch(base["arch"]).cc >= (9, 0),
+        "dependent_launch": plan.dependent_launch,
     }
 
 
