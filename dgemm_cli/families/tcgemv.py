@@ -209,13 +209,25 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.k <= SEGMENT * (least - 1):
         out.append(("K for every warp", f"K = {views.k}: fewer 64-k segments than the {least} warps a block splits "
                                         "K over at the least"))
-    octets = min(octets for octets, _ in MEASURED[_tokens(views.m)])
+    # The widest blocks count only where their warps each get a 64-k segment (the tiling graph's "a segment a warp"):
+    # 16 tokens at 1 octet takes 4 warps, so at K = 144 (3 segments) only 2-octet blocks remain, and those may not
+    # fill the SMs (a random spec, N = 2002, planned no tiling past these gates).
+    segments = _segments(views)
+    tokens = _tokens(views.m)
+    octets = min((o for o, warps in MEASURED[tokens]
+                  if warps <= segments and not _short_k_only(tokens, (o, warps), segments)),
+                 default=max(o for o, _ in MEASURED[tokens]))
     columns = 8 * octets
     if _blocks(views, octets) < arch.sms:
         out.append(("work for every SM", f"{_products(views)}N = {views.n}: fewer {columns}-column blocks than the "
                                          f"{arch.sms} SMs, and the family splits K only within a block (gemv and "
                                          "splitk split it over a cluster)"))
     return out
+
+
+def _short_k_only(tokens: int, tiling: tuple[int, int], segments: int) -> bool:
+    """16 tokens at 2 octets x 2 warps (168 registers): measured only at short K, where 4 warps would idle."""
+    return tokens == 16 and tiling == (2, 2) and segments >= 4
 
 
 def _products(views: ProblemViews) -> str:
@@ -294,7 +306,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return None
         if a["row_groups"] != 1:
             return "row groups share a staged activation: through L1 a block is one group"
-        if a["tokens"] == 16 and tiling == (2, 2) and segments >= 4:
+        if _short_k_only(a["tokens"], tiling, segments):
             return ("16 tokens at 2 octets x 2 warps (168 registers) is measured only where 4 warps would idle (K = "
                     "128); at K = 4096 it ran 37.6 µs against 34.8 at 1 x 4 (N = 14336), 14.2 against 10.3 (N = 4096)")
         if tiling in MEASURED[a["tokens"]]:
