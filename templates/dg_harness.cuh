@@ -45,6 +45,8 @@
 // Command line (exactly one JSON object on stdout, always; diagnostics on stderr):
 //   <harness> verify [--seeds 1,2,3] [--samples 256] [--repeat 0] [--m LIST]    exit 0 pass, 1 fail
 //     --repeat N: N more launches on the first seed's data; the output's buffer must come out bit-identical
+//     Every case launches the kernel right behind one that writes all its buffers (dg_restore_after_idle_kernel):
+//     a programmatic dependent launch that touches memory before its griddepcontrol.wait fails.
 //   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1] [--m LIST]   exit 0
 //     --m 1,8,64: the run-time sizes to run (only for a problem with one; default: dg_verify_sizes,
 //     dg_bench_sizes)
@@ -475,6 +477,42 @@ __device__ inline long long dg_thread_stride() {
 __global__ void dg_fill_random_kernel(void* buf, int dtype, long long n, unsigned long long seed, int stream) {
   for (long long i = dg_thread_index(); i < n; i += dg_thread_stride())
     dg_store(buf, dtype, i, dg_uniform(dg_random_bits(seed, stream, i)));
+}
+
+// verify launches the kernel under test right behind a kernel that writes every one of its buffers, as an
+// engine launches it behind the kernel that produced its inputs. This predecessor lets the next grid in at once
+// (griddepcontrol.launch_dependents on sm_90+), idles `idle_ns` so that a programmatic dependent launch's blocks
+// are resident and past their prologue, then restores each buffer from its saved image; until then the buffers
+// hold NaN bits (all ones). A dependent kernel that reads a buffer before its griddepcontrol.wait reads NaN, and
+// one that writes its output before it has the write overwritten: either fails verify's checks. One warp a block
+// and few registers, so that it shares an SM with a block that takes nearly all of the register file.
+struct DgRestoreList {
+  int n;
+  char* dst[DG_SLOTS];
+  const char* src[DG_SLOTS];
+  size_t bytes[DG_SLOTS];
+};
+
+__device__ inline unsigned long long dg_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void __launch_bounds__(32, 32) dg_restore_after_idle_kernel(DgRestoreList list, unsigned long long idle_ns) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+  const unsigned long long start = dg_globaltimer();
+  while (dg_globaltimer() - start < idle_ns) __nanosleep(500);
+  const size_t thread = static_cast<size_t>(blockIdx.x) * 32 + threadIdx.x, threads = static_cast<size_t>(gridDim.x) * 32;
+  for (int i = 0; i < list.n; ++i) {   // dst and src are 16-byte aligned (dg_device_alloc)
+    const size_t words = list.bytes[i] / 16;
+    uint4* dst = reinterpret_cast<uint4*>(list.dst[i]);
+    const uint4* src = reinterpret_cast<const uint4*>(list.src[i]);
+    for (size_t w = thread; w < words; w += threads) dst[w] = src[w];
+    for (size_t b = words * 16 + thread; b < list.bytes[i]; b += threads) list.dst[i][b] = list.src[i][b];
+  }
 }
 
 // Every slot's buffer, as one kernel argument (nullptr for a slot the problem lacks).
@@ -1134,6 +1172,9 @@ struct DgVerifyState {
   int out;                                  // the slot the kernel writes: D or C
   long long count;                          // elements of the output's view
   DgDeviceBuffer dev[DG_SLOTS], dev_ref, dev_mag, dev_part, dev_part_abs;
+  size_t dev_bytes[DG_SLOTS];               // bytes of dev[x] from dev[x].ptr (room for the shifted pass included)
+  DgDeviceBuffer saved[DG_SLOTS];           // each buffer's image while the predecessor holds NaN in it
+  int sms;                                  // the predecessor's grid: one warp an SM
   void* ptr[DG_SLOTS];                      // the base pointers this case passes: dev[x].ptr, or shifted; nullptr if absent
   std::vector<unsigned char> host[DG_SLOTS];   // each buffer as uploaded: inputs, C_old, the output's sentinels and poison
   std::vector<unsigned char> host_out;      // the output's buffer as the kernel left it
@@ -1230,6 +1271,23 @@ static void dg_upload_element(DgVerifyState& st, int x, long long i) {
                           st.stream));
 }
 
+// Saves every buffer, fills it with NaN bits and queues dg_restore_after_idle_kernel, which puts the images back
+// after 20 µs: the kernel launched next in st.stream runs right behind a kernel that writes all its buffers.
+static void dg_launch_predecessor(DgVerifyState& st) {
+  DgRestoreList list = {};
+  for (int x = 0; x < DG_SLOTS; ++x) {
+    if (!st.dev[x].ptr) continue;
+    DG_CUDA(cudaMemcpyAsync(st.saved[x].ptr, st.dev[x].ptr, st.dev_bytes[x], cudaMemcpyDeviceToDevice, st.stream));
+    DG_CUDA(cudaMemsetAsync(st.dev[x].ptr, 0xFF, st.dev_bytes[x], st.stream));
+    list.dst[list.n] = st.dev[x].ptr;
+    list.src[list.n] = st.saved[x].ptr;
+    list.bytes[list.n] = st.dev_bytes[x];
+    ++list.n;
+  }
+  dg_restore_after_idle_kernel<<<st.sms, 32, 0, st.stream>>>(list, 20000ull);
+  DG_CUDA(cudaGetLastError());
+}
+
 // One case: fresh C_old (and poisoned output), the reference, the kernel, and every check on what it left.
 // nan_input: one element of A is NaN for this case (restored after), so the outputs that sum it must be NaN
 // -- an epilogue that drops NaN (fmaxf for relu, say) fails here.
@@ -1279,6 +1337,7 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   DG_CUDA(cudaGetLastError());
   DG_CUDA(cudaStreamSynchronize(st.stream));
 
+  dg_launch_predecessor(st);
   const cudaError_t launched = st.kernel(st.ptr, st.m, alpha, beta, st.stream);
   if (launched != cudaSuccess) dg_die_cuda(launched, "kernel under test (launch returned)", __LINE__);
   DG_CUDA(cudaGetLastError());
@@ -1600,12 +1659,15 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
   st.p = nullptr;
   st.kernel = kernel;
   st.out = dg_out_slot(p);
+  st.sms = prop.multiProcessorCount;
   DG_CUDA(cudaStreamCreate(&st.stream));
   for (int x = 0; x < DG_SLOTS; ++x) {
     st.ptr[x] = nullptr;
     if (!p.present[x]) continue;
     // Room for the shifted pass: base pointers `align` bytes past a 256-byte boundary.
-    st.dev[x] = dg_device_alloc(dg_buffer_bytes(p, x) + p.align[x], p.align[x]);
+    st.dev_bytes[x] = dg_buffer_bytes(p, x) + p.align[x];
+    st.dev[x] = dg_device_alloc(st.dev_bytes[x], std::max<size_t>(p.align[x], 16));
+    st.saved[x] = dg_device_alloc(st.dev_bytes[x], 16);
     st.ptr[x] = st.dev[x].ptr;
     st.host[x].resize(dg_buffer_bytes(p, x));
   }

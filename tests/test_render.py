@@ -173,8 +173,10 @@ def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_r
     assert "#include <cooperative_groups.h>" in cu
     assert "constexpr int SPLITS = 2, KT_PER_SPLIT = 32;" in cu
     kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-    # PDL: the kernel waits for its predecessor before any memory access; the launch allows it.
-    assert kernel.index('griddepcontrol.wait') < kernel.index("prefetch.tensormap")
+    # PDL: before the wait for its predecessor the kernel only prefetches its K slice's first stages into L2;
+    # the launch allows it.
+    _assert_only_prefetches_before_the_wait(kernel)
+    assert "for (int kt = kt0; kt < min(kt_end, kt0 + STAGES); ++kt)" in _before_wait(kernel)
     assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel and "kt > kt0 || kk > 0" in kernel
     assert "for (int t = blockIdx.x; t < TILES" not in kernel  # one tile a cluster: the stages park its partial
     assert kernel.count("cluster.sync();") == 4  # twice in the producer warpgroup, twice in the consumers
@@ -192,11 +194,32 @@ def test_an_unsplit_hopper_kernel_stays_persistent_and_has_no_cluster():
     assert "SPLITS" not in cu and "clusterDim" not in cu and "A_BOX_ROWS" not in cu
 
 
+def _before_wait(kernel: str) -> str:
+    return kernel[:kernel.index("griddepcontrol.wait")]
+
+
+def _assert_only_prefetches_before_the_wait(kernel: str) -> None:
+    """A dependent launch may not read or write memory the previous grid may use before its griddepcontrol.wait:
+    before it, only L2 prefetches (which return nothing) of A's and B's boxes."""
+    assert kernel.count("griddepcontrol.wait") == 1
+    head = _before_wait(kernel)
+    assert "tma_prefetch_" in head and "&tmap_a" in head and "&tmap_b" in head
+    for access in ("tma_load_", "C[", "ld.global", "st.global", "__ldg", "mbar_wait", "epi["):
+        assert access not in head, access
+    assert head.index("__syncthreads();") > head.rindex("tma_prefetch_")  # all threads wait after the barriers
+
+
 def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     """PDL: every thread waits for the previous grid after the barriers are set up and before any memory
-    access; the producer lets the next grid be scheduled once it has issued its last load."""
+    access but the first stages' L2 prefetch; the producer lets the next grid be scheduled once it has issued
+    its last load."""
     cu, _ = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
     kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    _assert_only_prefetches_before_the_wait(kernel)
+    head = _before_wait(kernel)
+    # The block's first tile, its first STAGES k-iterations (no more than K has).
+    assert "const Tile tile = tile_at(int(blockIdx.x));" in head
+    assert "for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt)" in head
     wait = kernel.index("griddepcontrol.wait")
     assert kernel.index("__syncthreads();") < wait < kernel.index("tma_load_") < kernel.index("launch_dependents")
     assert kernel.index("launch_dependents") < kernel.index("setmaxnreg.inc")  # the producer's branch

@@ -16,7 +16,8 @@ for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "case6:6:" "case
          "broken1_d:6:-DSELFTEST_BROKEN=1" "broken2_d:6:-DSELFTEST_BROKEN=2" "broken4_d:7:-DSELFTEST_BROKEN=4" \
          "broken6:6:-DSELFTEST_BROKEN=6" "broken6_run_time:7:-DSELFTEST_BROKEN=6" "broken6_in_place:8:-DSELFTEST_BROKEN=6" \
          "broken7:6:-DSELFTEST_BROKEN=7" "broken8:6:-DSELFTEST_BROKEN=8" "broken8_run_time:7:-DSELFTEST_BROKEN=8" \
-         "broken9:6:-DSELFTEST_BROKEN=9"; do
+         "broken9:6:-DSELFTEST_BROKEN=9" "dependent:3:-DSELFTEST_DEPENDENT" \
+         "broken10:3:-DSELFTEST_DEPENDENT -DSELFTEST_BROKEN=10"; do
   IFS=: read -r name c d <<<"$v"
   [ -n "${SELFTEST_PREBUILT:-}" ] || nvcc $flags -DSELFTEST_CASE=$c $d $src -o "$out/$name" 2>"$out/$name.build.log" &
 done
@@ -74,6 +75,8 @@ check 1 "$out/broken7" verify --seeds 1
 check 1 "$out/broken8" verify --seeds 1
 check 1 "$out/broken8_run_time" verify --seeds 1
 check 4 "$out/broken9" verify --seeds 1
+check 0 "$out/dependent" verify --repeat 2
+check 1 "$out/broken10" verify --seeds 1
 check 0 "$out/bad_baseline" bench --reps 5
 check 2 "$out/case1" verify --reps 3
 CUDA_VISIBLE_DEVICES= check 3 "$out/case1" verify

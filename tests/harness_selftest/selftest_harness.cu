@@ -28,7 +28,11 @@
 //                        NaN input case shows it
 //   -DSELFTEST_BROKEN=8  (cases 6, 7) write the result into C as well (C is read only when there is D)
 //   -DSELFTEST_BROKEN=9  (cases 6, 7, 8) no checks on the epilogue's pointers: the bias = nullptr probe faults
+//   -DSELFTEST_BROKEN=10 (with SELFTEST_DEPENDENT) never wait for the previous grid: verify's predecessor, which
+//                        writes every buffer after the kernel is scheduled, must show it
 // -DSELFTEST_BAD_BASELINE gives case 1's baseline ldc < m: bench must report the baseline unavailable.
+// -DSELFTEST_DEPENDENT launches the kernel as a programmatic dependent launch (sm_90), as the generated small-M
+// kernels are: it waits (griddepcontrol.wait) before it touches memory.
 //
 // Build from the repository root (no warnings expected):
 //   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -Xptxas -v
@@ -186,6 +190,9 @@ __device__ float selftest_epilogue(const DgProblem& p, const DgBuffers& bufs, co
 
 // One thread per element of the output; the summed letters are enumerated by a flat index.
 __global__ void selftest_naive_kernel(DgProblem p, DgBuffers bufs, float alpha, float beta, long long count) {
+#if defined(SELFTEST_DEPENDENT) && SELFTEST_BROKEN != 10 && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= count) return;
   const int out = dg_out_slot(p);
@@ -241,8 +248,21 @@ static cudaError_t launch_problem(const DgProblem& p, void* const bufs[DG_SLOTS]
   DgBuffers in;
   for (int x = 0; x < DG_SLOTS; ++x) in.ptr[x] = bufs[x];
   const long long count = dg_c_count(p);
+#ifdef SELFTEST_DEPENDENT
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((count + 127) / 128));
+  config.blockDim = dim3(128);
+  config.stream = s;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, selftest_naive_kernel, p, in, alpha, beta, count);
+#else
   selftest_naive_kernel<<<static_cast<unsigned>((count + 127) / 128), 128, 0, s>>>(p, in, alpha, beta, count);
   return cudaGetLastError();
+#endif
 }
 
 #ifdef SELFTEST_RUN_TIME
