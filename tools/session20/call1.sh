@@ -10,7 +10,10 @@ source tools/device_lib.sh
 dg gen --untuned $ISSUE7_DECODE $ISSUE7_DYNAMIC -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen rc=$?"
 python3 tools/session20/variants.py "$W/new" "$W/var" --nowait decode_1x4096x4096,decode_16x4096x14336,decode_64x4096x4096 >> "$OUT/gen.txt" 2>&1
 stamp "variants rc=$?"
+# The self-test's dependent launch with and without its wait, beside the build (before any timing).
+timeout 200 python3 -m pytest -q -m gpu tests/test_harness_chained.py > "$OUT/pytest_chained.txt" 2>&1 &
 timeout 200 python3 -m dgemm_cli build "$W"/new "$W"/var -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+wait; stamp "pytest chained: $(tail -1 "$OUT/pytest_chained.txt")"
 PRE=$(grep -l tma_prefetch_ "$W"/new/*/*.cu | xargs -n1 dirname | xargs -n1 basename)
 FIXED=""; DYN=""
 for n in $PRE; do
