@@ -39,32 +39,7 @@ stamp "verify nowait rc=$? (must fail)"
 timeout 120 python3 -m dgemm_cli verify "$W"/new --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 failures "$OUT/verify.json" | tee "$OUT/failures.txt"
 {
-  python3 - "$OUT" <<'PY'
-import glob, json, sys
-out = sys.argv[1]
-rows = {}
-for path in sorted(glob.glob(f"{out}/bench_[123].json") + glob.glob(f"{out}/bench_dyn_*.json") + [f"{out}/bench_others.json"]):
-    try:
-        data = json.load(open(path))
-    except (OSError, ValueError) as e:
-        print(path, "unreadable:", e); continue
-    for x in data:
-        for y in x.get("m_rows") or [x]:
-            key = x["name"] + (f" m={y['m']}" if x.get("m_rows") else "")
-            rows.setdefault(key, []).append((y["us"], y["baseline_us"], y.get("gbps") or 0, x.get("copy_gbps") or 0))
-for key in sorted(rows):
-    r = rows[key]
-    print(f"{key:44s} {' '.join(f'{u:6.2f}' for u, *_ in r):30s} cuBLAS {min(b for _, b, *_ in r):6.2f}-{max(b for _, b, *_ in r):6.2f}"
-          f"  ratio {max(b / u for u, b, *_ in r):.3f}  GB/s {max(g for _, _, g, _ in r):5.0f}")
-copy = [c for v in rows.values() for *_, c in v if c]
-print(f"copy {min(copy):.0f}-{max(copy):.0f} GB/s" if copy else "copy: none")
-for f in ("verify_nowait.json", "verify.json"):
-    try:
-        v = json.load(open(f"{out}/{f}"))
-        print(f, "passed", sum(bool(r.get("passed")) for r in v), "/", len(v), [r["name"] for r in v if not r.get("passed")])
-    except (OSError, ValueError) as e:
-        print(f, "unreadable:", e)
-PY
+  python3 tools/session20/table.py "$OUT"
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
 pack 'summary\.txt|verify\.json|verify_nowait\.json|bench_1\.json|bench_dyn_1\.json'

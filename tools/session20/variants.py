@@ -2,9 +2,12 @@
 builds, verifies and benches beside the original:
   _old    hopper's L2 prefetch before the wait removed (the kernel as at 001ca3c)
   _deep   the prefetch over 2 * STAGES k-iterations instead of STAGES
+  _bonly  the prefetch of B's boxes only (A's removed)
+  _orig   _old with the K-split kernel's wait where it was before this session: first thing in the kernel
   _nowait griddepcontrol.wait removed: a negative control, whose verify must fail behind the harness's writer
-python3 tools/session20/variants.py SRC DST [--nowait NAME,...]: _old and _deep of every directory of SRC whose
-kernel prefetches, _nowait of the named ones."""
+python3 tools/session20/variants.py SRC DST [--nowait NAME,...] [--variants _old,_deep]: the variants (default
+_old, _deep) of every directory of SRC whose kernel prefetches (_orig only of K-split kernels), _nowait of the
+named ones."""
 import pathlib
 import re
 import sys
@@ -25,6 +28,15 @@ def patch(cu: pathlib.Path, variant: str) -> int:
                           "kt < (2 * STAGES < K_ITERS ? 2 * STAGES : K_ITERS)", text)
         text, b = re.subn(r"min\(kt_end, kt0 \+ STAGES\)", "min(kt_end, kt0 + 2 * STAGES)", text)
         n = a + b
+    elif variant == "_bonly":
+        text, n = re.subn(r"\n *tma_prefetch_\dd\(&tmap_a, [^\n]*\);", "", text)
+        assert "a box a 64-row block\n          tma_prefetch" not in text
+    elif variant == "_orig":
+        text, a = PREFETCH.subn("\n", text)
+        wait = '  asm volatile("griddepcontrol.wait;\\n" ::: "memory");\n'
+        text, b = re.subn(r"  // Barriers are set up: [^\n]*\n" + re.escape(wait), "", text)
+        text, c = re.subn(r"(\n)(  // Blocks \[SPLITS \* t)", lambda m: m.group(1) + wait + m.group(2), text)
+        n = a if b == c == 1 else 0
     else:
         text, n = re.subn(r'\n *asm volatile\("griddepcontrol\.wait;\\n" ::: "memory"\);', "", text)
     cu.write_text(text)
@@ -45,9 +57,11 @@ def make(src: pathlib.Path, dst: pathlib.Path, name: str, variant: str) -> None:
 if __name__ == "__main__":
     src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     nowait = sys.argv[sys.argv.index("--nowait") + 1].split(",") if "--nowait" in sys.argv else []
+    variants = sys.argv[sys.argv.index("--variants") + 1].split(",") if "--variants" in sys.argv else ["_old", "_deep"]
     for d in sorted(p for p in src.iterdir() if p.is_dir()):
-        if "tma_prefetch_" in (d / f"{d.name}.cu").read_text():
-            make(src, dst, d.name, "_old")
-            make(src, dst, d.name, "_deep")
+        text = (d / f"{d.name}.cu").read_text()
+        for v in variants:
+            if "tma_prefetch_" in text and (v != "_orig" or "// Blocks [SPLITS * t, SPLITS" in text):
+                make(src, dst, d.name, v)
     for name in nowait:
         make(src, dst, name, "_nowait")
