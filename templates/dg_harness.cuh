@@ -484,8 +484,11 @@ __global__ void dg_fill_random_kernel(void* buf, int dtype, long long n, unsigne
 // (griddepcontrol.launch_dependents on sm_90+), idles `idle_ns` so that a programmatic dependent launch's blocks
 // are resident and past their prologue, then restores each buffer from its saved image; until then the buffers
 // hold NaN bits (all ones). A dependent kernel that reads a buffer before its griddepcontrol.wait reads NaN, and
-// one that writes its output before it has the write overwritten: either fails verify's checks. One warp a block
-// and few registers, so that it shares an SM with a block that takes nearly all of the register file.
+// one that writes its output before it has the write overwritten: either fails verify's checks.
+// For the next grid's blocks to share its SMs: one warp a block, at most 32 registers (next to a block of 384
+// threads at 168, the whole register file), and the largest shared-memory carveout (set once, dg_launch_predecessor):
+// an SM changes its carveout only when empty, so behind a kernel run at a smaller one, a dependent launch needing
+// shared memory started only when that kernel completed (tools/session20/pdl_probe.cu).
 struct DgRestoreList {
   int n;
   char* dst[DG_SLOTS];
@@ -499,7 +502,7 @@ __device__ inline unsigned long long dg_globaltimer() {
   return t;
 }
 
-__global__ void __launch_bounds__(32, 32) dg_restore_after_idle_kernel(DgRestoreList list, unsigned long long idle_ns) {
+__global__ void __maxnreg__(32) dg_restore_after_idle_kernel(DgRestoreList list, unsigned long long idle_ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
@@ -510,7 +513,15 @@ __global__ void __launch_bounds__(32, 32) dg_restore_after_idle_kernel(DgRestore
     const size_t words = list.bytes[i] / 16;
     uint4* dst = reinterpret_cast<uint4*>(list.dst[i]);
     const uint4* src = reinterpret_cast<const uint4*>(list.src[i]);
-    for (size_t w = thread; w < words; w += threads) dst[w] = src[w];
+    size_t w = thread;
+    for (; w + 3 * threads < words; w += 4 * threads) {   // 4 loads in flight a thread
+      const uint4 v0 = src[w], v1 = src[w + threads], v2 = src[w + 2 * threads], v3 = src[w + 3 * threads];
+      dst[w] = v0;
+      dst[w + threads] = v1;
+      dst[w + 2 * threads] = v2;
+      dst[w + 3 * threads] = v3;
+    }
+    for (; w < words; w += threads) dst[w] = src[w];
     for (size_t b = words * 16 + thread; b < list.bytes[i]; b += threads) list.dst[i][b] = list.src[i][b];
   }
 }
@@ -1284,6 +1295,9 @@ static void dg_launch_predecessor(DgVerifyState& st) {
     list.bytes[list.n] = st.dev_bytes[x];
     ++list.n;
   }
+  static const cudaError_t carveout = cudaFuncSetAttribute(
+      dg_restore_after_idle_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  DG_CUDA(carveout);
   dg_restore_after_idle_kernel<<<st.sms, 32, 0, st.stream>>>(list, 20000ull);
   DG_CUDA(cudaGetLastError());
 }

@@ -173,10 +173,11 @@ def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_r
     assert "#include <cooperative_groups.h>" in cu
     assert "constexpr int SPLITS = 2, KT_PER_SPLIT = 32;" in cu
     kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-    # PDL: before the wait for its predecessor the kernel only prefetches its K slice's first stages into L2;
-    # the launch allows it.
-    _assert_only_prefetches_before_the_wait(kernel)
-    assert "for (int kt = kt0; kt < min(kt_end, kt0 + STAGES); ++kt)" in _before_wait(kernel)
+    # PDL: the kernel waits for its predecessor once its barriers are set up, before any memory access (no
+    # prefetch: measured slower in the K-split kernel); the launch allows it.
+    head = _before_wait(kernel)
+    assert kernel.count("griddepcontrol.wait") == 1 and "tma_prefetch_" not in cu
+    assert head.rindex("__syncthreads();") > head.index("mbar_init") and "tma_load_" not in head
     assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel and "kt > kt0 || kk > 0" in kernel
     assert "for (int t = blockIdx.x; t < TILES" not in kernel  # one tile a cluster: the stages park its partial
     assert kernel.count("cluster.sync();") == 4  # twice in the producer warpgroup, twice in the consumers
@@ -200,10 +201,10 @@ def _before_wait(kernel: str) -> str:
 
 def _assert_only_prefetches_before_the_wait(kernel: str) -> None:
     """A dependent launch may not read or write memory the previous grid may use before its griddepcontrol.wait:
-    before it, only L2 prefetches (which return nothing) of A's and B's boxes."""
+    before it, only L2 prefetches (which return nothing) of B's boxes (A's too measured slower)."""
     assert kernel.count("griddepcontrol.wait") == 1
     head = _before_wait(kernel)
-    assert "tma_prefetch_" in head and "&tmap_a" in head and "&tmap_b" in head
+    assert "(&tmap_b, " in head and "(&tmap_a, " not in head
     for access in ("tma_load_", "C[", "ld.global", "st.global", "__ldg", "mbar_wait", "epi["):
         assert access not in head, access
     assert head.index("__syncthreads();") > head.rindex("tma_prefetch_")  # all threads wait after the barriers

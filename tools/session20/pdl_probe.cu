@@ -21,7 +21,8 @@ __device__ unsigned long long gt() {
   return t;
 }
 
-__global__ void __launch_bounds__(32, 32) writer(float* dst, const float* src, size_t n, unsigned long long idle, Times* t) {
+template <int CARVEOUT>
+__global__ void __maxnreg__(32) writer(float* dst, const float* src, size_t n, unsigned long long idle, Times* t) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const unsigned long long s = gt();
   if (blockIdx.x == 0 && threadIdx.x == 0) t->writer_start = s;
@@ -48,28 +49,31 @@ int main() {
   CK(cudaMalloc(&save, big * 4));
   CK(cudaMallocHost(&t, sizeof(Times)));
   CK(cudaMemset(src, 0, big * 4));
-  CK(cudaFuncSetAttribute(reader, cudaFuncAttributeMaxDynamicSharedMemorySize, 8224));
+  CK(cudaFuncSetAttribute(reader, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  CK(cudaFuncSetAttribute(writer<1>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  struct Mode { const char* what; size_t n; int pre; int sync; unsigned blocks; int smem; unsigned long long idle; };
+  struct Mode { const char* what; size_t n; int pre; int sync; unsigned blocks; int smem; unsigned long long idle; int carve; };
   const Mode modes[] = {
-      {"4 KB, nothing before", 1024, 0, 0, 1, 0, 20000},
-      {"4 KB, copy+memset before", 1024, 1, 0, 1, 0, 20000},
-      {"128 MB, copy+memset before", big, 1, 0, 1, 0, 20000},
-      {"128 MB, copy+memset, sync", big, 1, 1, 1, 0, 20000},
-      {"128 MB, copy+memset, 1024x128 8KB", big, 1, 0, 1024, 8224, 20000},
-      {"128 MB, copy+memset, idle 200us", big, 1, 0, 1, 0, 200000},
-      {"128 MB, memset only", big, 2, 0, 1, 0, 20000},
+      {"4 KB, nothing before", 1024, 0, 0, 1, 0, 20000, 0},
+      {"128 MB, copy+memset before", big, 1, 0, 1, 0, 20000, 0},
+      {"128 MB, copy+memset, 1024x128 8KB", big, 1, 0, 1024, 8224, 20000, 0},
+      {"128 MB, 1 block 8KB", big, 1, 0, 1, 8224, 20000, 0},
+      {"128 MB, 1024x128 no smem", big, 1, 0, 1024, 0, 20000, 0},
+      {"128 MB, carveout max, 1024x128 8KB", big, 1, 0, 1024, 8224, 20000, 1},
+      {"128 MB, carveout max, 132x128 200KB", big, 1, 0, 132, 200 * 1024, 20000, 1},
+      {"128 MB, carveout max, 1 block no smem", big, 1, 0, 1, 0, 20000, 1},
   };
   for (const Mode& m : modes) {
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < 3; ++r) {
       CK(cudaMemcpy(buf, src, m.n * 4, cudaMemcpyDeviceToDevice));
       CK(cudaDeviceSynchronize());
       *t = Times{};
       if (m.pre == 1) CK(cudaMemcpyAsync(save, buf, m.n * 4, cudaMemcpyDeviceToDevice, s));
       if (m.pre) CK(cudaMemsetAsync(buf, 0xFF, m.n * 4, s));
       if (m.sync) CK(cudaStreamSynchronize(s));
-      writer<<<sms, 32, 0, s>>>(buf, src, m.n, m.idle, t);
+      if (m.carve) writer<1><<<sms, 32, 0, s>>>(buf, src, m.n, m.idle, t);
+      else writer<0><<<sms, 32, 0, s>>>(buf, src, m.n, m.idle, t);
       CK(cudaGetLastError());
       cudaLaunchConfig_t c = {};
       c.gridDim = dim3(m.blocks);

@@ -52,6 +52,7 @@ def make(src: pathlib.Path, dst: pathlib.Path, name: str, variant: str) -> None:
         print(d.name, "patched", n)
         assert n > 0, d
     (tmp / name).unlink()
+    tmp.rmdir()
 
 
 if __name__ == "__main__":
@@ -61,7 +62,7 @@ if __name__ == "__main__":
     for d in sorted(p for p in src.iterdir() if p.is_dir()):
         text = (d / f"{d.name}.cu").read_text()
         for v in variants:
-            if "tma_prefetch_" in text and (v != "_orig" or "// Blocks [SPLITS * t, SPLITS" in text):
+            if v != "none" and "tma_prefetch_" in text and (v != "_orig" or "// Blocks [SPLITS * t, SPLITS" in text):
                 make(src, dst, d.name, v)
     for name in nowait:
         make(src, dst, name, "_nowait")
