@@ -34,9 +34,11 @@ def patch(cu: pathlib.Path, variant: str) -> int:
     elif variant == "_orig":
         text, a = PREFETCH.subn("\n", text)
         wait = '  asm volatile("griddepcontrol.wait;\\n" ::: "memory");\n'
-        text, b = re.subn(r"  // Barriers are set up: [^\n]*\n" + re.escape(wait), "", text)
-        text, c = re.subn(r"(\n)(  // Blocks \[SPLITS \* t)", lambda m: m.group(1) + wait + m.group(2), text)
-        n = a if b == c == 1 else 0
+        moved = r"  // Barriers are set up: [^\n]*\n(  // \(Waiting here[^\n]*\n)?"
+        text, b = re.subn(moved + re.escape(wait), "", text)
+        text, c = re.subn(r"(\n)(  // Blocks \[SPLITS \* t, SPLITS \* \(t \+ 1\)\) form the cluster of tile t;)",
+                          lambda m: m.group(1) + wait + m.group(2), text)
+        n = 1 if b == c == 1 else 0  # a: the prefetch, which the K-split kernel no longer has (6c9f1cf)
     else:
         text, n = re.subn(r'\n *asm volatile\("griddepcontrol\.wait;\\n" ::: "memory"\);', "", text)
     cu.write_text(text)
@@ -62,7 +64,8 @@ if __name__ == "__main__":
     for d in sorted(p for p in src.iterdir() if p.is_dir()):
         text = (d / f"{d.name}.cu").read_text()
         for v in variants:
-            if v != "none" and "tma_prefetch_" in text and (v != "_orig" or "// Blocks [SPLITS * t, SPLITS" in text):
+            split = "// Blocks [SPLITS * t, SPLITS * (t + 1)) form the cluster of tile t;" in text  # hopper's
+            if v == "_orig" and split or v not in ("none", "_orig") and "tma_prefetch_" in text:
                 make(src, dst, d.name, v)
     for name in nowait:
         make(src, dst, name, "_nowait")
