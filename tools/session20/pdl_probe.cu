@@ -3,6 +3,7 @@
 // launched dependent and never waiting, reads the buffer's first element at its start. Per mode: when the reader
 // started relative to the predecessor's start and whether it saw NaN.
 //   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a tools/session20/pdl_probe.cu -o pdl_probe
+// -DREADER_ELSEWHERE with tools/session20/pdl_reader.cu: the reader from another translation unit.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -30,6 +31,10 @@ __global__ void __maxnreg__(32) writer(float* dst, const float* src, size_t n, u
   if (blockIdx.x == 0 && threadIdx.x == 0) t->writer_restore = gt();
   for (size_t i = blockIdx.x * 32 + threadIdx.x; i < n; i += gridDim.x * 32) dst[i] = src[i];
 }
+
+#ifdef READER_ELSEWHERE
+cudaError_t launch_reader_elsewhere(const float* buf, Times* t, unsigned blocks, int smem, cudaStream_t s);
+#endif
 
 __global__ void reader(const float* buf, Times* t) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -85,7 +90,11 @@ int main() {
       a.val.programmaticStreamSerializationAllowed = 1;
       c.attrs = &a;
       c.numAttrs = 1;
+#ifdef READER_ELSEWHERE
+      CK(launch_reader_elsewhere(buf, t, m.blocks, m.smem, s));
+#else
       CK(cudaLaunchKernelEx(&c, reader, (const float*)buf, t));
+#endif
       CK(cudaStreamSynchronize(s));
       printf("%-38s reader at %+8.1f us, restore at %+8.1f us, saw %s\n", m.what,
              (double(t->reader_start) - double(t->writer_start)) / 1e3,
