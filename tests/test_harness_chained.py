@@ -20,7 +20,8 @@ def test_every_verify_case_launches_the_kernel_behind_a_writer_of_its_buffers():
     case = text[text.index("static DgCaseResult dg_verify_case("):]
     case = case[:case.index("\n}\n")]
     # The predecessor is queued right before the kernel under test, after the reference (which reads the inputs).
-    assert case.index("dg_reference_sum_kernel") < case.index("dg_launch_predecessor(st);") < case.index("st.kernel(")
+    assert case.index("dg_reference_sum_kernel") < case.index("dg_launch_predecessor(st, alpha, beta);") \
+        < case.index("st.kernel(")
     writer = text[text.index("__global__ void __maxnreg__(32) dg_restore_after_idle_kernel"):]
     writer = writer[:writer.index("\n}\n")]
     # It lets the next grid in before it idles, and restores the buffers only after.
@@ -28,8 +29,11 @@ def test_every_verify_case_launches_the_kernel_behind_a_writer_of_its_buffers():
         < writer.index("dst[w] = v0;")
     launch = text[text.index("static void dg_launch_predecessor("):]
     launch = launch[:launch.index("\n}\n")]
-    assert "cudaMemsetAsync(st.dev[x].ptr, 0xFF, st.dev_bytes[x], st.stream)" in launch  # NaN in every dtype
-    assert launch.index("cudaMemcpyAsync(st.saved[x].ptr") < launch.index("cudaMemsetAsync")
+    assert "cudaMemsetAsync(list.dst[i], 0xFF, list.bytes[i], st.stream)" in launch  # NaN in every dtype
+    # Saved, then one launch of the kernel (its first launch loads it, and a first launch waited for the work
+    # ahead of it: session 20, call 5), then the NaN and the writer; the restore overwrites that launch's output.
+    assert launch.index("cudaMemcpyAsync(st.saved[x].ptr") < launch.index("st.kernel(st.ptr, st.m, alpha, beta") \
+        < launch.index("cudaMemsetAsync") < launch.index("dg_restore_after_idle_kernel<<<")
     # The largest carveout: an SM changes it only when empty, so a dependent launch needing shared memory would
     # otherwise wait for the predecessor to complete (tools/session20/pdl_probe.cu).
     assert "cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared" in launch

@@ -1,7 +1,7 @@
 """Instrumented copies of the _nowait negative controls (variants.py) for session 20's call 4: the kernel's block 0
 prints when it starts (%globaltimer) and the first bits of A it reads; the harness's writer prints when it starts
-and when it restores. _dbgsync also synchronizes the stream before queueing the writer (the writer then starts
-as the host queues the kernel, as in the self-test).   python3 tools/session20/chain_debug.py SRC DST NAME..."""
+and when it restores. _dbg: the harness without the launch before the predecessor (as at 6c9f1cf), _dbgwarm: as
+the harness is now.   python3 tools/session20/chain_debug.py SRC DST NAME..."""
 import pathlib
 import re
 import sys
@@ -33,14 +33,17 @@ def make(src: pathlib.Path, dst: pathlib.Path, name: str, suffix: str) -> None:
     ht = h.read_text()
     assert WRITER_OLD in ht and n == 1, d
     ht = ht.replace(WRITER_OLD, WRITER_NEW)
-    if suffix == "_dbgsync":
-        ht = ht.replace("  dg_restore_after_idle_kernel<<<", "  DG_CUDA(cudaStreamSynchronize(st.stream));\n"
-                        "  dg_restore_after_idle_kernel<<<")
+    if suffix == "_dbg":
+        warm = ("  const cudaError_t loaded = st.kernel(st.ptr, st.m, alpha, beta, st.stream);\n"
+                "  if (loaded != cudaSuccess) dg_die_cuda(loaded, \"kernel under test (launch returned)\", __LINE__);\n"
+                "  DG_CUDA(cudaGetLastError());\n")
+        assert warm in ht
+        ht = ht.replace(warm, "")
     h.write_text(ht)
     print(d.name, "instrumented")
 
 
 if __name__ == "__main__":
     for name in sys.argv[3:]:
-        for suffix in ("_dbg", "_dbgsync"):
+        for suffix in ("_dbg", "_dbgwarm"):
             make(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), name, suffix)
