@@ -1283,11 +1283,12 @@ static void dg_upload_element(DgVerifyState& st, int x, long long i) {
 }
 
 // Saves every buffer, launches the kernel under test once, fills every buffer with NaN bits and queues
-// dg_restore_after_idle_kernel, which puts the saved images back after 20 µs: the kernel launched next in st.stream
+// dg_restore_after_idle_kernel, which puts the saved images back after 50 µs: the kernel launched next in st.stream
 // runs right behind a kernel that writes all its buffers. The launch before is there because a kernel's first
-// launch loads it (CUDA's lazy module loading), and that launch did not start before the work queued ahead of it
-// had finished (session 20, call 5): without it, no case's launch would overlap the predecessor whose kernel
-// (an alignment fallback, a run-time bucket) it is the first of. Its output is overwritten by the restore.
+// launch loads it (CUDA's lazy module loading) and then starts late: measured (session 20, call 5; kernel block 0
+// against the predecessor's start), a first launch 130-430 µs late, past the restore, so a case whose kernel (an
+// alignment fallback, a run-time bucket) had not run before never overlapped; with this launch every case's
+// started 0.6-12 µs in. Its output is overwritten by the restore.
 static void dg_launch_predecessor(DgVerifyState& st, float alpha, float beta) {
   DgRestoreList list = {};
   for (int x = 0; x < DG_SLOTS; ++x) {
@@ -1305,7 +1306,7 @@ static void dg_launch_predecessor(DgVerifyState& st, float alpha, float beta) {
   static const cudaError_t carveout = cudaFuncSetAttribute(
       dg_restore_after_idle_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   DG_CUDA(carveout);
-  dg_restore_after_idle_kernel<<<st.sms, 32, 0, st.stream>>>(list, 20000ull);
+  dg_restore_after_idle_kernel<<<st.sms, 32, 0, st.stream>>>(list, 50000ull);
   DG_CUDA(cudaGetLastError());
 }
 
