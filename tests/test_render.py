@@ -219,6 +219,7 @@ def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     _assert_only_prefetches_before_the_wait(kernel)
     head = _before_wait(kernel)
     # The block's first tile, its first STAGES k-iterations (no more than K has).
+    assert "if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {" in head  # one tile a block only
     assert "const Tile tile = tile_at(int(blockIdx.x));" in head
     assert "for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt)" in head
     wait = kernel.index("griddepcontrol.wait")
