@@ -36,13 +36,15 @@ def launch_path(p) -> str | None:
     return None
 
 
-def main(spec_dir: str) -> None:
+def main(spec_dir: str, classify=launch_path) -> None:
+    """Counts the kernels of the specs in SPEC_DIR (or the one spec file) by `classify`'s label (None: not counted)."""
     counts, specs = collections.Counter(), collections.defaultdict(set)
-    for path in sorted(Path(spec_dir).glob("*.yaml")):
+    root = Path(spec_dir)
+    for path in sorted(root.glob("*.yaml") if root.is_dir() else [root]):
         spec = load_spec(path)
         plan = make_plan(analyse(spec), SM90)
         for p in [b.plan.primary for b in plan.buckets] if hasattr(plan, "buckets") else [plan.primary]:
-            path_name = launch_path(p)
+            path_name = classify(p)
             if path_name:
                 counts[path_name] += 1
                 specs[path_name].add(spec.name)

@@ -19,19 +19,7 @@ for d in "$W"/dbg/*; do
   n=$(basename "$d")
   timeout 30 "$d/build/sm_90a/${n}_harness" verify --seeds 1 --samples 4 > "$OUT/dbg_$n.txt" 2>&1
   echo "$n rc=$?" >> "$OUT/dbg.txt"
-  python3 - "$OUT/dbg_$n.txt" <<'PY' >> "$OUT/dbg.txt"
-import re, sys
-w = None
-for line in open(sys.argv[1]):
-    m = re.match(r"DBG writer start (\d+) restore (\d+)", line)
-    if m:
-        w = (int(m.group(1)), int(m.group(2)))
-    m = re.match(r"DBG kernel start (\d+)", line)
-    if m and w:
-        print(f"  kernel at {(int(m.group(1)) - w[0]) / 1e3:+9.1f} us, restore at {(w[1] - w[0]) / 1e3:+7.1f} us")
-        w = None
-print("  passed" if '"passed": true' in open(sys.argv[1]).read() else "  failed")
-PY
+  python3 tools/session20/chain_report.py "$OUT/dbg_$n.txt" >> "$OUT/dbg.txt"
 done
 stamp "debug"
 ALL=$(ls -d "$W"/new/* "$W"/var/* | sort -t/ -k5)

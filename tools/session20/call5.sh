@@ -27,18 +27,7 @@ for d in "$W"/dbg/*; do
   for mode in LAZY EAGER; do
     CUDA_MODULE_LOADING=$mode timeout 30 "$d/build/sm_90a/${n}_harness" verify --seeds 1,2 --samples 4 > "$OUT/dbg_${n}_$mode.txt" 2>&1
     echo "$n $mode rc=$?" >> "$OUT/dbg.txt"
-    python3 - "$OUT/dbg_${n}_$mode.txt" <<'PY' >> "$OUT/dbg.txt"
-import re, sys
-w = None
-for line in open(sys.argv[1]):
-    m = re.match(r"DBG writer start (\d+) restore (\d+)", line)
-    if m:
-        w = (int(m.group(1)), int(m.group(2)))
-    m = re.match(r"DBG kernel start (\d+)", line)
-    if m and w:
-        print(f"  kernel at {(int(m.group(1)) - w[0]) / 1e3:+9.1f} us, restore at {(w[1] - w[0]) / 1e3:+7.1f} us")
-        w = None
-PY
+    python3 $P/chain_report.py "$OUT/dbg_${n}_$mode.txt" >> "$OUT/dbg.txt"
   done
 done
 stamp "debug"
