@@ -94,7 +94,6 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         **base,
         "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
-        "b_lookahead": 0,
         "l2_promotion": plan.l2_promotion, "l2_promotion_enum": PROMOTION_ENUM[plan.l2_promotion],
         "consumers": plan.consumers, "ctas_per_sm": plan.ctas_per_sm, "wg_m": plan.wg_m, "mi": plan.wg_m // 64,
         "threads": plan.threads,

@@ -1,6 +1,7 @@
 """Session 21's variants of hopper kernels: B's boxes prefetched into L2 a fixed number of k-iterations ahead of
-their loads, inside the producer's loop (`b_lookahead` in templates/hopper/body.cu.j2), beside the kernel as
-the model plans it.
+their loads, inside the producer's loop (`b_lookahead` in templates/hopper/body.cu.j2 at 9acb42f, the commit
+this tool runs at: measured 2.7-9 µs slower in call 1, the template code was removed), beside the kernel as the
+model plans it.
 
     python3 tools/session21/lookahead.py OUT SPEC... --ahead S,2S,4
 
