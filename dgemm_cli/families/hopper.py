@@ -99,7 +99,9 @@ SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole 
 # 11.10 / 10.56 / 10.72 / 10.97 µs at 6 / 8 / 10 / 12 stages; eighth session (call 3), [64,4096]x[4096,4096] on
 # 64x64 split 2 (64-row boxes, 16 KB a stage) 12.13 / 11.67 / 11.92 / 12.04 at 6 / 8 / 10 / 12, [16,...] 10.92 at
 # 8 against 11.35 at 12, and 64x112 at N = 14336 ran 0.5-1.5% faster at 8 than at 6 for m = 1, 16, 64. (One
-# sixth-session run had 64x128 at [8,4096]x[4096,14336] 2.7% slower at 8 than at 6.)
+# sixth-session run had 64x128 at [8,4096]x[4096,14336] 2.7% slower at 8 than at 6.) With the epilogue's staging
+# moved over the stages to make room (twenty-first session, call 5), 7 stages at [128,4096]x[4096,14336] (cuBLAS's
+# depth for the same tile) and 10 at [16 / 64,4096]x[4096,14336] ran level with 6 and 8: no deeper ring is offered.
 STAGES = (3, 4, 5, 6, 8)
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
