@@ -16,7 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "session19"
 from copy_renamed import copy_renamed  # noqa: E402
 
 PREFETCH = re.compile(r"\n    // Before the wait for the previous grid:.*?\n(    for \(int kt = kt0.*?\n    }\n|"
-                      r"    if \(int\(blockIdx\.x\) < TILES\) \{.*?\n    }\n)", re.S)
+                      r"    if \(int\(blockIdx\.x\) < TILES( && TILES <= int\(gridDim\.x\))?\) \{.*?\n    }\n)", re.S)
 
 
 def patch(cu: pathlib.Path, variant: str) -> int:
