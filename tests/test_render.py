@@ -315,3 +315,48 @@ def test_two_consumer_warpgroups_meet_before_the_partial_tile_goes_over_the_stag
         assert (barrier in kernel) == (consumers == 2)
         if consumers == 2:
             assert kernel.index("wgmma_wait<0>();") < kernel.index(barrier) < kernel.index("partial[")
+
+
+
+PDL_ATTRIBUTE = "programmaticStreamSerializationAllowed = 1"
+DECODE_SPECS = sorted((SPECS[0].parent / "bench").glob("decode_[0-9]*.yaml"))  # fixed sizes: run-time ones are slow
+
+
+def _readme_and_dependent(spec, views, arch, family=None):
+    plan = make_plan(views, arch, family)
+    files = render_sources(spec, views, plan, plan_baseline(views), arch)
+    return "Programmatic dependent launch" in files["README.md"], PDL_ATTRIBUTE in files[f"{spec.name}.cu"], plan
+
+
+@pytest.mark.parametrize("path", DECODE_SPECS, ids=lambda p: p.stem)
+def test_readme_says_when_the_launch_is_programmatically_dependent(path):
+    """A programmatic dependent launch changes what the next kernel in the caller's stream may assume (it may start
+    before this one completes), so the README says so exactly where the launcher can take one, in every family the
+    decode shapes reach (each family preferred where its gates allow)."""
+    spec = load_spec(path)
+    views = analyse(spec)
+    for family in ("hopper", "tcgemv", "gemv", "splitk", "cta"):
+        says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), family)
+        assert says == dependent, plan.family
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_readme_and_launch_agree_on_every_example_spec(path):
+    spec = load_spec(path)
+    views = analyse(spec)
+    for arch in ("sm_90a", "sm_80"):
+        says, dependent, plan = _readme_and_dependent(spec, views, get_arch(arch))
+        assert says == dependent, (arch, plan.family)
+        assert not (arch == "sm_80" and dependent)  # griddepcontrol is sm_90 PTX
+
+
+def test_readme_states_the_hopper_launch_rule_and_a_plain_cta_kernel_says_nothing():
+    spec = load_spec(SPECS[0].parent / "bench" / "decode_16x4096x14336.yaml")
+    views = analyse(spec)
+    says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), "hopper")
+    assert plan.family == "hopper" and says and dependent
+    files = render_sources(spec, views, plan, plan_baseline(views), get_arch("sm_90a"))
+    assert "where the grid takes every block slot" in files["README.md"]
+    assert "cudaGridDependencySynchronize()" in files["README.md"]
+    says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), "cta")
+    assert plan.family == "cta" and not says and not dependent

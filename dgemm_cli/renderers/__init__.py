@@ -40,11 +40,22 @@ def launch_attributes(smem_bytes: int, smem_symbol: str, cluster: int) -> tuple[
     return settings, text[:1].upper() + text[1:]
 
 
+def dependent_launch_note(when: str = "") -> str:
+    """What a programmatic dependent launch (common/_launch.j2: dependent_launch) means for the caller's stream;
+    `when`: the condition under which the launcher takes it, if it does not always."""
+    return (f"Programmatic dependent launch{when}: the kernel may start while the previous kernel in `stream` "
+            "finishes, and waits for that kernel to complete before it reads or writes memory, so stream order holds "
+            "as for any launch. It may also let the next kernel start before it completes: a next kernel that you "
+            "launch with `cudaLaunchAttributeProgrammaticStreamSerialization` must call "
+            "`cudaGridDependencySynchronize()` before it reads this kernel's output, as CUDA asks of any dependent "
+            "launch; a plain launch after it waits as usual.")
+
+
 def cluster_requirements(splits: int) -> tuple[str, ...]:
     """What a kernel whose K is split over a cluster of `splits` blocks asks of the GPU and gives back."""
     if splits == 1:
         return ()
-    out = [f"Thread-block clusters of {splits} blocks: compute capability 9.0 or later."]
+    out = [f"Thread-block clusters of {splits} blocks: compute capability 9.0 or later.", dependent_launch_note()]
     if splits > PORTABLE_CLUSTER:
         out.append(f"{splits} blocks a cluster is past the portable {PORTABLE_CLUSTER}: a GPU or MIG partition that "
                    f"cannot co-schedule {splits} blocks makes the launch return a CUDA error "

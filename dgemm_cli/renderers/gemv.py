@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.families.gemv import GemvPlan
-from dgemm_cli.renderers import Body, cluster_requirements, launch_attributes
+from dgemm_cli.renderers import Body, cluster_requirements, dependent_launch_note, launch_attributes
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
@@ -32,5 +32,5 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     includes = {"cooperative_groups.h"} if plan.splits > 1 else set()
     if k["func_attributes"]:
         includes.add("atomic")
-    return Body("gemv", text, f"gemv: {plan.summary}", tuple(decisions), frozenset(includes),
-                cluster_requirements(plan.splits))
+    requirements = cluster_requirements(plan.splits) or ((dependent_launch_note(),) if plan.dependent_launch else ())
+    return Body("gemv", text, f"gemv: {plan.summary}", tuple(decisions), frozenset(includes), requirements)

@@ -14,7 +14,7 @@ from dgemm_cli.families.hopper import (
     HopperPlan,
     TmaOperand,
 )
-from dgemm_cli.renderers import TMA_DTYPE, Body
+from dgemm_cli.renderers import TMA_DTYPE, Body, cluster_requirements, dependent_launch_note
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews, inner_stride
 
@@ -154,4 +154,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
                      f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
                      f"{grid}.")
     includes = {"atomic", "cuda.h", "mutex"} | ({"cooperative_groups.h"} if plan.k_splits > 1 else set())
-    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes))
+    # The persistent kernel's launcher decides at run time, from the SM count (templates/hopper/body.cu.j2).
+    requirements = cluster_requirements(plan.k_splits) or (dependent_launch_note(
+        " where the grid takes every block slot of the GPU, or all but a sixteenth of them over one tile row "
+        "(decided at run time from the SM count)"),)
+    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes), requirements)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.families.splitk import DotPlan, SplitKPlan
-from dgemm_cli.renderers import Body, cluster_requirements, launch_attributes
+from dgemm_cli.renderers import Body, cluster_requirements, dependent_launch_note, launch_attributes
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
@@ -82,8 +82,8 @@ def render_dot(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: D
             f"each block sums its K slice in a fixed order and the {plan.groups} slices' sums are added in order")
     arch = "Compute capability 9.0 or later: the kernels use programmatic dependent launch (griddepcontrol)."
     if plan.groups == 1:
-        requirements = (arch, f"Deterministic: {what}, so repeated calls on the same data give bit-identical "
-                              "results. No workspace and no state between calls.")
+        requirements = (arch, dependent_launch_note(), f"Deterministic: {what}, so repeated calls on the same data "
+                        "give bit-identical results. No workspace and no state between calls.")
     else:
-        requirements = (arch, scratch_requirement(plan, what))
+        requirements = (arch, dependent_launch_note(), scratch_requirement(plan, what))
     return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(), requirements)

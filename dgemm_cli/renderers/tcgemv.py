@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.families.tcgemv import SHARED_ALIGN, SHARED_GROUP_SEGMENTS, TcGemvPlan
-from dgemm_cli.renderers import TMA_DTYPE, Body
+from dgemm_cli.renderers import TMA_DTYPE, Body, dependent_launch_note
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
@@ -31,6 +31,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     text = env.get_template("tcgemv/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
     includes = frozenset({"atomic", "cuda.h", "mutex"} if plan.shared_act else ())
-    return Body("tcgemv", text, f"tcgemv: {plan.summary}", tuple(decisions), includes,
-                ("Deterministic: the warps' partial sums are added in a fixed order, so repeated calls on the same "
-                 "data give bit-identical results. No workspace and no state between calls.",))
+    deterministic = ("Deterministic: the warps' partial sums are added in a fixed order, so repeated calls on the same "
+                     "data give bit-identical results. No workspace and no state between calls.")
+    # The register-stream kernel is a dependent launch; the staged one (A through shared memory) a plain one.
+    requirements = (deterministic,) if plan.shared_act else (dependent_launch_note(), deterministic)
+    return Body("tcgemv", text, f"tcgemv: {plan.summary}", tuple(decisions), includes, requirements)
