@@ -323,9 +323,11 @@ DECODE_SPECS = sorted((SPECS[0].parent / "bench").glob("decode_[0-9]*.yaml"))  #
 
 
 def _readme_and_dependent(spec, views, arch, family=None):
+    """Whether the README names a programmatic dependent launch, whether the .cu takes one, the plan, the README."""
     plan = make_plan(views, arch, family)
     files = render_sources(spec, views, plan, plan_baseline(views), arch)
-    return "Programmatic dependent launch" in files["README.md"], PDL_ATTRIBUTE in files[f"{spec.name}.cu"], plan
+    readme = files["README.md"]
+    return "Programmatic dependent launch" in readme, PDL_ATTRIBUTE in files[f"{spec.name}.cu"], plan, readme
 
 
 @pytest.mark.parametrize("path", DECODE_SPECS, ids=lambda p: p.stem)
@@ -336,7 +338,7 @@ def test_readme_says_when_the_launch_is_programmatically_dependent(path):
     spec = load_spec(path)
     views = analyse(spec)
     for family in ("hopper", "tcgemv", "gemv", "splitk", "cta"):
-        says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), family)
+        says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch("sm_90a"), family)
         assert says == dependent, plan.family
 
 
@@ -345,7 +347,7 @@ def test_readme_and_launch_agree_on_every_example_spec(path):
     spec = load_spec(path)
     views = analyse(spec)
     for arch in ("sm_90a", "sm_80"):
-        says, dependent, plan = _readme_and_dependent(spec, views, get_arch(arch))
+        says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch(arch))
         assert says == dependent, (arch, plan.family)
         assert not (arch == "sm_80" and dependent)  # griddepcontrol is sm_90 PTX
 
@@ -353,10 +355,8 @@ def test_readme_and_launch_agree_on_every_example_spec(path):
 def test_readme_states_the_hopper_launch_rule_and_a_plain_cta_kernel_says_nothing():
     spec = load_spec(SPECS[0].parent / "bench" / "decode_16x4096x14336.yaml")
     views = analyse(spec)
-    says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), "hopper")
+    says, dependent, plan, readme = _readme_and_dependent(spec, views, get_arch("sm_90a"), "hopper")
     assert plan.family == "hopper" and says and dependent
-    files = render_sources(spec, views, plan, plan_baseline(views), get_arch("sm_90a"))
-    assert "where the grid takes every block slot" in files["README.md"]
-    assert "cudaGridDependencySynchronize()" in files["README.md"]
-    says, dependent, plan = _readme_and_dependent(spec, views, get_arch("sm_90a"), "cta")
+    assert "where the grid takes every block slot" in readme and "cudaGridDependencySynchronize()" in readme
+    says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch("sm_90a"), "cta")
     assert plan.family == "cta" and not says and not dependent

@@ -80,7 +80,7 @@ def render_dot(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: D
     decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
     what = ("each block sums its K slice in a fixed order" if plan.groups == 1 else
             f"each block sums its K slice in a fixed order and the {plan.groups} slices' sums are added in order")
-    arch = "Compute capability 9.0 or later: the kernels use programmatic dependent launch (griddepcontrol)."
+    arch = "Compute capability 9.0 or later (griddepcontrol: the dependent launch below)."
     if plan.groups == 1:
         requirements = (arch, dependent_launch_note(), f"Deterministic: {what}, so repeated calls on the same data "
                         "give bit-identical results. No workspace and no state between calls.")
