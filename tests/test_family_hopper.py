@@ -471,6 +471,48 @@ def test_the_stream_bound_counts_only_a_weight_read_once():
     assert groups == 2 and of_assignment(hopper.problem(again, arch), assignment).cost_us < bound
 
 
+# ------------------------------------------------------------------------------------------------
+# The stage's load order
+# ------------------------------------------------------------------------------------------------
+
+def _producer_loads(cu: str) -> list[str]:
+    """The operands of the producer's stage loads (tma_load_*d into a stage), in the order the kernel issues them."""
+    return [("A" if "&tmap_a" in line else "B") for line in cu.splitlines()
+            if "tma_load_" in line and "(smem + " in line and "_OFFSET + stage *" in line]
+
+
+@pytest.mark.parametrize("m, n, first", [
+    (16, 14336, "B"), (64, 14336, "B"), (128, 14336, "B"),  # one tile row: the weight streams once
+    (64, 4096, "B"),                                        # ... with K split over a cluster
+    (14336, 16, "A"),                                       # one tile column: A streams
+    (4096, 4096, "A"), (512, 14336, "A"),                   # both re-read across tiles
+])
+def test_each_stage_loads_the_weight_first_only_where_it_streams_once(m, n, first):
+    """Twenty-second session, call 3: B's box before A's ran the K-split kernel of [64,4096]x[4096,4096] 0.8%
+    faster and left 16, 64 and 128 rows of N = 14336 level; elsewhere the order stays A first."""
+    from dgemm_cli.baseline import plan_baseline
+    from dgemm_cli.render import render_sources
+
+    arch = get_arch("sm_90a")
+    views = _gemm(m, n, 4096)
+    plan = make_plan(views, arch, "hopper")
+    assert plan.primary.b_first == (first == "B") == (plan.primary.tiles_m == 1)
+    cu = render_sources(views.spec, views, plan, plan_baseline(views), arch)["g.cu"]
+    loads = _producer_loads(cu)
+    assert loads[0] == first and sorted(loads) == ["A", "B"], loads
+    assert ("loads: B's box before A's" in cu) == (first == "B")
+
+
+def test_a_weight_broadcast_over_a_batch_is_not_loaded_first():
+    """One tile row, but every batch index's tiles read the same B tiles (stride 0): B comes from L2 after the
+    first, so the order stays A first (weight_streams_once, as the stream bound counts it)."""
+    views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "f16",
+                                "gemm": {"batch": 4, "m": 64, "n": 4096, "k": 1024},
+                                "operands": {"B": {"strides": [0, 1, 1024]}}}))
+    plan = make_plan(views, get_arch("sm_90a"), "hopper").primary
+    assert plan.tiles_m == 1 and plan.tile_groups == 4 and not plan.b_first
+
+
 def test_gqa_pv_over_a_kv_cache_stays_on_the_split_hopper_plan():
     """GQA P.V over a V cache in place (32 KV heads, 8 query heads, 4096 tokens, head dim 128): the split hopper
     plan ran 11.45-11.48 µs against splitk's best 12.52 (twelfth session, call 5). It bounds the split's reduce cost

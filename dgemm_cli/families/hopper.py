@@ -238,6 +238,11 @@ class HopperPlan:
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
     flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
     l2_promotion: str = "256B"  # both tensor maps' L2 promotion (L2_PROMOTIONS)
+    # Each stage issues B's box before A's: where the weight streams from DRAM once (weight_streams_once), its
+    # box is the long load and A's comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in
+    # turn): the K-split kernel of [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows
+    # of N = 14336 level (within 0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured).
+    b_first: bool = False
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -280,6 +285,8 @@ class HopperPlan:
             out.append(self.flat_rows_line())
         if self.a_box_line():
             out.append(self.a_box_line())
+        if self.load_order_line():
+            out.append(self.load_order_line())
         for t in (self.a, self.b):
             dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
                              + f", box {d.box})" for d in t.dims)
@@ -305,6 +312,12 @@ class HopperPlan:
         return (f"rows: the m loop(s) {loops} and {self.m_inner_label} ({self.m_inner} rows, a multiple of 64) walk as "
                 f"one run of {self.m_loop_rows} rows, {self.tiles_m} tiles of {self.block_m}; a 64-row block never "
                 "straddles an m-loop index")
+
+    def load_order_line(self) -> str | None:
+        """The stage's load order where it is not A's box first (explain and the kernel's header comment)."""
+        if not self.b_first:
+            return None
+        return "loads: B's box before A's in each stage (the weight streams from DRAM once; A's box comes from L2)"
 
     def a_box_line(self) -> str | None:
         """What A's box holds when it is cut to the rows present (explain and the kernel's header comment)."""
@@ -667,6 +680,15 @@ def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
     return tile_grid(views)(block_m, BOX_MN, k_splits)[3]
 
 
+def weight_streams_once(views: ProblemViews, tiles_m: int, flat: bool) -> bool:
+    """Whether every weight (B) tile is read by one tile only: one tile row, and no tile group reading the same
+    B tiles again (outer m segments, unless flat rows fold them into tiles_m; batch segments B is broadcast over)."""
+    loops = tile_loops(views)
+    m_rereads = math.prod(x.size for x in loops if x.role == "m")
+    batch_rereads = math.prod(x.size for x in loops if x.role == "batch" and x.stride["B"] == 0)
+    return tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1
+
+
 def _size(views: ProblemViews, role: str) -> int:
     """The size of a role's tiled (innermost) segment; 1 without one."""
     seg = _inner(views, role)
@@ -689,11 +711,6 @@ def _cost(views: ProblemViews, arch: Arch):
     k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
     follow = a_rows_follow_m(views)
-    # Tile groups that read the same weight tiles again: outer m segments (unless flat rows fold them into tiles_m)
-    # and batch segments the weight is broadcast over (stride 0).
-    loops = tile_loops(views)
-    m_rereads = math.prod(x.size for x in loops if x.role == "m")
-    batch_rereads = math.prod(x.size for x in loops if x.role == "batch" and x.stride["B"] == 0)
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
               + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
     dram_us = unique / (arch.dram_gbps * 1e3)
@@ -704,7 +721,7 @@ def _cost(views: ProblemViews, arch: Arch):
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
         groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
         tiles = groups * tiles_m * tiles_n * splits
-        streams_once = tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1  # each weight tile read once
+        streams_once = weight_streams_once(views, tiles_m, flat)
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
@@ -808,7 +825,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
         a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
-        l2_promotion=a["l2_promotion"],
+        l2_promotion=a["l2_promotion"], b_first=weight_streams_once(views, tiles_m, flat),
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

@@ -111,7 +111,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_cols": plan.epi_cols, "epi_pitch": EPI_COL_PITCH if plan.c_unit == "m" else EPI_ROW_PITCH,
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
-        "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows,
+        "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows, "b_first": plan.b_first,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
@@ -137,6 +137,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
                          + ", ".join(x.label for x in plan.k_loops))
     if plan.a_box_line():
         decisions.append(plan.a_box_line())
+    if plan.load_order_line():
+        decisions.append(plan.load_order_line())
     if plan.flat_rows:
         decisions.append(plan.flat_rows_line())
     decisions.extend(plan.ep_vector_lines())

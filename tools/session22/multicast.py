@@ -27,8 +27,10 @@ from copy_renamed import copy_renamed  # noqa: E402
 HELPERS = r'''
 // ---- The A multicast (tools/session22/multicast.py).
 // One box into the same shared-memory offset of every block in `cta_mask`, completing on each one's `bar`.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, uint16_t cta_mask, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, { %4, %5}], [%2], %3;\n"
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                                      uint16_t cta_mask, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, { %4, %5}], [%2], %3;\n"
                ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "h"(cta_mask), "r"(c0), "r"(c1) : "memory");
 }
 // An arrive on the barrier at `bar`'s offset in block `block` of the cluster (.release.cta: the stage's readers are
@@ -68,7 +70,8 @@ def patch(text: str, mc: int) -> str:
         (r"(constexpr int RASTER = \d+;[^\n]*\n)",
          rf"\1constexpr int MULTICAST = {mc};  // blocks a cluster, each loading 1/MULTICAST of every A box\n"),
         (r"(constexpr int TILES = \d+;[^\n]*\n)",
-         r"\1static_assert(TILES_M == 1 && TILES % MULTICAST == 0, " '"the multicast variant: one tile row, whole clusters");\n' ),
+         r"\1static_assert(TILES_M == 1 && TILES % MULTICAST == 0, "
+         '"the multicast variant: one tile row, whole clusters");\n'),
         (r"(constexpr int STAGE_TX_BYTES = A_STAGE_BYTES \+ B_STAGE_BYTES;[^\n]*\n)",
          r"\1constexpr int A_SHARE_ROWS = BM / MULTICAST;  // rows of A's box each block loads and multicasts\n"
          "static_assert(A_SHARE_ROWS % 8 == 0, \"a block's share of A is whole swizzle atoms\");\n"),
@@ -84,10 +87,11 @@ def patch(text: str, mc: int) -> str:
         (r"\n}\n\n// ---- Host side",
          "\n  cluster_sync();  // no block leaves while a peer may still multicast into it or arrive on its barriers\n"
          "}\n\n// ---- Host side"),
-        (r"(bool encode_a\(CUtensorMap\* map, const void\* view\) \{\n(?:[^\n]*\n){2}  const cuuint32_t box\[2\] = \{ 64, )(\d+) \};",
+        (r"(bool encode_a\(CUtensorMap\* map, const void\* view\) \{\n(?:[^\n]*\n){2}"
+         r"  const cuuint32_t box\[2\] = \{ 64, )(\d+) \};",
          r"\1\2 / MULTICAST };"),
         (r"(  const int grid = [^\n]*\n)",
-         r"\1  static_assert(TILES <= 132, " '"the multicast variant: every block one tile on the H200");\n' ),
+         r"\1  static_assert(TILES <= 132, " '"the multicast variant: every block one tile on the H200");\n'),
     ]
     for pattern, repl in subs:
         text, n = re.subn(pattern, repl, text, count=1)

@@ -9,8 +9,9 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from dgemm_cli.families import hopper  # noqa: E402
 from render_variant import main  # noqa: E402
+
+from dgemm_cli.families import hopper  # noqa: E402
 
 hopper.K_SPLITS = (1, 2, 4)
 
