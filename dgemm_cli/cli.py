@@ -446,6 +446,9 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
     one CUDA graph, the graph replayed REPS times between CUDA events, the median replay divided by
     the launches (`method: graph`). Inputs rotate over enough buffer sets to exceed L2; data is random.
     Back-to-back stream launches are timed too (`us_stream`; host launch cost shows there).
+    A kernel whose launcher makes a programmatic dependent launch (its README's "Requirements" says
+    where) starts each launch while the previous one finishes, so both numbers are those of launches
+    chained back to back; run alone, a kernel can take microseconds longer (docs/DESIGN.md, "Bench").
 
     The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
     swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
