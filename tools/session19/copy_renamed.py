@@ -21,5 +21,20 @@ def copy_renamed(src: pathlib.Path, dst: pathlib.Path, suffix: str) -> list[path
     return made
 
 
+def patch_copies(src: pathlib.Path, dst: pathlib.Path, args: list[str], patch, suffix) -> None:
+    """For each NAME=VALUE of args: copy SRC/NAME to DST/<NAME><suffix(VALUE)> (copy_renamed) and rewrite its
+    kernel source with patch(text, VALUE). The variant scripts of sessions 21 and 22 run through this."""
+    for arg in args:
+        name, value = arg.split("=")
+        tmp = dst / ".one"
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / name).symlink_to((src / name).resolve())
+        for d in copy_renamed(tmp, dst, suffix(value)):
+            cu = d / f"{d.name}.cu"
+            cu.write_text(patch(cu.read_text(), value))
+        (tmp / name).unlink()
+        tmp.rmdir()
+
+
 if __name__ == "__main__":
     copy_renamed(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3])

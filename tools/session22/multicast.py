@@ -22,7 +22,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "session19"))
-from copy_renamed import copy_renamed  # noqa: E402
+from copy_renamed import patch_copies  # noqa: E402
 
 HELPERS = r'''
 // ---- The A multicast (tools/session22/multicast.py).
@@ -106,14 +106,5 @@ def patch(text: str, mc: int) -> str:
 
 
 if __name__ == "__main__":
-    src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-    for arg in sys.argv[3:]:
-        name, mc = arg.split("=")
-        tmp = dst / ".one"
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / name).symlink_to((src / name).resolve())
-        for d in copy_renamed(tmp, dst, f"_mc{mc}"):
-            cu = d / f"{d.name}.cu"
-            cu.write_text(patch(cu.read_text(), int(mc)))
-        (tmp / name).unlink()
-        tmp.rmdir()
+    patch_copies(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:],
+                 lambda text, v: patch(text, int(v)), lambda v: f"_mc{v}")

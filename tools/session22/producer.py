@@ -11,7 +11,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "session19"))
-from copy_renamed import copy_renamed  # noqa: E402
+from copy_renamed import patch_copies  # noqa: E402
 
 A_LOAD = r"( *)(tma_load_2d\(smem \+ A_OFFSET \+ stage \* A_STAGE_BYTES, &tmap_a, &full\[stage\], k0, tile\.m0\);\n)"
 B_LOAD = r"( *)(tma_load_2d\(smem \+ B_OFFSET \+ stage \* B_STAGE_BYTES, &tmap_b, &full\[stage\], k0, tile\.n0\);\n)"
@@ -29,14 +29,4 @@ def patch(text: str, variant: str) -> str:
 
 
 if __name__ == "__main__":
-    src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-    for arg in sys.argv[3:]:
-        name, variant = arg.split("=")
-        tmp = dst / ".one"
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / name).symlink_to((src / name).resolve())
-        for d in copy_renamed(tmp, dst, f"_{variant}"):
-            cu = d / f"{d.name}.cu"
-            cu.write_text(patch(cu.read_text(), variant))
-        (tmp / name).unlink()
-        tmp.rmdir()
+    patch_copies(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:], patch, lambda v: f"_{v}")
