@@ -3,8 +3,16 @@
 # activation multicast reads A from L2 once a cluster and ours (tools/session22/multicast.py) does not (calls 4, 5).
 # ncu --set full of our multicast variant and of cuBLAS's kernel for [128,4096]x[4096,14336] bf16 (caches flushed,
 # boost clocks): their SASS's TMA instructions (UTMALDG and its modifiers, UTMAPF, the barrier arrives), the launch
-# statistics (cluster size, scheduling) and L2's sectors by source; a short table of the TMA lines last.
+# statistics (cluster size, scheduling) and L2's sectors by source; a short table of the TMA lines last. First,
+# tools/session22/mcast_probe.cu: the kernel's loads without its math, A alone and beside the weight, with and
+# without the multicast (modes 0-3), timed and under ncu: does the H200's multicast read A from L2 once a cluster?
 source tools/device_lib.sh
+nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a tools/session22/mcast_probe.cu -o "$W/mcast_probe" > "$OUT/probe_build.txt" 2>&1
+stamp "probe build rc=$?"
+timeout 60 "$W/mcast_probe" > "$OUT/probe.txt" 2>&1; stamp "probe rc=$?"
+MP=gpu__time_duration.sum,l1tex__m_xbar2l1tex_read_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_requests_srcunit_tex_op_read.sum
+timeout 120 ncu --clock-control none -k regex:probe -c 8 --metrics "$MP" --csv "$W/mcast_probe" once > "$OUT/probe_ncu.csv" 2> "$OUT/probe_ncu_err.txt"
+stamp "probe ncu rc=$?"
 dg gen --untuned specs/bench/up_128x14336x4096.yaml -o "$W/p" > "$OUT/gen.txt" 2>&1
 python3 tools/session22/multicast.py "$W/p" "$W/p" up_128x14336x4096=2 >> "$OUT/gen.txt" 2>&1
 timeout 120 python3 -m dgemm_cli build "$W"/p/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
@@ -16,10 +24,18 @@ for who in ours cublas; do
   ncu --import "$W/$who.ncu-rep" --page details --print-details all > "$OUT/ncu_details_$who.txt" 2>&1
   ncu --import "$W/$who.ncu-rep" --page source --print-source sass --csv > "$OUT/ncu_sass_$who.csv" 2>&1
 done
-{ for who in ours cublas; do
+{ echo "== mcast_probe (modes: 0 none, 1 halves multicast, 2 one block multicasts all, 3 cluster without multicast)"
+  cat "$OUT/probe.txt"
+  python3 - "$OUT/probe_ncu.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+for r in rows:
+    print(f"  {r['ID']:>2} {r['Kernel Name'][:34]:34s} {r['Metric Name']:48s} {r['Metric Value']}")
+PY
+  for who in ours cublas; do
     echo "== $who: TMA and barrier instructions (count, opcode with modifiers)"
     grep -oE 'UTMA[A-Z0-9_.]*|UBLKCP[A-Z0-9_.]*|SYNCS[A-Z0-9_.]*' "$OUT/ncu_sass_$who.csv" | sort | uniq -c | sort -rn | head -20
     grep -E 'Cluster|Grid Size|Duration|L2 Hit Rate' "$OUT/ncu_details_$who.txt" | head -12
   done; } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"
-pack 'summary\.txt|ncu_sass_ours\.csv|ncu_sass_cublas\.csv'
+pack 'summary\.txt|ncu_sass_ours\.csv|ncu_sass_cublas\.csv|probe_ncu\.csv'
