@@ -1,4 +1,5 @@
-// What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu, session15/kstart_probe.cu):
+// What the TMA probes in tools/ share (read_patterns.cu, session14/smact_probe.cu, session15/kstart_probe.cu,
+// session22/mcast_probe.cu):
 // cuTensorMapEncodeTiled through the runtime's driver entry point (the probes link only the CUDA runtime); and for
 // the weight-read probes (read_patterns.cu, session15/kstart_probe.cu, session16/box_probe.cu) the random weight,
 // its tensor maps, the mains' setup, the graph-timed read, the grid-stride reference read and the consumer

@@ -25,10 +25,12 @@ from dgemm_cli.views import analyse  # noqa: E402
 WANT = ("hopper one row, at most 1/16 idle: dependent (new rule)", "hopper full grid: dependent (as before)")
 
 
-def candidate(rng: random.Random, name: str) -> dict:
+def candidate(rng: random.Random, name: str, draw_n=None) -> dict:
+    """One decode-like spec; `draw_n(rng, width)` draws N (default: 124..132 tiles of `width`, cut short by up to a
+    tile)."""
     m = rng.randint(9, 64)
     width = rng.choice([64, 96, 112, 128, 160, 192, 224, 256])
-    n = rng.randint(124, 132) * width - rng.randint(0, width - 1)
+    n = draw_n(rng, width) if draw_n else rng.randint(124, 132) * width - rng.randint(0, width - 1)
     k = 8 * rng.randint(32, 512)  # 16-byte strides for TMA; k tails past 64 included
     pad = lambda: 8 * rng.choice([0, 0, 1, 3, 16])  # noqa: E731
     b_nk = rng.random() < 0.6
@@ -50,20 +52,27 @@ def candidate(rng: random.Random, name: str) -> dict:
     return spec
 
 
-def main(count: int, seed: int, out: Path) -> None:
+def prefetch_hit(p) -> bool:
+    """A hopper kernel that takes the B prefetch ahead of a dependent launch's wait."""
+    return launch_path(p) in WANT and (hopper_path(p) or "").endswith("before the wait")
+
+
+def main(count: int, seed: int, out: Path, prefix: str = "pdlpf", hit=prefetch_hit, draw_n=None) -> None:
+    """Draw candidates until `count` are kept: a spec is kept when one of its kernels (a run-time spec's buckets)
+    satisfies `hit`."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     kept = tried = 0
     while kept < count and tried < 50 * count:
-        name = f"pdlpf_{seed}_{kept:03d}"
+        name = f"{prefix}_{seed}_{kept:03d}"
         path = out / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(candidate(rng, name), sort_keys=False))
+        path.write_text(yaml.safe_dump(candidate(rng, name, draw_n), sort_keys=False))
         tried += 1
         plan = make_plan(analyse(load_spec(path)), SM90)
         kernels = [b.plan.primary for b in plan.buckets] if hasattr(plan, "buckets") else [plan.primary]
-        hit = [p for p in kernels if launch_path(p) in WANT and (hopper_path(p) or "").endswith("before the wait")]
-        if hit:
-            p = hit[-1]
+        hits = [p for p in kernels if hit(p)]
+        if hits:
+            p = hits[-1]
             print(f"{name}: {p.block_m}x{p.block_n}, {p.tiles} tiles, {launch_path(p)}")
             kept += 1
         else:
