@@ -238,11 +238,6 @@ class HopperPlan:
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
     flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
     l2_promotion: str = "256B"  # both tensor maps' L2 promotion (L2_PROMOTIONS)
-    # Each stage issues B's box before A's: where the weight streams from DRAM once (weight_streams_once), its
-    # box is the long load and A's comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in
-    # turn): the K-split kernel of [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows
-    # of N = 14336 level (within 0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured).
-    b_first: bool = False
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -313,6 +308,14 @@ class HopperPlan:
                 f"one run of {self.m_loop_rows} rows, {self.tiles_m} tiles of {self.block_m}; a 64-row block never "
                 "straddles an m-loop index")
 
+    @property
+    def b_first(self) -> bool:
+        """Each stage issues B's box before A's: where the weight streams from DRAM once (weight_streams_once), its
+        box is the long load and A's comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in
+        turn): the K-split kernel of [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows
+        of N = 14336 level (within 0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured)."""
+        return weight_streams_once(self.tile_loops, self.tiles_m, self.flat_rows)
+
     def load_order_line(self) -> str | None:
         """The stage's load order where it is not A's box first (explain and the kernel's header comment)."""
         if not self.b_first:
@@ -342,7 +345,8 @@ class HopperPlan:
                 + (f" ({b}-byte aligned at run time, else the fallback)" if b else "") for x, n, b in self.ep_vectors]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
+        return {"family": self.family, **asdict(self), "b_first": self.b_first,
+                "decisions": [x.to_dict() for x in self.decisions]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -680,10 +684,10 @@ def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
     return tile_grid(views)(block_m, BOX_MN, k_splits)[3]
 
 
-def weight_streams_once(views: ProblemViews, tiles_m: int, flat: bool) -> bool:
+def weight_streams_once(loops: tuple[LoopSegment, ...], tiles_m: int, flat: bool) -> bool:
     """Whether every weight (B) tile is read by one tile only: one tile row, and no tile group reading the same
-    B tiles again (outer m segments, unless flat rows fold them into tiles_m; batch segments B is broadcast over)."""
-    loops = tile_loops(views)
+    B tiles again (outer m segments in `loops`, the tile loops, unless flat rows fold them into tiles_m; batch
+    segments B is broadcast over)."""
     m_rereads = math.prod(x.size for x in loops if x.role == "m")
     batch_rereads = math.prod(x.size for x in loops if x.role == "batch" and x.stride["B"] == 0)
     return tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1
@@ -711,6 +715,7 @@ def _cost(views: ProblemViews, arch: Arch):
     k_iters_all = problem_k_iters(views)
     clk = arch.clock_ghz * 1e3
     follow = a_rows_follow_m(views)
+    loops = tile_loops(views)
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
               + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
     dram_us = unique / (arch.dram_gbps * 1e3)
@@ -721,7 +726,7 @@ def _cost(views: ProblemViews, arch: Arch):
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
         groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
         tiles = groups * tiles_m * tiles_n * splits
-        streams_once = weight_streams_once(views, tiles_m, flat)
+        streams_once = weight_streams_once(loops, tiles_m, flat)
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
         busy = min(tiles, arch.sms)
@@ -825,7 +830,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
         a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
-        l2_promotion=a["l2_promotion"], b_first=weight_streams_once(views, tiles_m, flat),
+        l2_promotion=a["l2_promotion"],
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")
