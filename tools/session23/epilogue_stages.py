@@ -1,0 +1,74 @@
+"""Session 23's variants of hopper's one-tile-a-block kernels (the 128-row decode kernel first): where do the
+2.5 µs between the kernel (32.5 µs, graph-timed) and its loads alone (30 µs, tools/session22/mcast_probe.cu mode 0
+with the weight) go, and does a seventh stage pay?
+
+    python3 tools/session23/epilogue_stages.py SRC DST NAME=VARIANT...
+
+VARIANT (each copied to DST/<name>_<variant> by session 19's copy_renamed.py, then patched):
+  stN      N stages (the 128-row kernel has 6, the 16- and 64-row ones 8 of the cost model's choosing)
+  eN       N stages, the epilogue's staging tiles over the drained stages (a consumer-wide barrier first: every
+           wgmma has read its stage and every load has landed, since each block has one tile), which frees their
+           10 KB a warpgroup: 7 stages at 128 rows, 10 at 16 and 64
+  eNw      eN, and each warpgroup stages its whole 64x112 tile at once (one stmatrix pass, one barrier, one copy
+           out) instead of 16 columns at a time with two barriers each
+  noepi    timing only, not correct: the epilogue skipped (the accumulators still computed)
+  nomath   timing only, not correct: no wgmma (the consumers wait for each stage and release it)
+
+Valid only for kernels whose every block has one tile (TILES <= SMs): eN and eNw static_assert TILES <= 132."""
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "session19"))
+from copy_renamed import patch_copies  # noqa: E402
+
+
+def sub1(text: str, pattern: str, repl: str) -> str:
+    text, n = re.subn(pattern, repl, text, count=1)
+    assert n == 1, pattern
+    return text
+
+
+def stages(text: str, n: int) -> str:
+    text = sub1(text, r"constexpr int STAGES = \d+;", f"constexpr int STAGES = {n};")
+    return sub1(text, r'static_assert\(SMEM_BYTES == \d+, "planner and kernel disagree on shared memory"\);\n', "")
+
+
+def epi_over_stages(text: str) -> str:
+    text = sub1(text, r"constexpr int EPI_OFFSET = B_OFFSET \+ STAGES \* B_STAGE_BYTES;",
+                "constexpr int EPI_OFFSET = 0;  // over the drained stages (one tile a block)")
+    text = sub1(text, r"constexpr int BAR_OFFSET = EPI_OFFSET \+ CONSUMERS \* EPI_FLOATS \* 4;",
+                "constexpr int BAR_OFFSET = B_OFFSET + STAGES * B_STAGE_BYTES;\n"
+                "static_assert(TILES <= 132, \"the staging over the stages: every block one tile on the H200\");\n"
+                "static_assert(CONSUMERS * EPI_FLOATS * 4 <= B_OFFSET + STAGES * B_STAGE_BYTES, \"staging fits\");")
+    # Both consumer warpgroups past their last wgmma (each waited for every stage's load) before either writes.
+    fence = "acc_fence(acc[mi]);\n"
+    barrier = ('      asm volatile("bar.sync 3, %0;\\n" ::"n"(CONSUMERS * 128) : "memory");  // every stage drained\n')
+    assert text.count(fence) == 1, "fence"
+    return text.replace(fence, fence + barrier)
+
+
+def wide(text: str) -> str:
+    text = sub1(text, r"constexpr int EPI_COLS = 16, EPI_PITCH = 40, EPI_FLOATS = \d+;",
+                "constexpr int EPI_COLS = 16, EPI_PITCH = 40, EPI_FLOATS = 3840;")
+    return sub1(text, r"constexpr int PACK_COLS = 16, PACK_PITCH = 72;",
+                "constexpr int PACK_COLS = BN, PACK_PITCH = BN + 8;")
+
+
+def patch(text: str, variant: str) -> str:
+    m = re.fullmatch(r"(st|e)(\d+)(w?)", variant)
+    if m:
+        text = stages(text, int(m.group(2)))
+        if m.group(1) == "e":
+            text = epi_over_stages(text)
+        return wide(text) if m.group(3) else text
+    if variant == "noepi":
+        return sub1(text, r"      if \(beta == 0\.0f\) \{\n",
+                    "      if (alpha != 1234.5f) {\n      } else if (beta == 0.0f) {\n")
+    if variant == "nomath":
+        return sub1(text, r"            wgmma_m64n\d+k16\(acc\[mi\], [^\n]*\n", "")
+    raise SystemExit(f"unknown variant {variant}")
+
+
+if __name__ == "__main__":
+    patch_copies(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:], patch, lambda v: f"_{v}")
