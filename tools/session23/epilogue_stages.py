@@ -66,7 +66,7 @@ def patch(text: str, variant: str) -> str:
         return sub1(text, r"      if \(beta == 0\.0f\) \{\n",
                     "      if (alpha != 1234.5f) {\n      } else if (beta == 0.0f) {\n")
     if variant == "nomath":
-        return sub1(text, r"            wgmma_m64n\d+k16\(acc\[mi\], [^\n]*\n", "")
+        return sub1(text, r"            wgmma_m64n\d+k16\(acc\[mi\], [^\n]*\n", "            ;  // nomath\n")
     raise SystemExit(f"unknown variant {variant}")
 
 
