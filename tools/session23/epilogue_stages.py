@@ -11,6 +11,8 @@ VARIANT (each copied to DST/<name>_<variant> by session 19's copy_renamed.py, th
            10 KB a warpgroup: 7 stages at 128 rows, 10 at 16 and 64
   eNw      eN, and each warpgroup stages its whole 64x112 tile at once (one stmatrix pass, one barrier, one copy
            out) instead of 16 columns at a time with two barriers each
+  nostore  timing only, not correct: the packed epilogue without its global stores (staged, read back, dropped);
+           appended to the others as _nostore (e7w_nostore)
   noepi    timing only, not correct: the epilogue skipped (the accumulators still computed)
   nomath   timing only, not correct: no wgmma (the consumers wait for each stage and release it)
 
@@ -55,13 +57,21 @@ def wide(text: str) -> str:
                 "constexpr int PACK_COLS = BN, PACK_PITCH = BN + 8;")
 
 
+def no_store(text: str) -> str:
+    return sub1(text, r"(                __stwb\(reinterpret_cast<uint4\*>\(p\), vals\[u\]\);)",
+                r"                if (alpha == 1234.5f)\n  \1")
+
+
 def patch(text: str, variant: str) -> str:
-    m = re.fullmatch(r"(st|e)(\d+)(w?)", variant)
+    m = re.fullmatch(r"(st|e)(\d+)(w?)(_nostore)?", variant)
     if m:
         text = stages(text, int(m.group(2)))
         if m.group(1) == "e":
             text = epi_over_stages(text)
-        return wide(text) if m.group(3) else text
+        text = wide(text) if m.group(3) else text
+        return no_store(text) if m.group(4) else text
+    if variant == "nostore":
+        return no_store(text)
     if variant == "noepi":
         return sub1(text, r"      if \(beta == 0\.0f\) \{\n",
                     "      if (alpha != 1234.5f) {\n      } else if (beta == 0.0f) {\n")
