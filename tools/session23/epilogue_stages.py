@@ -11,6 +11,7 @@ VARIANT (each copied to DST/<name>_<variant> by session 19's copy_renamed.py, th
            10 KB a warpgroup: 7 stages at 128 rows, 10 at 16 and 64
   eNw      eN, and each warpgroup stages its whole 64x112 tile at once (one stmatrix pass, one barrier, one copy
            out) instead of 16 columns at a time with two barriers each
+  eNt      eNw, the tile stored by one bulk tensor copy (TMA) a warpgroup, as cuBLAS's kernel stores it
   nostore  timing only, not correct: the packed epilogue without its global stores (staged, read back, dropped);
            appended to the others as _nostore (e7w_nostore)
   noepi    timing only, not correct: the epilogue skipped (the accumulators still computed)
@@ -57,18 +58,61 @@ def wide(text: str) -> str:
                 "constexpr int PACK_COLS = BN, PACK_PITCH = BN + 8;")
 
 
+TMA_STORE = """\
+            // stmatrix's writes, seen by the TMA store (the async proxy)
+            asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+            asm volatile("bar.sync %0, 128;\\n" ::"r"(1 + wg) : "memory");
+            if (tid == 0) {  // the warpgroup's 64 x BN tile in one bulk store (clipped at C's edges)
+              asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\\n"
+                           ::"l"(&tmap_c), "r"(tile.n0), "r"(row0), "r"(smem_u32(tile16)) : "memory");
+              asm volatile("cp.async.bulk.commit_group;\\n" ::: "memory");
+              // the tile read out before the block leaves
+              asm volatile("cp.async.bulk.wait_group.read 0;\\n" ::: "memory");
+            }
+"""
+COPY_OUT = 'asm volatile("bar.sync %0, 128;\\n" ::"r"(1 + wg) : "memory");\n            // Copy out:'
+COPY_END = "// staging free for the next columns\n"
+
+
+def tma_store(text: str) -> str:
+    """The whole tile (wide) stored by one bulk tensor copy a warpgroup: C's map passed as a fourth kernel argument,
+    encoded at each launch (a graph captures it once); the tile dense ([64][BN]) as the map's box lays it out."""
+    text = sub1(text, r"PACK_PITCH = BN \+ 8;", "PACK_PITCH = BN;  // dense: the TMA store's box")
+    text = sub1(text, r"(C_t\* __restrict__ C, float alpha, float beta)\) \{",
+                r"\1, const __grid_constant__ CUtensorMap tmap_c) {")
+    start = text.index(COPY_OUT)
+    start = text.rindex("\n", 0, start) + 1
+    end = text.index(COPY_END, start) + len(COPY_END)
+    text = text[:start] + TMA_STORE + text[end:]
+    c_stride = re.search(r"\(gm\) \* (\d+) \+ static_cast<long long>\(gn\) \* 1;", text).group(1)
+    dtype = re.search(r"CU_TENSOR_MAP_DATA_TYPE_\w+", text).group(0)
+    encode = ("  CUtensorMap map_c;\n  {\n    const cuuint64_t dims[2] = { N_INNER, M_INNER };\n"
+              f"    const cuuint64_t strides[1] = {{ {c_stride}ull * sizeof(C_t) }};\n"
+              "    const cuuint32_t box[2] = { BN, 64 }, unit[2] = { 1, 1 };\n"
+              f"    if (encode_tiled()(&map_c, {dtype}, 2, C, dims, strides, box, unit,\n"
+              "                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,\n"
+              "                       CU_TENSOR_MAP_L2_PROMOTION_NONE,\n"
+              "                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)\n"
+              "      return cudaErrorInvalidValue;\n  }\n")
+    launch = "  return cudaLaunchKernelEx(&config, "
+    at = text.index(launch, text.index("tmap_c"))
+    end = text.index("alpha, beta);", at)
+    return text[:at] + encode + text[at:end] + "alpha, beta, map_c);" + text[end + len("alpha, beta);"):]
+
+
 def no_store(text: str) -> str:
     return sub1(text, r"(                __stwb\(reinterpret_cast<uint4\*>\(p\), vals\[u\]\);)",
                 r"                if (alpha == 1234.5f)\n  \1")
 
 
 def patch(text: str, variant: str) -> str:
-    m = re.fullmatch(r"(st|e)(\d+)(w?)(_nostore)?", variant)
+    m = re.fullmatch(r"(st|e)(\d+)(w|t)?(_nostore)?", variant)
     if m:
         text = stages(text, int(m.group(2)))
         if m.group(1) == "e":
             text = epi_over_stages(text)
         text = wide(text) if m.group(3) else text
+        text = tma_store(text) if m.group(3) == "t" else text
         return no_store(text) if m.group(4) else text
     if variant == "nostore":
         return no_store(text)
