@@ -10,7 +10,7 @@ source tools/device_lib.sh
 nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -I tools tools/session23/l2_probe.cu -o "$W/l2_probe" > "$OUT/probe_build.txt" 2>&1
 stamp "probe build rc=$?"
 timeout 90 "$W/l2_probe" > "$OUT/probe.txt" 2>&1; stamp "probe rc=$?"
-MP=gpu__time_duration.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_srcunit_ltcfabric_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_evict_first.sum,lts__t_sectors_srcunit_tex_evict_last.sum
+MP=gpu__time_duration.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_srcunit_ltcfabric_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read_evict_first_lookup_miss.sum,lts__t_sectors_srcunit_tex_op_read_evict_last_lookup_hit.sum
 timeout 150 ncu --clock-control none -k regex:probe -c 10 --metrics "$MP" --csv "$W/l2_probe" once > "$OUT/probe_ncu.csv" 2> "$OUT/probe_ncu_err.txt"
 stamp "probe ncu rc=$?"
 dg gen --untuned specs/bench/up_128x14336x4096.yaml specs/bench/decode_64x4096x14336.yaml \
