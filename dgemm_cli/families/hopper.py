@@ -309,18 +309,35 @@ class HopperPlan:
                 "straddles an m-loop index")
 
     @property
-    def b_first(self) -> bool:
-        """Each stage issues B's box before A's: where the weight streams from DRAM once (weight_streams_once), its
-        box is the long load and A's comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in
-        turn): the K-split kernel of [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows
-        of N = 14336 level (within 0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured)."""
+    def b_streams_once(self) -> bool:
+        """The weight (B) streams from DRAM once: one tile row, no tile group reading it again (weight_streams_once).
+        Its box is then the long load of each stage, and its lines are of no use in L2 once read."""
         return weight_streams_once(self.tile_loops, self.tiles_m, self.flat_rows)
 
+    @property
+    def b_first(self) -> bool:
+        """Each stage issues B's box before A's where the weight streams once: its box is the long load and A's
+        comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in turn): the K-split kernel of
+        [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows of N = 14336 level (within
+        0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured)."""
+        return self.b_streams_once
+
+    @property
+    def b_evict_first(self) -> bool:
+        """B's loads mark the lines they bring into L2 evict_first where the weight streams once: they are read once,
+        so they should not push out what is read again (A, C, the next grid's prefetched boxes). Measured on the
+        H200 (twenty-third session, call 4, 3 rounds in turn, graph replays): [16 / 64 / 128,4096]x[4096,14336]
+        26.91-26.93 / 27.69-27.74 / 31.37-31.46 µs against 28.60-28.61 / 29.36-29.41 / 32.49-32.90; one kernel at a
+        time (ncu, caches flushed) 128 rows 35.14 against 35.68. Elsewhere B's lines are read again: no hint."""
+        return self.b_streams_once
+
     def load_order_line(self) -> str | None:
-        """The stage's load order where it is not A's box first (explain and the kernel's header comment)."""
-        if not self.b_first:
+        """The stage's load order and B's L2 priority where the weight streams once (explain and the kernel's header
+        comment)."""
+        if not self.b_streams_once:
             return None
-        return "loads: B's box before A's in each stage (the weight streams from DRAM once; A's box comes from L2)"
+        return ("loads: B's box before A's in each stage, its L2 lines evict_first (the weight streams from DRAM "
+                "once; A's box comes from L2)")
 
     def a_box_line(self) -> str | None:
         """What A's box holds when it is cut to the rows present (explain and the kernel's header comment)."""
@@ -345,7 +362,7 @@ class HopperPlan:
                 + (f" ({b}-byte aligned at run time, else the fallback)" if b else "") for x, n, b in self.ep_vectors]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, **asdict(self), "b_first": self.b_first,
+        return {"family": self.family, **asdict(self), "b_first": self.b_first, "b_evict_first": self.b_evict_first,
                 "decisions": [x.to_dict() for x in self.decisions]}
 
 

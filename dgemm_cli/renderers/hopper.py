@@ -112,6 +112,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows, "b_first": plan.b_first,
+        "b_evict_first": plan.b_evict_first,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
