@@ -326,9 +326,13 @@ class HopperPlan:
     def b_evict_first(self) -> bool:
         """B's loads mark the lines they bring into L2 evict_first where the weight streams once: they are read once,
         so they should not push out what is read again (A, C, the next grid's prefetched boxes). Measured on the
-        H200 (twenty-third session, call 4, 3 rounds in turn, graph replays): [16 / 64 / 128,4096]x[4096,14336]
-        26.91-26.93 / 27.69-27.74 / 31.37-31.46 µs against 28.60-28.61 / 29.36-29.41 / 32.49-32.90; one kernel at a
-        time (ncu, caches flushed) 128 rows 35.14 against 35.68. Elsewhere B's lines are read again: no hint."""
+        H200 (twenty-third session, call 5, graph replays, 3 rounds in turn): [16 / 64 / 128,4096]x[4096,14336]
+        27.44-27.51 / 28.16-28.19 / 31.46-31.73 µs against 29.23-29.27 / 29.97-30.07 / 33.12-33.27 without the hint,
+        the K-split kernel of [64,4096]x[4096,4096] 11.30-11.31 against 11.41. The gain is the next grid's boxes,
+        prefetched before its wait for this grid, kept in L2 while this grid streams: without that prefetch the hint
+        changed nothing (16 rows 29.78-29.80 against 29.86-29.89). One kernel at a time (ncu, caches flushed, call 7)
+        it is within the launches' spread (16 rows 32.38-33.09 µs against 31.04-33.98). Elsewhere B's lines are read
+        again: no hint. gemv's and tcgemv's weight loads ran 0.3-0.9 µs slower with it (call 5): they keep none."""
         return self.b_streams_once
 
     def load_order_line(self) -> str | None:
