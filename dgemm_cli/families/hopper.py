@@ -330,9 +330,10 @@ class HopperPlan:
         27.44-27.51 / 28.16-28.19 / 31.46-31.73 µs against 29.23-29.27 / 29.97-30.07 / 33.12-33.27 without the hint,
         the K-split kernel of [64,4096]x[4096,4096] 11.30-11.31 against 11.41. The gain is the next grid's boxes,
         prefetched before its wait for this grid, kept in L2 while this grid streams: without that prefetch the hint
-        changed nothing (16 rows 29.78-29.80 against 29.86-29.89). One kernel at a time (ncu, caches flushed, call 7)
-        it is within the launches' spread (16 rows 32.38-33.09 µs against 31.04-33.98). Elsewhere B's lines are read
-        again: no hint. gemv's and tcgemv's weight loads ran 0.3-0.9 µs slower with it (call 5): they keep none."""
+        changed nothing (16 rows 29.78-29.80 against 29.86-29.89). One kernel at a time it is not resolved: ncu (caches
+        flushed, call 7) had one settled launch each, hinted against plain 32.38 / 32.00 / 34.72 µs against 31.04 /
+        32.35 / 33.70, and first launches 0.7-3 µs slower than second ones. Elsewhere B's lines are read again: no
+        hint. gemv's and tcgemv's weight loads ran 0.3-0.9 µs slower with it (call 5): they keep none."""
         return self.b_streams_once
 
     def load_order_line(self) -> str | None:

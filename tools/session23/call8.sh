@@ -2,6 +2,9 @@
 # Session 23, device call 8 (nvidia-h200): call 7 had one settled launch a kernel, too few to say whether the
 # evict_first hint costs anything one kernel at a time. ncu (caches flushed before each kernel, boost clocks) of
 # the hopper kernels at 16, 64 and 128 rows of N = 14336, with and without the hint: 8 launches each (verify, seeds 1-8).
+# Ran at a1ddf28 with `-k regex:hopper::` alone, which matches nothing (-k reads the function's base name, the same
+# for hopper's kernel and the cta fallback's): no kernel was profiled, and the session's device time ran out. The
+# filter below reads the demangled name, namespace included; not run.
 source tools/device_lib.sh
 dg gen --untuned specs/bench/decode_16x4096x14336.yaml specs/bench/decode_64x4096x14336.yaml \
   specs/bench/up_128x14336x4096.yaml -o "$W/t" > "$OUT/gen.txt" 2>&1
@@ -10,7 +13,7 @@ python3 tools/session23/cache_hints.py "$W/t" "$W/t" decode_16x4096x14336=nohint
 timeout 120 python3 -m dgemm_cli build "$W"/t/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 for d in "$W"/t/*; do
   n=$(basename "$d")
-  timeout 40 ncu --clock-control none -k "regex:hopper::" -c 8 --metrics gpu__time_duration.sum --csv \
+  timeout 40 ncu --clock-control none --kernel-name-base demangled -k "regex:hopper::" -c 8 --metrics gpu__time_duration.sum --csv \
     "$d/build/sm_90a/${n}_harness" verify --seeds 1,2,3,4,5,6,7,8 --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
   stamp "ncu $n"
 done
