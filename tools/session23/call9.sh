@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Session 23, device call 9 (nvidia-h200; written, not run: the session's device time ran out). The questions the
+# evict_first hint left open, in one call:
+# (1) The hint one kernel at a time (call 8's measurement, its kernel filter fixed): ncu, caches flushed, boost
+#     clocks, 8 launches each of the hopper kernels at 16, 64, 128 rows of N = 14336, hinted and plain.
+# (2) B's 256-byte L2 promotion at 128 rows beside the hint: the pick against its tiling with l2_promotion none
+#     (tools/render_variant.py), verified, benched in turn (3 rounds) and under ncu (8 launches).
+# (3) Should the model pick hopper at few rows of a large weight? The picks (gemv, tcgemv) against hopper forced
+#     (`gen --family hopper`) at 1, 2, 4, 8 rows of N = 8192 and 14336, K = 4096: chained (bench, 2 rounds) and one
+#     kernel at a time (ncu, 4 launches each). A pick may move only where hopper wins both ways.
+# Then `pytest -m gpu` in a call of its own: `bash tools/session18/call4.sh`.
+source tools/device_lib.sh
+mkdir -p "$W/s"
+for n in 8192 14336; do
+  for m in 1 2 4 8; do
+    printf 'name: few_%sx4096x%s\ndtype: f16\ngemm: {m: %s, n: %s, k: 4096}\noperands: {A: {layout: row}, B: {layout: col}, C: {layout: row}}\n' \
+      "$m" "$n" "$m" "$n" > "$W/s/few_${m}x4096x${n}.yaml"
+  done
+done
+dg gen --untuned specs/bench/decode_16x4096x14336.yaml specs/bench/decode_64x4096x14336.yaml \
+  specs/bench/up_128x14336x4096.yaml "$W"/s/*.yaml -o "$W/t" > "$OUT/gen.txt" 2>&1
+python3 tools/session23/cache_hints.py "$W/t" "$W/t" decode_16x4096x14336=nohint decode_64x4096x14336=nohint \
+  up_128x14336x4096=nohint >> "$OUT/gen.txt" 2>&1
+python3 tools/render_variant.py specs/bench/up_128x14336x4096.yaml "$W/t" hopper \
+  '{"block_m": 128, "block_n": 112, "consumers": 2, "ctas_per_sm": 1, "stages": 6, "k_splits": 1, "l2_promotion": "none"}' \
+  _bnone >> "$OUT/gen.txt" 2>&1
+dg gen --untuned --family hopper "$W"/s/*.yaml -o "$W/h0" >> "$OUT/gen.txt" 2>&1
+python3 tools/session19/copy_renamed.py "$W/h0" "$W/t" _hopper >> "$OUT/gen.txt" 2>&1; stamp "gen rc=$?"
+grep -h '^// Plan ' "$W"/t/*/*.cu | cut -c1-160 > "$OUT/plans.txt"
+timeout 300 python3 -m dgemm_cli build "$W"/t/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+timeout 300 python3 -m dgemm_cli verify "$W"/t/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"
+stamp "verify rc=$?"
+bench_rounds 2 200 "$W"/t/*
+for d in "$W"/t/*; do
+  n=$(basename "$d"); launches=4
+  case $n in decode_*|up_*) launches=8 ;; esac
+  seeds=$(seq -s, 1 "$launches")
+  timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:(hopper|tcgemv)::|_kernel<8>" \
+    -c "$launches" --metrics gpu__time_duration.sum --csv "$d/build/sm_90a/${n}_harness" verify --seeds "$seeds" \
+    --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
+  stamp "ncu $n rc=$?"
+done
+python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
+import csv, glob, statistics, sys
+for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
+    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
+    names = sorted({r["Kernel Name"].split("(")[0][-44:] for r in rows})
+    print(f"{path.rsplit('/', 1)[-1][4:-4]:30s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
+          + ", ".join(f"{u:.2f}" for u in us) + f"  {names}" if len(us) > 1 else "no rows"))
+PY
+{ failures "$OUT/verify.json"
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('verified', sum(x['passed'] for x in r), 'of', len(r))" "$OUT/verify.json"
+  cat "$OUT/ncu_summary.txt"; bench_rows "$OUT"/bench_[0-9].json | sort -k2,2 -k1,1; } > "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+pack 'summary\.txt|verify\.json|bench_1\.json|plans\.txt'
