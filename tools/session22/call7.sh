@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 22, device call 7 (nvidia-h200; written, not run: the session's device time ran out): why cuBLAS's
+# Session 22, device call 7 (nvidia-h200; written in session 22, run as session 23's call 1 at ead2851): why cuBLAS's
 # activation multicast reads A from L2 once a cluster and ours (tools/session22/multicast.py) does not (calls 4, 5).
 # ncu --set full of our multicast variant and of cuBLAS's kernel for [128,4096]x[4096,14336] bf16 (caches flushed,
 # boost clocks): their SASS's TMA instructions (UTMALDG and its modifiers, UTMAPF, the barrier arrives), the launch

@@ -12,7 +12,8 @@
 // launches each mode once, for ncu (one profiled kernel a mode):
 //   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -I tools tools/session22/mcast_probe.cu -o mcast_probe
 //   ncu --clock-control none -k regex:probe -c 8 --metrics lts__t_sectors_srcunit_tex_op_read.sum,... ./mcast_probe once
-// (tools/session22/call7.sh runs it; written in session 22 after the device time ran out, not yet run.)
+// (tools/session22/call7.sh runs it; written in session 22, run as session 23's call 1: docs/RESULTS.md, "The multicast
+// has nothing to save".)
 #include <cuda.h>
 #include <cuda_runtime.h>
 
