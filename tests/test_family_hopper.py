@@ -475,10 +475,16 @@ def test_the_stream_bound_counts_only_a_weight_read_once():
 # The stage's load order
 # ------------------------------------------------------------------------------------------------
 
-def _producer_loads(cu: str) -> list[str]:
-    """The operands of the producer's stage loads (tma_load_*d into a stage), in the order the kernel issues them."""
-    return [("A" if "&tmap_a" in line else "B") for line in cu.splitlines()
+def _stage_loads(cu: str) -> list[tuple[str, str]]:
+    """The producer's stage loads (tma_load_* into a stage) in the order the kernel issues them: (operand, the
+    function called)."""
+    return [("A" if "&tmap_a" in line else "B", line.strip().split("(")[0]) for line in cu.splitlines()
             if "tma_load_" in line and "(smem + " in line and "_OFFSET + stage *" in line]
+
+
+def _producer_loads(cu: str) -> list[str]:
+    """The operands of the producer's stage loads, in the order the kernel issues them."""
+    return [operand for operand, _ in _stage_loads(cu)]
 
 
 @pytest.mark.parametrize("m, n, first", [
@@ -503,15 +509,6 @@ def test_each_stage_loads_the_weight_first_only_where_it_streams_once(m, n, firs
     assert ("loads: B's box before A's" in cu) == (first == "B")
 
 
-def _stage_load_calls(cu: str) -> dict[str, str]:
-    """The function each of the producer's stage loads calls, by operand (A or B)."""
-    out = {}
-    for line in cu.splitlines():
-        if "tma_load_" in line and "(smem + " in line and "_OFFSET + stage *" in line:
-            out["A" if "&tmap_a" in line else "B"] = line.strip().split("(")[0]
-    return out
-
-
 @pytest.mark.parametrize("m, n, hinted", [
     (16, 14336, True), (128, 14336, True), (64, 4096, True),  # one tile row (the last with K split)
     (14336, 16, False), (4096, 4096, False), (512, 14336, False),  # B read again by other tiles
@@ -529,7 +526,7 @@ def test_the_weight_takes_l2s_evict_first_priority_only_where_it_streams_once(m,
     assert plan.primary.b_evict_first is hinted is plan.primary.b_streams_once
     assert plan.primary.to_dict()["b_evict_first"] is hinted
     cu = render_sources(views.spec, views, plan, plan_baseline(views), arch)["g.cu"]
-    calls = _stage_load_calls(cu)
+    calls = dict(_stage_loads(cu))
     assert calls == {"A": "tma_load_2d", "B": "tma_load_2d_evict_first" if hinted else "tma_load_2d"}, calls
     # the hinted load is defined only where it is called, with its policy on the copy
     assert ("void tma_load_2d_evict_first(" in cu) is hinted
