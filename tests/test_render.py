@@ -210,6 +210,20 @@ def _assert_only_prefetches_before_the_wait(kernel: str) -> None:
     assert head.index("__syncthreads();") > head.rindex("tma_prefetch_")  # all threads wait after the barriers
 
 
+@pytest.mark.parametrize("name", ["decode_8x4096x14336", "gqa_scores_b32_m8", "decode_1x4096x14336",
+                                  "decode_dyn_1-64x4096x128", "fullred_dot_16M_f16", "skinny_4x16_k4M_f16"])
+def test_families_that_load_through_the_sms_prefetch_nothing(name):
+    """Only hopper prefetches ahead of its wait, and its loads after the wait are TMA's. tcgemv with the weight's first
+    rounds prefetched into L2 before the wait (`prefetch.global.L2`, or a bulk copy's prefetch) read the NaN image the
+    harness's predecessor had since replaced, through `.nc` and coherent loads alike (twenty-fourth session, calls 1
+    and 2): the gemv, tcgemv and splitk kernels (and the cta fallback beside them) must prefetch nothing."""
+    spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
+    cu = render(spec)[f"{spec.name}.cu"]
+    families = {m.group(1) for m in re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|hopper|cta)\b", cu)}
+    assert families & {"gemv", "tcgemv", "splitk"} and "hopper" not in families, families
+    assert "griddepcontrol.wait" in cu and "prefetch" not in cu
+
+
 def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     """PDL: every thread waits for the previous grid after the barriers are set up and before any memory
     access but the first stages' L2 prefetch; the producer lets the next grid be scheduled once it has issued
