@@ -8,6 +8,8 @@
 # at a time (8 launches) of base, pf2t, pf4t, pf4tl at 8 rows of N = 14336. (2) 16 random specs of the streamed
 # tcgemv kernel (tools/session24/tcgemv_specs.py, seed 26) and the run-time artifacts verified as rendered (pf2t).
 # (3) memcheck on pf4tl.
+# Ran as call 1 at 240a3c6: every prefetching variant read the predecessor's NaN image (verify 8 of 43: only the
+# kernels without a prefetch passed); docs/RESULTS.md, twenty-fourth session.
 source tools/device_lib.sh
 S="decode_8x4096x14336 decode_8x4096x4096 decode_16x4096x4096"
 dg gen --untuned $(for s in $S; do echo specs/bench/$s.yaml; done) -o "$W/t" > "$OUT/gen.txt" 2>&1

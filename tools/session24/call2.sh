@@ -8,6 +8,8 @@
 # 16 rows of 4096: verified (seeds 1, 2, --repeat 2), benched in turn, 3 rounds; ncu one kernel at a time (8
 # launches) of base, co_base, co_pf2t, b128_pf2t at 8 rows of N = 14336. (2) 16 random streamed-tcgemv specs (seed
 # 26) and the run-time artifacts as co_pf2t and as b128_pf2t: verified.
+# Ran as call 2 at 3ce60e8: coherent loads passed at the three shapes; the run-time artifacts and random specs were
+# not patched (the patcher took one kernel a file then, and failed on them): call5.sh asks again.
 source tools/device_lib.sh
 S="decode_8x4096x14336 decode_8x4096x4096 decode_16x4096x4096"
 dg gen --untuned $(for s in $S; do echo specs/bench/$s.yaml; done) -o "$W/t0" > "$OUT/gen.txt" 2>&1

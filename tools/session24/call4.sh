@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 24, device call 3 (nvidia-h200): issue 7's table with tcgemv as the template now renders it (the commit
+# Session 24, device call 4 (nvidia-h200; call 3 was `pytest -m gpu`, tools/session18/call4.sh): issue 7's table with tcgemv as the template now renders it (the commit
 # named), fixed sizes 3 rounds, run-time artifacts 2 rounds at 10 row counts; all verified (seeds 1, 2,
 # --repeat 2) beside 16 random streamed-tcgemv specs (tools/session24/tcgemv_specs.py, seed 27); memcheck on the
 # 8-row kernel.
