@@ -215,8 +215,9 @@ def _assert_only_prefetches_before_the_wait(kernel: str) -> None:
 def test_families_that_load_through_the_sms_prefetch_nothing(name):
     """Only hopper prefetches ahead of its wait, and its loads after the wait are TMA's. tcgemv with the weight's first
     rounds prefetched into L2 before the wait (`prefetch.global.L2`, or a bulk copy's prefetch) read the NaN image the
-    harness's predecessor had since replaced, through `.nc` and coherent loads alike (twenty-fourth session, calls 1
-    and 2): the gemv, tcgemv and splitk kernels (and the cta fallback beside them) must prefetch nothing."""
+    harness's predecessor had since replaced, through its `.nc` loads (twenty-fourth session, calls 1 and 2; coherent
+    loads passed at three shapes, not yet beyond): the gemv, tcgemv and splitk kernels (and the cta fallback beside
+    them) prefetch nothing."""
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
     cu = render(spec)[f"{spec.name}.cu"]
     families = {m.group(1) for m in re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|hopper|cta)\b", cu)}
