@@ -102,3 +102,42 @@ bench_new_old() {
     stamp "bench $v r$1 rc=$?"
   done
 }
+# ncu_times REGEX LAUNCHES DIR...: ncu one kernel at a time (caches flushed, boost clocks) of the kernels whose
+# demangled names (namespace included) match REGEX, LAUNCHES launches of each generated directory's harness verify
+# (ncu_<name>.csv); then ncu_summary.txt, a line a directory: the median of all launches but the first (a first
+# launch under ncu runs 0.7-3 µs slow), each launch, and the kernels matched.
+ncu_times() {
+  local regex=$1 launches=$2 d n; shift 2
+  for d in "$@"; do
+    n=$(basename "$d")
+    timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:$regex" -c "$launches" \
+      --metrics gpu__time_duration.sum --csv "$d/build/sm_90a/${n}_harness" verify --seeds "$(seq -s, 1 "$launches")" \
+      --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
+    stamp "ncu $n rc=$?"
+  done
+  python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
+import csv, glob, statistics, sys
+for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
+    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
+    names = sorted({r["Kernel Name"].split("(")[0][-44:] for r in rows})
+    print(f"{path.rsplit('/', 1)[-1][4:-4]:34s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
+          + ", ".join(f"{u:.2f}" for u in us) + f"  {names}" if len(us) > 1 else "no rows"))
+PY
+}
+# bench_fixed_dyn DIR...: issue 7's way of benching, in turn: the fixed-size directories 3 rounds (bench_R.json),
+# the run-time ones (decode_dyn*) 2 rounds at 10 row counts (bench_dyn_R.json).
+bench_fixed_dyn() {
+  local -a fixed=() dyn=()
+  local d r
+  for d in "$@"; do case $(basename "$d") in decode_dyn*) dyn+=("$d") ;; *) fixed+=("$d") ;; esac; done
+  for r in 1 2 3; do
+    timeout 80 python3 -m dgemm_cli bench "${fixed[@]}" --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"
+    stamp "bench fixed r$r rc=$?"
+    if [ "$r" -lt 3 ] && [ ${#dyn[@]} -gt 0 ]; then
+      timeout 70 python3 -m dgemm_cli bench "${dyn[@]}" --m 1,2,5,8,9,16,17,32,48,64 --json > "$OUT/bench_dyn_$r.json" \
+        2>> "$OUT/bench_err.txt"
+      stamp "bench dyn r$r rc=$?"
+    fi
+  done
+}

@@ -23,9 +23,12 @@ def copy_renamed(src: pathlib.Path, dst: pathlib.Path, suffix: str) -> list[path
 
 def patch_copies(src: pathlib.Path, dst: pathlib.Path, args: list[str], patch, suffix) -> None:
     """For each NAME=VALUE of args: copy SRC/NAME to DST/<NAME><suffix(VALUE)> (copy_renamed) and rewrite its
-    kernel source with patch(text, VALUE). The variant scripts of sessions 21 and 22 run through this."""
+    kernel source with patch(text, VALUE). The variant scripts of sessions 21 and 22 run through this. Each patch
+    runs once on SRC/NAME's source before anything is copied: a patch that fails leaves no copy behind under the
+    variant's name (session 24's call 2 built and verified such an unpatched copy as the variant)."""
     for arg in args:
         name, value = arg.split("=")
+        patch((src / name / f"{name}.cu").read_text(), value)
         tmp = dst / ".one"
         tmp.mkdir(parents=True, exist_ok=True)
         (tmp / name).symlink_to((src / name).resolve())

@@ -31,24 +31,8 @@ timeout 300 python3 -m dgemm_cli build "$W"/t/* -j "$J" --json > "$OUT/build.jso
 timeout 300 python3 -m dgemm_cli verify "$W"/t/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"
 stamp "verify rc=$?"
 bench_rounds 2 200 "$W"/t/*
-for d in "$W"/t/*; do
-  n=$(basename "$d"); launches=4
-  case $n in decode_*|up_*) launches=8 ;; esac
-  seeds=$(seq -s, 1 "$launches")
-  timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:(hopper|tcgemv)::|_kernel<8>" \
-    -c "$launches" --metrics gpu__time_duration.sum --csv "$d/build/sm_90a/${n}_harness" verify --seeds "$seeds" \
-    --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
-  stamp "ncu $n rc=$?"
-done
-python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
-import csv, glob, statistics, sys
-for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
-    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
-    names = sorted({r["Kernel Name"].split("(")[0][-44:] for r in rows})
-    print(f"{path.rsplit('/', 1)[-1][4:-4]:30s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
-          + ", ".join(f"{u:.2f}" for u in us) + f"  {names}" if len(us) > 1 else "no rows"))
-PY
+ncu_times "(hopper|tcgemv)::|_kernel<8>" 8 $(ls -d "$W"/t/* | grep -E '/(decode|up)_')
+ncu_times "(hopper|tcgemv)::|_kernel<8>" 4 $(ls -d "$W"/t/* | grep -vE '/(decode|up)_')
 { failures "$OUT/verify.json"
   python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('verified', sum(x['passed'] for x in r), 'of', len(r))" "$OUT/verify.json"
   cat "$OUT/ncu_summary.txt"; bench_rows "$OUT"/bench_[0-9].json | sort -k2,2 -k1,1; } > "$OUT/summary.txt"

@@ -10,6 +10,7 @@
 # (3) memcheck on pf4tl.
 # Ran as call 1 at 240a3c6: every prefetching variant read the predecessor's NaN image (verify 8 of 43: only the
 # kernels without a prefetch passed); docs/RESULTS.md, twenty-fourth session.
+# (Its ncu loop became device_lib.sh's ncu_times after it ran: the same commands.)
 source tools/device_lib.sh
 S="decode_8x4096x14336 decode_8x4096x4096 decode_16x4096x4096"
 dg gen --untuned $(for s in $S; do echo specs/bench/$s.yaml; done) -o "$W/t" > "$OUT/gen.txt" 2>&1
@@ -24,21 +25,7 @@ bench_rounds 3 200 "$W"/t/*
 timeout 300 python3 -m dgemm_cli verify "$W"/t/* "$W"/r/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
   2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 failures "$OUT/verify.json" > "$OUT/failures.txt"
-for v in "" _base _pf4t _pf4tl; do
-  n=decode_8x4096x14336$v
-  timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:tcgemv::" -c 8 \
-    --metrics gpu__time_duration.sum --csv "$W/t/$n/build/sm_90a/${n}_harness" verify --seeds 1,2,3,4,5,6,7,8 \
-    --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
-  stamp "ncu $n rc=$?"
-done
-python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
-import csv, glob, statistics, sys
-for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
-    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
-    print(f"{path.rsplit('/', 1)[-1][4:-4]:30s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
-          + ", ".join(f"{u:.2f}" for u in us) if len(us) > 1 else "no rows"))
-PY
+ncu_times "tcgemv::" 8 $(for v in "" _base _pf4t _pf4tl; do echo "$W/t/decode_8x4096x14336$v"; done)
 n=decode_8x4096x14336_pf4tl
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$W/t/$n/build/sm_90a/${n}_harness" verify --seeds 1 \
   --samples 16 > "$OUT/san_$n.txt" 2>&1

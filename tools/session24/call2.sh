@@ -10,6 +10,7 @@
 # 26) and the run-time artifacts as co_pf2t and as b128_pf2t: verified.
 # Ran as call 2 at 3ce60e8: coherent loads passed at the three shapes; the run-time artifacts and random specs were
 # not patched (the patcher took one kernel a file then, and failed on them): call5.sh asks again.
+# (Its ncu loop became device_lib.sh's ncu_times after it ran: the same commands.)
 source tools/device_lib.sh
 S="decode_8x4096x14336 decode_8x4096x4096 decode_16x4096x4096"
 dg gen --untuned $(for s in $S; do echo specs/bench/$s.yaml; done) -o "$W/t0" > "$OUT/gen.txt" 2>&1
@@ -28,21 +29,7 @@ bench_rounds 3 200 "$W"/t/*
 timeout 330 python3 -m dgemm_cli verify "$W"/t/* "$W"/r/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
   2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 failures "$OUT/verify.json" > "$OUT/failures.txt"
-for v in base co_base co_pf2t b128_pf2t; do
-  n=decode_8x4096x14336_$v
-  timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:tcgemv::" -c 8 \
-    --metrics gpu__time_duration.sum --csv "$W/t/$n/build/sm_90a/${n}_harness" verify --seeds 1,2,3,4,5,6,7,8 \
-    --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
-  stamp "ncu $n rc=$?"
-done
-python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
-import csv, glob, statistics, sys
-for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
-    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
-    print(f"{path.rsplit('/', 1)[-1][4:-4]:34s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
-          + ", ".join(f"{u:.2f}" for u in us) if len(us) > 1 else "no rows"))
-PY
+ncu_times "tcgemv::" 8 $(for v in base co_base co_pf2t b128_pf2t; do echo "$W/t/decode_8x4096x14336_$v"; done)
 { sed 's/^\(.\{160\}\).*/\1/' "$OUT/failures.txt"
   python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('verified', sum(x['passed'] for x in r), 'of', len(r))" "$OUT/verify.json"
   tail -1 "$OUT/rand_specs.txt"; cat "$OUT/ncu_summary.txt"

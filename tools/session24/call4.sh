@@ -11,16 +11,7 @@ dg gen --untuned "$W"/rs/*.yaml -o "$W/r" >> "$OUT/gen.txt" 2>&1; stamp "gen ran
 grep -h '^// Plan ' "$W"/t/*/*.cu | cut -c1-160 > "$OUT/plans.txt"
 timeout 300 python3 -m dgemm_cli build "$W"/t/* "$W"/r/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
 stamp "build rc=$?"
-FIXED=$(ls -d "$W"/t/* | grep -v decode_dyn); DYN=$(ls -d "$W"/t/decode_dyn*)
-for r in 1 2 3; do
-  # shellcheck disable=SC2086
-  timeout 80 python3 -m dgemm_cli bench $FIXED --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench fixed r$r rc=$?"
-  if [ "$r" -lt 3 ]; then
-    # shellcheck disable=SC2086
-    timeout 70 python3 -m dgemm_cli bench $DYN --m 1,2,5,8,9,16,17,32,48,64 --json > "$OUT/bench_dyn_$r.json" 2>> "$OUT/bench_err.txt"
-    stamp "bench dyn r$r rc=$?"
-  fi
-done
+bench_fixed_dyn "$W"/t/*
 timeout 240 python3 -m dgemm_cli verify "$W"/t/* "$W"/r/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
   2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 n=decode_8x4096x14336

@@ -28,30 +28,9 @@ for v in 1 2; do
   timeout 200 python3 -m dgemm_cli verify "$W"/t/* "$W"/r/* --seeds 1,2,3,4 --repeat 2 --json > "$OUT/verify_$v.json" \
     2> "$OUT/verify_err_$v.txt"; stamp "verify $v rc=$?"
 done
-FIXED=$(ls -d "$W"/t/* | grep -v decode_dyn); DYN=$(ls -d "$W"/t/decode_dyn*)
-for r in 1 2 3; do
-  # shellcheck disable=SC2086
-  timeout 80 python3 -m dgemm_cli bench $FIXED --json > "$OUT/bench_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench r$r rc=$?"
-  if [ "$r" -lt 3 ]; then
-    # shellcheck disable=SC2086
-    timeout 70 python3 -m dgemm_cli bench $DYN --m 1,2,5,8,9,16,17,32,48,64 --json > "$OUT/bench_dyn_$r.json" 2>> "$OUT/bench_err.txt"
-    stamp "bench dyn r$r rc=$?"
-  fi
-done
-for n in decode_8x4096x14336 decode_8x4096x14336_base decode_8x4096x4096 decode_8x4096x4096_base; do
-  timeout 60 ncu --clock-control none --kernel-name-base demangled -k "regex:tcgemv::" -c 8 \
-    --metrics gpu__time_duration.sum --csv "$W/t/$n/build/sm_90a/${n}_harness" verify --seeds 1,2,3,4,5,6,7,8 \
-    --samples 8 > "$OUT/ncu_$n.csv" 2>> "$OUT/ncu_err.txt"
-  stamp "ncu $n rc=$?"
-done
-python3 - "$OUT" > "$OUT/ncu_summary.txt" <<'PY'
-import csv, glob, statistics, sys
-for path in sorted(glob.glob(f"{sys.argv[1]}/ncu_*.csv")):
-    rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"')) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    us = [float(r["Metric Value"].replace(",", "")) / 1000 for r in rows]
-    print(f"{path.rsplit('/', 1)[-1][4:-4]:30s} " + (f"median of 2-{len(us)} {statistics.median(us[1:]):6.2f} us: "
-          + ", ".join(f"{u:.2f}" for u in us) if len(us) > 1 else "no rows"))
-PY
+bench_fixed_dyn "$W"/t/*
+ncu_times "tcgemv::" 8 "$W"/t/decode_8x4096x14336 "$W"/t/decode_8x4096x14336_base "$W"/t/decode_8x4096x4096 \
+  "$W"/t/decode_8x4096x4096_base
 { for v in 1 2; do failures "$OUT/verify_$v.json" | cut -c1-160
     python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('verified', sum(x['passed'] for x in r), 'of', len(r))" "$OUT/verify_$v.json"
   done

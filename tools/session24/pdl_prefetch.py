@@ -71,10 +71,4 @@ def patch(text: str, variant: str) -> str:
 
 
 if __name__ == "__main__":
-    # Every patch first, on the sources as they are: copy_renamed copies a directory before patch_copies patches it,
-    # so a patch that fails there leaves the copy unpatched under the variant's name (call 2's run-time artifact
-    # "decode_dyn_1_64x4096x14336_co_pf2t" was the kernel as rendered, .nc loads and all).
-    for arg in sys.argv[3:]:
-        name, value = arg.split("=")
-        patch((pathlib.Path(sys.argv[1]) / name / f"{name}.cu").read_text(), value)
     patch_copies(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:], patch, lambda v: f"_{v}")
