@@ -33,10 +33,9 @@ def candidate(rng: random.Random, name: str) -> dict:
     contraction = "mk,nk->mn" if b_nk else "mk,kn->mn"
     if batch:
         sizes = {"b": rng.randint(2, 4), **sizes}
-        m_max = m
-        a_strides = [m_max * a_strides[0]] + a_strides
+        a_strides = [m * a_strides[0]] + a_strides
         b_strides = [(n if b_nk else k) * b_strides[0] + rng.choice([0, 64])] + b_strides
-        c_strides = [m_max * c_strides[0]] + c_strides
+        c_strides = [m * c_strides[0]] + c_strides
         contraction = "bmk,bnk->bmn" if b_nk else "bmk,bkn->bmn"
         sizes["m"] = m  # a run-time letter's strides may not follow it: fixed rows with a batch
     return {
