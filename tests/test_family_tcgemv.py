@@ -133,6 +133,8 @@ def test_every_plan_covers_n_k_and_the_tokens(m, n, k8, batch):
             assert p.act_bytes == 16 * 128 * k // 64 and k % 512 == 0 and p.k_slice == k // 2
         else:
             assert p.row_groups == 1 and p.smem_bytes <= 48 * 1024  # static shared memory
+        # the weight's first 2 rounds into L2 before the wait where a warp streams 16 rounds or more
+        assert p.prefetch_rounds == (2 if not p.shared_act and p.k_slice >= 16 * 128 else 0)
         assert math.isfinite(p.cost_us)
 
 
@@ -153,25 +155,44 @@ def _source(spec):
 def test_the_kernel_renders_its_mma_its_bounds_and_the_tokens():
     cu = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cu
-    assert "ld.global.nc.L1::no_allocate.v4.u32" in cu
     assert "__launch_bounds__(THREADS, 8)" in cu and "constexpr int TOKENS = 8;" in cu  # 2 warps, 8 blocks an SM
     body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
     assert "constexpr int K_WARPS = 2;" in body and "batch" not in body
+    # 16 rounds a warp: the first 2 prefetched before the wait, so the weight's loads are coherent
+    assert "ld.global.L1::no_allocate.v4.u32" in body and "ld.global.nc.L1" not in body
     assert "const uint4 y0{}, y1{};  // tokens 8..15: none" in cu
     bf = parse_spec({"name": "bf", "dtype": "bf16", "gemm": {"m": 16, "n": 4096, "k": 4096}, "operands": LINEAR})
     cu = _source(bf)
     assert "f32.bf16.bf16.f32" in cu and "constexpr int TOKENS = 16;" in cu and "y0{}" not in cu
 
 
-def test_the_register_stream_kernel_is_a_dependent_launch_that_never_triggers():
-    """The kernel waits for its predecessor before any memory access; the next grid comes in as its blocks exit (a
-    trigger at the kernel's start measured 3.2 µs slower at [8,4096]x[4096,14336], nineteenth session)."""
-    cu = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
+def _kernel_and_body(name):
+    cu = _source(load_spec(REPO / "specs" / "bench" / f"{name}.yaml"))
     body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
-    kernel = body[body.index("__global__"):body.index("cudaError_t launch(")]
-    assert kernel.index("griddepcontrol.wait;") < kernel.index("B +") and "launch_dependents" not in body
+    return body[body.index("__global__"):body.index("cudaError_t launch(")], body
+
+
+def test_the_register_stream_kernel_is_a_dependent_launch():
+    """The kernel reads memory only after its wait for its predecessor. Without the prefetch (a warp's 4 rounds at
+    [8,4096]x[4096,4096]) it never triggers: the next grid comes in as its blocks exit (a trigger at the kernel's start
+    measured 3.2 µs slower at [8,4096]x[4096,14336], nineteenth session), and its weight loads are `.nc`."""
+    kernel, body = _kernel_and_body("decode_8x4096x4096")
+    wait = kernel.index("griddepcontrol.wait;")
+    assert wait < kernel.index("load_stream(") and wait < kernel.index("__ldg(") and "prefetch" not in body
+    assert "launch_dependents" not in body and "ld.global.nc.L1::no_allocate.v4.u32" in body
     assert "config.numAttrs = 1;" in body and "<<<" not in body
-    assert "return cudaLaunchKernelEx(&config, decode_8x4096x14336_kernel, A, B, C, alpha, beta);" in body
+    assert "return cudaLaunchKernelEx(&config, decode_8x4096x4096_kernel, A, B, C, alpha, beta);" in body
+
+
+def test_a_long_stream_prefetches_its_first_rounds_and_lets_the_next_grid_in_after_its_loads():
+    """16 rounds a warp at [8,4096]x[4096,14336]: the first 2 into L2 before the wait (27.41-27.76 µs against
+    28.00-28.65 chained), the trigger after the last load, and nothing but prefetches before the wait."""
+    kernel, body = _kernel_and_body("decode_8x4096x14336")
+    head, tail = kernel.split("griddepcontrol.wait;")
+    assert "prefetch_l2(" in head and "for (int r = 0; r < PREFETCH_ROUNDS; ++r)" in head
+    assert not any(x in head for x in ("load_stream(", "__ldg(", "C[", "st.global"))
+    assert tail.index("launch_dependents") > tail.rindex("mma_round(") > tail.index("load_stream(")
+    assert "config.numAttrs = 1;" in body
 
 
 def test_run_time_tokens_are_a_kernel_argument():

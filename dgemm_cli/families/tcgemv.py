@@ -71,6 +71,15 @@ SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must rea
 SHARED_GROUP_SEGMENTS = 2
 SHARED_ALIGN = 1024  # the 128-byte swizzle's atom: the staged activation starts 1024-byte aligned
 SHARED_REGS = 128  # 14 warps an SM: 4 on some sub-partition, 16K registers each
+# The register-stream kernel's first rounds of the weight, prefetched into L2 before its wait for the previous grid
+# (with coherent loads after it, and a trigger for the next grid after its last load), where a warp streams at least
+# PREFETCH_MIN_ROUNDS rounds. Measured on the H200 (twenty-fourth and twenty-fifth sessions, graph-replayed chains;
+# ncu one kernel at a time, 8 launches): at 16 rounds a warp ([8,4096]x[4096,14336]) 27.41-27.76 µs against
+# 28.00-28.65 chained, 0.26-0.51 µs slower alone (30.18 / 30.53 against 29.92 / 30.02); at 8 rounds ([16,4096]x
+# [4096,4096]) level chained; at 4 ([8,4096]x[4096,4096]) 0.05-0.17 faster chained but 0.86 slower alone (11.84
+# against 10.98). 4 or 8 rounds prefetched, or 2 rounds without the trigger, ran slower (twenty-fourth session).
+PREFETCH_ROUNDS = 2
+PREFETCH_MIN_ROUNDS = 16
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
@@ -126,6 +135,7 @@ class TcGemvPlan:
     a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
     act_bytes: int = 0  # "shared": the staged activation, TOKENS x the 64-k segments of K x 128 bytes
     barriers: int = 0  # "shared": mbarriers, one a group of SHARED_GROUP_SEGMENTS segments of each warp's K slice
+    prefetch_rounds: int = 0  # "l1": rounds of its weight a warp prefetches into L2 before its wait (0: none)
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -167,6 +177,13 @@ class TcGemvPlan:
         if self.runtime_align:
             out.append("16-byte loads of " + " and ".join(self.runtime_align) + ": the pointers are checked at run "
                        "time (the spec promises less), else the fallback")
+        if not self.shared_act:
+            rounds = self.k_slice // (self.unroll * SEGMENT)
+            out.append(f"{rounds} rounds a warp: " + (
+                f"its first {self.prefetch_rounds} prefetched into L2 before the wait for the previous grid, coherent "
+                "weight loads, the next grid let in after the last load" if self.prefetch_rounds else
+                f"no prefetch before the wait (it pays from {PREFETCH_MIN_ROUNDS} rounds: measured slower alone and "
+                "level chained below), `.nc` weight loads"))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -419,5 +436,12 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         decisions=decisions, feasible=feasible, cost_us=cost_us,
         a_stage=a["a_stage"], row_groups=groups,
         a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
-        act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
+        act_bytes=act_bytes, barriers=barriers, prefetch_rounds=_prefetch_rounds(views.k, a["k_warps"], shared),
+        assignment=dict(a),
     )
+
+
+def _prefetch_rounds(k: int, k_warps: int, shared: bool) -> int:
+    """Rounds of the weight a warp of the register-stream kernel prefetches before its wait (PREFETCH_MIN_ROUNDS)."""
+    rounds = _k_slice(k, k_warps) // (ROUND_SEGMENTS * SEGMENT)
+    return PREFETCH_ROUNDS if not shared and rounds >= PREFETCH_MIN_ROUNDS else 0

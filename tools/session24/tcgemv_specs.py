@@ -1,9 +1,9 @@
 """Random specs whose plan (or one of whose run-time buckets) is tcgemv's register-stream kernel, the one that
 prefetches its first rounds of the weight before its wait (session 24): rows 2..16, N and K anywhere (tails of
 a block and of a 64-k segment included), either weight layout, padded row strides, a batch now and then, f16 or
-bf16, alpha and beta.
+bf16, alpha and beta. With `prefetching` (session 25): only specs with a kernel that prefetches (a warp's 16 rounds).
 
-    python3 tools/session24/tcgemv_specs.py COUNT SEED OUT_DIR
+    python3 tools/session24/tcgemv_specs.py COUNT SEED OUT_DIR [prefetching]
 """
 import random
 import sys
@@ -51,7 +51,12 @@ def streamed_tcgemv(p) -> bool:
     return isinstance(p, TcGemvPlan) and not p.shared_act
 
 
-def main(count: int, seed: int, out: Path) -> None:
+def prefetching_tcgemv(p) -> bool:
+    return streamed_tcgemv(p) and p.prefetch_rounds > 0
+
+
+def main(count: int, seed: int, out: Path, prefetching: bool = False) -> None:
+    wanted = prefetching_tcgemv if prefetching else streamed_tcgemv
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     kept = tried = 0
@@ -62,8 +67,9 @@ def main(count: int, seed: int, out: Path) -> None:
         tried += 1
         plan = make_plan(analyse(load_spec(path)), SM90)
         kernels = [b.plan.primary for b in plan.buckets] if hasattr(plan, "buckets") else [plan.primary]
-        if any(streamed_tcgemv(p) for p in kernels):
-            print(f"{name}: {sum(map(streamed_tcgemv, kernels))} streamed tcgemv kernel(s)")
+        if any(wanted(p) for p in kernels):
+            print(f"{name}: {sum(map(streamed_tcgemv, kernels))} streamed tcgemv kernel(s), "
+                  f"{sum(map(prefetching_tcgemv, kernels))} prefetching")
             kept += 1
         else:
             path.unlink()
@@ -71,4 +77,4 @@ def main(count: int, seed: int, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
+    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:] == ["prefetching"])
