@@ -10,9 +10,9 @@ timeout 300 python3 -m dgemm_cli build "$W"/t/* "$W"/r/* -j "$J" --json > "$OUT/
 stamp "build rc=$?"
 for d in "$W"/t/* "$W"/r/*; do
   s=$(date +%s.%N)
-  timeout 40 python3 -m dgemm_cli verify "$d" --seeds 1,2,3,4 --repeat 2 --json > "$OUT/v_$(basename "$d").json" 2>&1
+  timeout 40 python3 -m dgemm_cli verify "$d" --seeds 1,2,3,4 --repeat 2 --json > "$W/v_$(basename "$d").json" 2>&1
   echo "$(basename "$d") rc=$? $(python3 -c "print(f'{$(date +%s.%N) - $s:.1f} s')")" >> "$OUT/per_dir.txt"
-  [ $(( $(date +%s) - T0 )) -gt 330 ] && break
+  [ $(( $(date +%s) - T0 )) -gt 230 ] && break
 done
 stamp "verify done"
 sort -t= -k2 "$OUT/per_dir.txt" | awk '{print}' > "$OUT/summary.txt"
