@@ -11,7 +11,8 @@ stamp "build rc=$?"
 for d in "$W"/r/* "$W"/t/*; do
   s=$(date +%s.%N)
   timeout 30 python3 -m dgemm_cli verify "$d" --seeds 1,2,3,4 --repeat 2 --json > "$W/v_$(basename "$d").json" 2>&1
-  echo "$(basename "$d") rc=$? $(python3 -c "print(f'{$(date +%s.%N) - $s:.1f} s')")" >> "$OUT/per_dir.txt"
+  rc=$?
+  echo "$(basename "$d") rc=$rc $(python3 -c "print(f'{$(date +%s.%N) - $s:.1f} s')")" >> "$OUT/per_dir.txt"
   [ $(( $(date +%s) - T0 )) -gt 150 ] && break
 done
 stamp "verify done"
