@@ -135,7 +135,6 @@ class TcGemvPlan:
     a_row_stride: int = 0  # "shared": elements between A's rows (tokens), for its tensor map
     act_bytes: int = 0  # "shared": the staged activation, TOKENS x the 64-k segments of K x 128 bytes
     barriers: int = 0  # "shared": mbarriers, one a group of SHARED_GROUP_SEGMENTS segments of each warp's K slice
-    prefetch_rounds: int = 0  # "l1": rounds of its weight a warp prefetches into L2 before its wait (0: none)
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -149,6 +148,17 @@ class TcGemvPlan:
     @property
     def shared_act(self) -> bool:
         return self.a_stage == "shared"
+
+    @property
+    def rounds(self) -> int:
+        """Rounds a warp streams: its K slice in steps of `unroll` 64-k segments."""
+        return self.k_slice // (self.unroll * SEGMENT)
+
+    @property
+    def prefetch_rounds(self) -> int:
+        """Rounds of its weight a warp of the register-stream kernel prefetches into L2 before its wait (0: none):
+        PREFETCH_ROUNDS where it streams PREFETCH_MIN_ROUNDS or more."""
+        return PREFETCH_ROUNDS if not self.shared_act and self.rounds >= PREFETCH_MIN_ROUNDS else 0
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -178,8 +188,7 @@ class TcGemvPlan:
             out.append("16-byte loads of " + " and ".join(self.runtime_align) + ": the pointers are checked at run "
                        "time (the spec promises less), else the fallback")
         if not self.shared_act:
-            rounds = self.k_slice // (self.unroll * SEGMENT)
-            out.append(f"{rounds} rounds a warp: " + (
+            out.append(f"{self.rounds} rounds a warp: " + (
                 f"its first {self.prefetch_rounds} prefetched into L2 before the wait for the previous grid, coherent "
                 "weight loads, the next grid let in after the last load" if self.prefetch_rounds else
                 f"no prefetch before the wait (it pays from {PREFETCH_MIN_ROUNDS} rounds: measured slower alone and "
@@ -187,7 +196,8 @@ class TcGemvPlan:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
+        return {"family": self.family, **asdict(self), "prefetch_rounds": self.prefetch_rounds,
+                "decisions": [x.to_dict() for x in self.decisions]}
 
 
 def _k_contiguous(views: ProblemViews, name: str) -> str | None:
@@ -436,12 +446,5 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         decisions=decisions, feasible=feasible, cost_us=cost_us,
         a_stage=a["a_stage"], row_groups=groups,
         a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
-        act_bytes=act_bytes, barriers=barriers, prefetch_rounds=_prefetch_rounds(views.k, a["k_warps"], shared),
-        assignment=dict(a),
+        act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
     )
-
-
-def _prefetch_rounds(k: int, k_warps: int, shared: bool) -> int:
-    """Rounds of the weight a warp of the register-stream kernel prefetches before its wait (PREFETCH_MIN_ROUNDS)."""
-    rounds = _k_slice(k, k_warps) // (ROUND_SEGMENTS * SEGMENT)
-    return PREFETCH_ROUNDS if not shared and rounds >= PREFETCH_MIN_ROUNDS else 0

@@ -19,7 +19,7 @@ def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> di
         "whole_segments": plan.whole_segments, "whole_blocks": plan.whole_blocks,
         "splits": 1,  # templates/common/_reduce.j2: no cluster, the block stores its tile
         "row_groups": plan.row_groups, "a_shared": plan.shared_act,
-        "prefetch_rounds": plan.prefetch_rounds,
+        "rounds": plan.rounds, "prefetch_rounds": plan.prefetch_rounds,
         **({"act_bytes": plan.act_bytes, "barriers": plan.barriers, "smem_bytes": plan.smem_bytes,
             "a_row_stride_bytes": plan.a_row_stride * views.operands["A"].elem_bytes,
             "tma_dtype": TMA_DTYPE[spec.A.dtype], "group_segments": SHARED_GROUP_SEGMENTS,

@@ -16,7 +16,7 @@ for d in "$W"/r/* "$W"/t/*; do
   [ $(( $(date +%s) - T0 )) -gt 150 ] && break
 done
 stamp "verify done"
-sort -t= -k2 "$OUT/per_dir.txt" | awk '{print}' > "$OUT/summary.txt"
+sort "$OUT/per_dir.txt" > "$OUT/summary.txt"
 grep -c "rc=0" "$OUT/per_dir.txt" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt" "$OUT/log.txt"
 pack 'summary\.txt'
