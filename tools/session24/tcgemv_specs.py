@@ -2,8 +2,9 @@
 prefetches its first rounds of the weight before its wait (session 24): rows 2..16, N and K anywhere (tails of
 a block and of a 64-k segment included), either weight layout, padded row strides, a batch now and then, f16 or
 bf16, alpha and beta. With `prefetching` (session 25): only specs with a kernel that prefetches (a warp's 16 rounds).
+With `prefetching16` (session 26): 9..16 rows and K up to 40000, so that the 16-token kernel streams 16 rounds.
 
-    python3 tools/session24/tcgemv_specs.py COUNT SEED OUT_DIR [prefetching]
+    python3 tools/session24/tcgemv_specs.py COUNT SEED OUT_DIR [prefetching|prefetching16]
 """
 import random
 import sys
@@ -21,10 +22,12 @@ from dgemm_cli.spec import load_spec  # noqa: E402
 from dgemm_cli.views import analyse  # noqa: E402
 
 
-def candidate(rng: random.Random, name: str) -> dict:
-    m = rng.randint(2, 16)
+def candidate(rng: random.Random, name: str, sixteen: bool = False) -> dict:
+    m = rng.randint(9, 16) if sixteen else rng.randint(2, 16)
     n = rng.choice([rng.randint(8, 600), rng.randint(600, 20000), 8 * rng.randint(64, 2048)])
     k = rng.choice([8 * rng.randint(8, 1024), rng.randint(64, 6000)])
+    if sixteen:
+        k = rng.choice([8 * rng.randint(1024, 5000), rng.randint(8192, 40000)])
     pad = lambda: rng.choice([0, 0, 8, 24, 64])  # noqa: E731
     b_nk = rng.random() < 0.7
     batch = rng.random() < 0.15
@@ -55,21 +58,26 @@ def prefetching_tcgemv(p) -> bool:
     return streamed_tcgemv(p) and p.prefetch_rounds > 0
 
 
-def main(count: int, seed: int, out: Path, prefetching: bool = False) -> None:
-    wanted = prefetching_tcgemv if prefetching else streamed_tcgemv
+def sixteen_token_prefetching(p) -> bool:
+    return prefetching_tcgemv(p) and p.tokens == 16
+
+
+def main(count: int, seed: int, out: Path, mode: str = "") -> None:
+    wanted = {"": streamed_tcgemv, "prefetching": prefetching_tcgemv, "prefetching16": sixteen_token_prefetching}[mode]
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     kept = tried = 0
     while kept < count and tried < 100 * count:
         name = f"tcgemv_{seed}_{kept:03d}"
         path = out / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(candidate(rng, name), sort_keys=False))
+        path.write_text(yaml.safe_dump(candidate(rng, name, mode == "prefetching16"), sort_keys=False))
         tried += 1
         plan = make_plan(analyse(load_spec(path)), SM90)
         kernels = [b.plan.primary for b in plan.buckets] if hasattr(plan, "buckets") else [plan.primary]
         if any(wanted(p) for p in kernels):
             print(f"{name}: {sum(map(streamed_tcgemv, kernels))} streamed tcgemv kernel(s), "
-                  f"{sum(map(prefetching_tcgemv, kernels))} prefetching")
+                  f"{sum(map(prefetching_tcgemv, kernels))} prefetching, "
+                  f"{sum(map(sixteen_token_prefetching, kernels))} of 16 tokens")
             kept += 1
         else:
             path.unlink()
@@ -77,4 +85,4 @@ def main(count: int, seed: int, out: Path, prefetching: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:] == ["prefetching"])
+    main(int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "")
