@@ -195,6 +195,23 @@ def test_a_long_stream_prefetches_its_first_rounds_and_lets_the_next_grid_in_aft
     assert "config.numAttrs = 1;" in body
 
 
+def test_a_k_tail_is_loaded_after_the_loop_not_tested_in_it():
+    """K = 8096 is not whole 64-k segments: the loop streams each warp's whole segments with one warp-wide test a
+    segment, and the warp whose slice ends inside a segment loads that one after the loop, a chunk tested a lane
+    (tested in the loop, the kernel spilled 32-56 bytes at 128 registers)."""
+    spec = parse_spec({"name": "kt", "dtype": "bf16", "gemm": {"m": 3, "n": 16128, "k": 8096}, "operands": LINEAR})
+    cu = _source(spec)
+    kernel = cu[cu.index("namespace tcgemv"):]
+    kernel = kernel[kernel.index("__global__"):kernel.index("cudaError_t launch(")]
+    loop = kernel[kernel.index("const auto load = "):kernel.index("const auto load_partial = ")]
+    assert "< k_len" not in loop and "const bool in = seg < k_whole;" in loop
+    main, partial = kernel.split("for (int kk = 0; kk < k_whole; kk += 2 * STEP) {")[1].split("if (k_whole < k_len)")
+    assert "load_partial" not in main and "mma_round(wb, xb, kk + STEP, k_whole);" in main
+    assert "load_partial(wa, xa, k_whole);" in partial and "mma_round(wa, xa, k_whole, k_whole + 1);" in partial
+    whole = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
+    assert "k_whole" not in whole and "load_partial" not in whole
+
+
 def test_run_time_tokens_are_a_kernel_argument():
     spec = parse_spec({"name": "dyn", "dtype": "f16", "gemm": {"m": {"min": 2, "max": 16}, "n": 14336, "k": 4096},
                        "operands": LINEAR})
@@ -215,8 +232,10 @@ def test_tcgemv_kernels_compile_without_spills(tmp_path):
 
     from .test_build import nvcc_or_skip
     nvcc_or_skip()
-    for m, n, dtype in ((8, 4096, "f16"), (16, 4096, "bf16"), (12, 14336, "f16")):  # the last: A staged
-        spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": n, "k": 4096},
+    # the third: K not whole 64-k segments (its partial one after the loop); the last: A staged
+    for m, n, k, dtype in ((8, 4096, 4096, "f16"), (16, 4096, 4096, "bf16"), (3, 16128, 8096, "bf16"),
+                           (12, 14336, 4096, "f16")):
+        spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
                            "operands": LINEAR})
         g = generate(spec, SM90, tmp_path, family="tcgemv")
         assert g.plan.primary.shared_act == (n == 14336)
