@@ -27,13 +27,13 @@ cp "$W/body_now.cu.j2" templates/tcgemv/body.cu.j2
 OLD=(); NEW=(); for n in $TIMED; do OLD+=("$W/old/$n"); NEW+=("$W/new/$n"); done
 timeout 150 python3 -m dgemm_cli build "$W"/new/* "${OLD[@]}" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
 stamp "build rc=$?"
+timeout 110 python3 -m dgemm_cli verify "$W"/new/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"
+stamp "verify rc=$?"
+failures "$OUT/verify.json" | tee "$OUT/failures.txt"
 for r in 1 2; do
   timeout 25 python3 -m dgemm_cli bench "${OLD[@]}" --json > "$OUT/bench_old_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench old r$r rc=$?"
   timeout 25 python3 -m dgemm_cli bench "${NEW[@]}" --json > "$OUT/bench_new_$r.json" 2>> "$OUT/bench_err.txt"; stamp "bench new r$r rc=$?"
 done
-timeout 110 python3 -m dgemm_cli verify "$W"/new/* --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"
-stamp "verify rc=$?"
-failures "$OUT/verify.json" | tee "$OUT/failures.txt"
 { python3 -c "import json,sys; v=json.load(open(sys.argv[1])); print(sum(r['passed'] for r in v), 'of', len(v), 'passed')" "$OUT/verify.json"
   bench_rows "$OUT"/bench_old_*.json "$OUT"/bench_new_*.json; } > "$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
