@@ -4,6 +4,7 @@
 # (summary.txt). Then the 16-token prefetching kernel, verified so far only where call 1 of session 25 forced
 # every streaming kernel to prefetch: 8 random specs whose plan has one (tools/session26/specs, from
 # `tools/session24/tcgemv_specs.py 8 31 ... prefetching16`), verified with seeds 1-4, and compute-sanitizer on one.
+# (Its every-m part is session 25's call5.sh, written and never run, which this replaced.)
 source tools/device_lib.sh
 # shellcheck disable=SC2086
 dg gen --untuned $ISSUE7_DYNAMIC -o "$W/t" > "$OUT/gen.txt" 2>&1; stamp "gen dynamic rc=$?"

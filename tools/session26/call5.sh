@@ -2,8 +2,8 @@
 # Session 26, device call 5 (nvidia-h200): tcgemv's register-stream kernel where K is not whole 64-k segments, with
 # the partial segment loaded after the loop (no per-lane test in it; ptxas: no spill, was 32-56 bytes). The 32
 # specs of tools/session25/specs and tools/session26/specs whose kernels changed are verified (seeds 1-2,
-# `--repeat 2`); four of them are benched as they were (tools/session26/tcgemv_body_before.cu.j2, the template at
-# e7ff090) and as now, in turn, two rounds each.
+# `--repeat 2`); four of them are benched as they were (the template at e7ff090: tools/session26/tcgemv_ktail.patch
+# taken back out; the run at 2b608d7 copied a whole saved template instead) and as now, in turn, two rounds each.
 source tools/device_lib.sh
 CHANGED="tools/session25/specs/tcgemv_29_000.yaml tools/session25/specs/tcgemv_29_001.yaml
 tools/session25/specs/tcgemv_29_002.yaml tools/session25/specs/tcgemv_29_003.yaml tools/session25/specs/tcgemv_29_004.yaml
@@ -20,7 +20,7 @@ TIMED="tcgemv_29_001 tcgemv_29_012 tcgemv_30_010 tcgemv_31_006"
 # shellcheck disable=SC2086
 dg gen --untuned $CHANGED -o "$W/new" > "$OUT/gen.txt" 2>&1; stamp "gen new rc=$?"
 cp templates/tcgemv/body.cu.j2 "$W/body_now.cu.j2"
-cp tools/session26/tcgemv_body_before.cu.j2 templates/tcgemv/body.cu.j2
+patch -R -p1 -s < tools/session26/tcgemv_ktail.patch
 for n in $TIMED; do dg gen --untuned "$(echo $CHANGED | tr ' ' '\n' | grep "$n")" -o "$W/old" >> "$OUT/gen.txt" 2>&1; done
 stamp "gen old rc=$?"
 cp "$W/body_now.cu.j2" templates/tcgemv/body.cu.j2
