@@ -83,10 +83,13 @@ PRODUCER_REGS = 40
 # Tile widths (the wgmma N, a multiple of 16 here). Past the powers of two, widths that let the tile count fill
 # the SMs: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112. An MN-major B is loaded in
 # 64-wide boxes, so it takes only multiples of 64.
-BLOCK_N = (64, 96, 112, 128, 160, 192, 224, 256)
+# Below 64 (NARROW_N), only in A-multicast clusters: the tokens' side of decode with the roles swapped, where cuBLAS
+# runs 24 and 32 (not measured elsewhere).
+BLOCK_N = (32, 48, 64, 96, 112, 128, 160, 192, 224, 256)
+NARROW_N = 64
 # wgmma's share of the tensor-core peak by tile width (shared-memory bytes per FLOP fall as N grows), set at the
-# powers of two and interpolated between them.
-WGMMA_EFF = {64: 0.62, 128: 0.8, 256: 0.9}
+# powers of two and interpolated between them (32: not measured, below 64 by 64's step below 128).
+WGMMA_EFF = {32: 0.44, 64: 0.62, 128: 0.8, 256: 0.9}
 LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
 RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
@@ -108,6 +111,11 @@ STAGES = (3, 4, 5, 6, 8)
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
 K_SPLITS = (1, 2)
+# Blocks of a cluster along n that share one A box a k-iteration, each loading half of its rows and multicasting
+# them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
+# C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
+# and through L2 once without a K split and its cluster reduce.
+A_MULTICAST = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction and its cluster launch: two cluster barriers and the partial tile's round trip through
 # shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Measured on the H200 (fifteenth session), the
@@ -239,6 +247,10 @@ class HopperPlan:
     packed_store: bool = False  # the packed store runs when beta == 0 (see PACK_COLS)
     flat_rows: bool = False  # tiles run across the m loops (see the module doc); tile_groups then counts the others
     l2_promotion: str = "256B"  # both tensor maps' L2 promotion (L2_PROMOTIONS)
+    # Blocks of a cluster along n sharing A's box (A_MULTICAST); 2: tile pairs (n tiles 2j, 2j + 1 of one tile row)
+    # run as clusters, each block loading half of A's box rows into both, and the grid counts tiles_n rounded up
+    # to even (a last tile past N loads and stores nothing of its own).
+    a_multicast: int = 1
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -261,7 +273,15 @@ class HopperPlan:
         if self.k_splits > 1:
             return (f"one cluster of {self.k_splits} blocks a tile ({self.kt_per_split} of the {self.k_iters} "
                     "k-iterations each, summed through DSMEM)")
+        if self.a_multicast > 1:
+            return (f"a persistent grid of {self.a_multicast}-block clusters along n, each block loading "
+                    f"1/{self.a_multicast} of A's box into every block of its cluster (TMA multicast)")
         return "a persistent grid"
+
+    @property
+    def grid_tiles(self) -> int:
+        """The tiles the grid walks: with A multicast, tiles_n rounded up to whole clusters."""
+        return self.tile_groups * self.tiles_m * _round_up(self.tiles_n, self.a_multicast)
 
     @property
     def summary(self) -> str:
@@ -337,9 +357,22 @@ class HopperPlan:
         hint. gemv's and tcgemv's weight loads ran 0.3-0.9 µs slower with it (call 5): they keep none."""
         return self.b_streams_once
 
+    @property
+    def a_evict_first(self) -> bool:
+        """A's loads mark their L2 lines evict_first where A streams from DRAM once: multicast over a cluster that
+        covers every tile column, no tile group reading the same A tiles again (n loops; batch segments A is
+        broadcast over). The weight of decode with the roles swapped, as b_evict_first is B's."""
+        n_rereads = math.prod(x.size for x in self.tile_loops if x.role == "n")
+        batch_rereads = math.prod(x.size for x in self.tile_loops if x.role == "batch" and x.stride["A"] == 0)
+        return (self.a_multicast > 1 and _round_up(self.tiles_n, self.a_multicast) == self.a_multicast
+                and n_rereads == 1 and batch_rereads == 1)
+
     def load_order_line(self) -> str | None:
         """The stage's load order and B's L2 priority where the weight streams once (explain and the kernel's header
         comment)."""
+        if self.a_evict_first:
+            return (f"loads: A's box in {self.a_multicast} parts, each block of a cluster loading one into every "
+                    "block (TMA multicast), its L2 lines evict_first (A streams from DRAM once)")
         if not self.b_streams_once:
             return None
         return ("loads: B's box before A's in each stage, its L2 lines evict_first (the weight streams from DRAM "
@@ -369,7 +402,7 @@ class HopperPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "b_first": self.b_first, "b_evict_first": self.b_evict_first,
-                "decisions": [x.to_dict() for x in self.decisions]}
+                "a_evict_first": self.a_evict_first, "decisions": [x.to_dict() for x in self.decisions]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -621,6 +654,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
     g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
+    g.node("a_multicast", A_MULTICAST, "blocks of a cluster along n sharing A's box, each loading a part of its rows "
+           "into every block (TMA multicast)", default=1)
     g.node("l2_promotion", L2_PROMOTIONS, "what an L2 miss of the tensor maps' loads fetches from DRAM (256 bytes, or "
            "the line alone)", default="256B")
 
@@ -674,6 +709,33 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         part = (a["block_n"] if c_unit == "m" else a["block_m"]) * red_pitch(a, c_unit) * 4  # [col][row] or [row][col]
         stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
         return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
+    a_k_major = a_rows_follow_m(views)  # K-major A: its box is whole rows, cut into parts of rows
+    rows_cut_at_run_time = bool(views.spec.run_time_letter) and _inner_is_run_time(views, "m")
+
+    def multicast_ok(a: Assignment) -> str | None:
+        parts = a["a_multicast"]
+        if parts == 1:
+            return None
+        if a["k_splits"] > 1:
+            return "a K split's cluster already holds the tile's blocks"
+        if not a_k_major:
+            return "A is m-major: its box is cut into parts only along whole k-major rows"
+        if rows_cut_at_run_time or a_box_rows(_size(views, "m"), a["block_m"]) < a["block_m"]:
+            return "A's box is cut to the rows present: no whole box to share"
+        groups, tiles_m, tiles_n, flat = grid(a["block_m"], a["block_n"], 1)
+        if flat:
+            return "flat rows load A a 64-row block at a time"
+        if tiles_n != parts:
+            return (f"{tiles_n} tile column(s): multicast where one cluster of {parts} covers N (A would otherwise "
+                    "stream once a cluster; not measured)")
+        return None
+    g.constrain("narrow tiles", "problem", ["block_n", "a_multicast"],
+                lambda a: f"{a['block_n']} columns: tiles under {NARROW_N} wide run only in A-multicast clusters"
+                if a["block_n"] < NARROW_N and a["a_multicast"] == 1 else None,
+                "narrow tiles only where A is shared over a cluster (decode with the roles swapped)")
+    g.constrain("A multicast", "problem", ["block_m", "block_n", "k_splits", "a_multicast"], multicast_ok,
+                "A's box shared over a cluster along n only where the cluster covers N, A whole rows (K-major, "
+                "not cut), no K split")
     g.constrain("k split", "problem", ["block_m", "block_n", "stages", "k_splits"], k_split_ok,
                 "a K split only where the tiles leave SMs idle and the blocks fit one wave, every block with a slice, "
                 "the f32 partial tile parked in the block's pipeline stages")
@@ -716,6 +778,17 @@ def weight_streams_once(loops: tuple[LoopSegment, ...], tiles_m: int, flat: bool
     return tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1
 
 
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+def _inner_is_run_time(views: ProblemViews, role: str) -> bool:
+    """Whether the run-time letter (sized over a range) lies in this role's tiled (innermost) segment."""
+    run_time = views.spec.run_time_letter
+    seg = _inner(views, role)
+    return bool(run_time and run_time[1] < run_time[2] and seg and run_time[0] in seg.letters)
+
+
 def _size(views: ProblemViews, role: str) -> int:
     """The size of a role's tiled (innermost) segment; 1 without one."""
     seg = _inner(views, role)
@@ -747,8 +820,9 @@ def _cost(views: ProblemViews, arch: Arch):
     def cost(a: Assignment) -> float:
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
+        parts = a.get("a_multicast", 1)
         groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
-        tiles = groups * tiles_m * tiles_n * splits
+        tiles = groups * tiles_m * _round_up(tiles_n, parts) * splits
         streams_once = weight_streams_once(loops, tiles_m, flat)
         k_iters = math.ceil(k_iters_all / splits)
         tiles_per_sm = math.ceil(tiles / arch.sms)
@@ -758,7 +832,7 @@ def _cost(views: ProblemViews, arch: Arch):
         eff = wgmma_eff(bn) * (1.0 if cons == 2 else 0.8)
         math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
         a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
-        stage = (a_rows + bn) * BLOCK_K * elem
+        stage = (a_rows // parts + bn) * BLOCK_K * elem  # what an SM reads through L2 a stage
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
         l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
         l2_us = k_iters * stage / l2_share
@@ -833,6 +907,8 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     elif follow and not (run_time and run_time[1] < run_time[2]):  # with rows at run time the launcher cuts it
         box_rows = a_box_rows(size["m"], bm)
         ta = _with_box_rows(ta, box_rows)
+    if a["a_multicast"] > 1:  # each block of the cluster loads a part of the box's rows
+        ta = _with_box_rows(ta, bm // a["a_multicast"])
     k_iters = problem_k_iters(views)
     splits = a["k_splits"]
     packed = packed_store(views) and splits == 1
@@ -853,7 +929,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
         a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
-        l2_promotion=a["l2_promotion"],
+        l2_promotion=a["l2_promotion"], a_multicast=a["a_multicast"],
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

@@ -24,11 +24,14 @@ PROMOTION_ENUM = {"256B": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", "none": "CU_TENS
 RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 
 
-def _coord(index: str, operand: str, tile: str = "tile") -> str:
-    """The kernel's coordinate of a tensor-map dim; `tile`: the Tile whose origin and loop indices it takes."""
+def _coord(index: str, operand: str, tile: str = "tile", part: bool = False) -> str:
+    """The kernel's coordinate of a tensor-map dim; `tile`: the Tile whose origin and loop indices it takes;
+    `part`: A's box is loaded in parts over the cluster (A multicast), this block's rows of it."""
     if index == "k":
         return "k0"
     if index == "mn":
+        if part:
+            return f"{tile}.m0 + a_part * A_PART_ROWS"
         return f"{tile}.m0" if operand == "A" else f"{tile}.n0"
     if index.startswith("loop"):
         return f"{tile}.loop[{index[4:]}]"
@@ -36,9 +39,10 @@ def _coord(index: str, operand: str, tile: str = "tile") -> str:
 
 
 def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False,
-             flat: bool = False) -> dict:
+             flat: bool = False, parts: int = 1) -> dict:
     """A tensor map's template context. `flat` (A with flat rows): one box a 64-row block, at the block's
-    coordinates (`blocks[j]`, from granule_at)."""
+    coordinates (`blocks[j]`, from granule_at). `parts` (A multicast): the box is one of that many parts of the
+    tile's rows, this block's."""
     box_bytes = t.stage_bytes // t.boxes_per_stage
     run_time_rows = rows_at_run_time and t.operand == "A"
     return {
@@ -49,7 +53,7 @@ def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bo
                   "stride": d.stride_bytes,
                   "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
                  for d in t.dims],
-        "coords": [_coord(d.index, t.operand, "blocks[j]" if flat else "tile") for d in t.dims],
+        "coords": [_coord(d.index, t.operand, "blocks[j]" if flat else "tile", parts > 1) for d in t.dims],
         "flat": flat, "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
         "elem": elem,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
@@ -80,7 +84,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows)
+    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows, plan.a_multicast)
     tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out], "is_m": x.role == "m"}
@@ -112,7 +116,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "epi_floats": plan.epi_bytes // 4, "smem_bytes": plan.smem_bytes,
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows, "b_first": plan.b_first,
-        "b_evict_first": plan.b_evict_first,
+        "b_evict_first": plan.b_evict_first, "a_evict_first": plan.a_evict_first,
+        "a_multicast": plan.a_multicast, "grid_tiles": plan.grid_tiles,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
@@ -156,8 +161,18 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
                      f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
                      f"{grid}.")
+    if plan.a_multicast > 1:
+        grid = (f"a persistent grid of clusters of {plan.a_multicast} blocks along n ({plan.grid_tiles} tiles with "
+                f"the tile columns rounded up to whole clusters), {plan.k_iters} k-iterations a tile, each block "
+                f"loading {plan.block_m // plan.a_multicast} of A's {plan.block_m} rows into the cluster's blocks")
     includes = {"atomic", "cuda.h", "mutex"} | ({"cooperative_groups.h"} if plan.k_splits > 1 else set())
     # The persistent kernel's launcher decides at run time, from the SM count (templates/hopper/body.cu.j2).
+    if plan.a_multicast > 1:
+        requirements = (f"Thread-block clusters of {plan.a_multicast} blocks: compute capability 9.0 or later.",
+                        dependent_launch_note(" where the grid takes every cluster slot of the GPU, or all but a "
+                                              "sixteenth of them over one cluster's tile columns (decided at run "
+                                              "time)"))
+        return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes), requirements)
     requirements = cluster_requirements(plan.k_splits) or (dependent_launch_note(
         " where the grid takes every block slot of the GPU, or all but a sixteenth of them over one tile row "
         "(decided at run time from the SM count)"),)
