@@ -106,7 +106,11 @@ SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole 
 # moved over the stages to make room (twenty-first session, call 5), 7 stages at [128,4096]x[4096,14336] (cuBLAS's
 # depth for the same tile) and 10 at [16 / 64,4096]x[4096,14336] ran level with 6 and 8: no deeper ring is offered.
 # (Again in the twenty-third session, calls 2-3: 7 / 9 / 10 stages within 0.15 µs, 5 at 128 rows 0.35-0.8 µs slower.)
-STAGES = (3, 4, 5, 6, 8)
+# Deeper rings (DEEP_STAGES) only in A-multicast clusters: there every block receives the whole A box a stage beside
+# its own B box, and the time follows the bytes in flight (twenty-seventh session, call 3: [4096,4096]x[4096,44]
+# with 64x32 tiles, 12 KB a stage, 13.2 µs at 8 stages, 14.8 at 6).
+STAGES = (3, 4, 5, 6, 8, 10, 12, 16)
+DEEP_STAGES = 8
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
 # [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
 # in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
@@ -733,6 +737,10 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 lambda a: f"{a['block_n']} columns: tiles under {NARROW_N} wide run only in A-multicast clusters"
                 if a["block_n"] < NARROW_N and a["a_multicast"] == 1 else None,
                 "narrow tiles only where A is shared over a cluster (decode with the roles swapped)")
+    g.constrain("deep rings", "problem", ["stages", "a_multicast"],
+                lambda a: f"{a['stages']} stages: more than {DEEP_STAGES} only in A-multicast clusters (measured "
+                "slower elsewhere)" if a["stages"] > DEEP_STAGES and a["a_multicast"] == 1 else None,
+                f"rings deeper than {DEEP_STAGES} stages only where A is shared over a cluster")
     g.constrain("A multicast", "problem", ["block_m", "block_n", "k_splits", "a_multicast"], multicast_ok,
                 "A's box shared over a cluster along n only where the cluster covers N, A whole rows (K-major, "
                 "not cut), no K split")
