@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.families import hopper
-from dgemm_cli.families.solving import ranked
+from dgemm_cli.families.solving import of_assignment, ranked
 from dgemm_cli.plan import make_plan
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
@@ -556,3 +556,65 @@ def test_gqa_pv_over_a_kv_cache_stays_on_the_split_hopper_plan():
                                              "C": {"layout": "row"}}}))
     plan = make_plan(views, get_arch("sm_90a")).primary
     assert plan.family == "hopper" and plan.k_splits == 2
+
+
+# Decode with the roles swapped: C^T = W X^T, the weight as A (k-major), the tokens as B (k-major), C m-contiguous.
+SWAPPED = {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "col"}}
+
+
+def _swapped(m, n, k, dtype="f16", **extra):
+    return analyse(parse_spec({"name": "swapped", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
+                               "operands": SWAPPED, **extra}))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 5000), n=st.integers(1, 300), k=st.integers(1, 5000))
+def test_a_multicast_only_where_one_cluster_covers_n_with_whole_k_major_a_boxes(m, n, k):
+    views = _swapped(m, n, k)
+    arch = get_arch("sm_90a")
+    if hopper.gates(views, arch):
+        return
+    for p in ranked(hopper.problem(views, arch), 400):
+        if p.a_multicast == 1:
+            # narrow tiles and deep rings are measured only in multicast clusters
+            assert p.block_n >= hopper.NARROW_N and p.stages <= hopper.DEEP_STAGES
+            assert p.grid_tiles == p.tiles
+            continue
+        assert p.k_splits == 1 and p.tiles_n == p.a_multicast == 2 and p.a.major == "k" and not p.flat_rows
+        rows = next(d.box for d in p.a.dims if d.index == "mn")
+        assert rows * p.a_multicast == p.block_m and p.a_box_rows in (0, p.block_m)
+        assert p.grid_tiles == p.tile_groups * p.tiles_m * 2 and p.a.stage_bytes == p.block_m * 64 * 2
+
+
+def test_issue_7_sizes_with_the_roles_swapped_keep_the_k_split_as_measured():
+    # Call 4 of the twenty-seventh session: the multicast plan 13.03-13.07 µs, the split 11.89-11.90.
+    for tokens in (33, 44, 60, 64):
+        problem = hopper.problem(_swapped(4096, tokens, 4096), get_arch("sm_90a"))
+        pick = ranked(problem, 1)[0]
+        assert pick.a_multicast == 1 and pick.k_splits == 2, pick.summary
+        multicast = of_assignment(problem, {"block_m": 64, "block_n": 32, "consumers": 1, "ctas_per_sm": 1,
+                                            "stages": 10, "k_splits": 1, "a_multicast": 2})
+        assert multicast.cost_us > pick.cost_us and multicast.a_evict_first
+
+
+def test_a_multicast_kernel_loads_its_part_into_the_cluster_and_releases_stages_in_both_blocks(tmp_path):
+    from dgemm_cli.render import generate
+
+    spec = parse_spec({"name": "mc", "dtype": "bf16", "gemm": {"m": 2000, "n": 40, "k": 1000}, "beta": 0.5,
+                       "operands": SWAPPED})
+    g = generate(spec, get_arch("sm_90a"), tmp_path, family="hopper")
+    plan = g.plan.primary
+    assert plan.a_multicast == 2 and plan.block_n == 32, plan.summary
+    body = (g.directory / "mc.cu").read_text().split("namespace hopper")[1]
+    assert "constexpr int A_PARTS = 2, A_PART_ROWS = BM / A_PARTS;" in body
+    assert ("tma_load_2d_multicast(smem + A_OFFSET + stage * A_STAGE_BYTES + a_part * A_PART_BYTES, &tmap_a, "
+            "&full[stage], CLUSTER_MASK, k0, tile.m0 + a_part * A_PART_ROWS);") in body
+    assert "tma_prefetch_2d(&tmap_a, k0, tile.m0 + a_part * A_PART_ROWS);" in body  # A is the stream here
+    # every consumer warp releases the stage in both blocks, without a cluster-scope release (ERRBAR: 4x slower)
+    assert body.count("if (lane < A_PARTS) mbar_arrive_remote(&empty[last], lane);") == 2
+    assert "mbarrier.arrive.shared::cluster.b64" in body and "release.cluster.shared::cluster" not in body
+    assert "mbar_init(&empty[s], CONSUMERS * 4 * A_PARTS);" in body
+    assert body.count("cluster_barrier();") == 3  # barriers set up; the producer's and the consumers' ends
+    assert "cudaOccupancyMaxActiveClusters" in body and "config.attrs = (dependent) ? attrs : attrs + 1;" in body
+    # no leftovers of the persistent grid's other shape
+    assert "RASTER" not in body and "sm_count(" not in body and "mbar_arrive(" not in body

@@ -120,6 +120,13 @@ K_SPLITS = (1, 2)
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
 # and through L2 once without a K split and its cluster reduce.
 A_MULTICAST = (1, 2)
+# The rate A streams at from DRAM through a multicast cluster, at the model's scale (its estimates run at about 0.9 of
+# the measured times). Fitted to one measurement (twenty-seventh session, call 4, graph replays in turn, H200):
+# [4096,4096]x[4096,44] f16 with the roles swapped ran 13.03-13.07 µs as 64x32 tiles in 2-block multicast clusters
+# (10 stages; 13.1-13.4 at 8 to 16) against 11.89-11.90 as 64x64 tiles with the K split; ncu had the multicast
+# kernel's DRAM at 35% of peak against the split's 49%, with every consumer waiting on its stages. Not understood
+# yet; priced so that the split stays ahead and `tune` can still measure the multicast plan.
+MULTICAST_STREAM_GBPS = 3250
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction and its cluster launch: two cluster barriers and the partial tile's round trip through
 # shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Measured on the H200 (fifteenth session), the
@@ -823,6 +830,7 @@ def _cost(views: ProblemViews, arch: Arch):
     unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
               + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
     dram_us = unique / (arch.dram_gbps * 1e3)
+    a_bytes = views.operands["A"].span * elem
     tma_latency_us = 0.8
 
     def cost(a: Assignment) -> float:
@@ -866,6 +874,8 @@ def _cost(views: ProblemViews, arch: Arch):
         # Where the weight streams once (one tile row, no tile group reading it again), each SM reads it at most
         # `stages` boxes a round trip a block: a GPU the tiles leave half empty streams at about half the rate. The
         # round trip lengthens from the idle one as more SMs stream, to STREAM_LATENCY_US from half of them on.
+        if parts > 1:  # A through a multicast cluster streams no faster than measured (MULTICAST_STREAM_GBPS)
+            stream_us = max(stream_us, a_bytes / (MULTICAST_STREAM_GBPS * 1e3))
         if streams_once:
             trip_us = tma_latency_us + (STREAM_LATENCY_US - tma_latency_us) * min(1.0, 2 * busy / arch.sms)
             stream_us = max(stream_us, tiles_per_sm * k_iters * trip_us / (a["stages"] * ctas))
