@@ -32,7 +32,7 @@ def test_every_candidate_fits_the_register_pool_and_shared_memory(path):
         entry = hopper.entry_regs(p.consumers, p.ctas_per_sm)
         assert entry * p.threads >= 128 * hopper.PRODUCER_REGS + 128 * p.consumers * p.consumer_regs
         assert p.consumer_regs % 8 == 0 and 24 <= p.consumer_regs <= 256
-        assert p.wg_m // 64 * p.block_n // 2 + hopper.CONSUMER_OVERHEAD_REGS <= p.consumer_regs
+        assert p.wg_m // 64 * p.block_n // 2 * p.acc_chains + hopper.CONSUMER_OVERHEAD_REGS <= p.consumer_regs
         assert p.smem_bytes * p.ctas_per_sm + 1024 * p.ctas_per_sm <= arch.smem_per_sm
         assert p.threads == 128 * (p.consumers + 1) and p.stages >= 3
 

@@ -120,6 +120,10 @@ K_SPLITS = (1, 2)
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
 # and through L2 once without a K split and its cluster reduce.
 A_MULTICAST = (1, 2)
+# Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
+# on the previous one's accumulators (64 k-iterations of 4 at 64x32, 256 in a row); with two, neighbours are
+# independent and the sets are summed once at the tile's end. Not priced: the model keeps one (ties take the first).
+ACC_CHAINS = (1, 2)
 # The rate A streams at from DRAM through a multicast cluster, at the model's scale (its estimates run at about 0.9 of
 # the measured times). Fitted to one measurement (twenty-seventh session, call 4, graph replays in turn, H200):
 # [4096,4096]x[4096,44] f16 with the roles swapped ran 13.03-13.07 µs as 64x32 tiles in 2-block multicast clusters
@@ -262,6 +266,8 @@ class HopperPlan:
     # run as clusters, each block loading half of A's box rows into both, and the grid counts tiles_n rounded up
     # to even (a last tile past N loads and stores nothing of its own).
     a_multicast: int = 1
+    # Accumulator sets the k16 steps alternate between (ACC_CHAINS), summed after the tile's last wgmma.
+    acc_chains: int = 1
 
     requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
 
@@ -667,6 +673,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
     g.node("a_multicast", A_MULTICAST, "blocks of a cluster along n sharing A's box, each loading a part of its rows "
            "into every block (TMA multicast)", default=1)
+    g.node("acc_chains", ACC_CHAINS, "accumulator sets the k16 steps alternate between (2: consecutive wgmmas do not "
+           "wait on each other's result)", default=1)
     g.node("l2_promotion", L2_PROMOTIONS, "what an L2 miss of the tensor maps' loads fetches from DRAM (256 bytes, or "
            "the line alone)", default="256B")
 
@@ -677,7 +685,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "each consumer warpgroup issues one or two m64nNk16 wgmmas per k16 step")
 
     def acc_regs(a: Assignment) -> str | None:
-        regs = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
+        regs = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2 * a["acc_chains"]
         if regs > MAX_ACC_REGS:
             return f"{regs} f32 accumulators per thread (> {MAX_ACC_REGS})"
         room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - CONSUMER_OVERHEAD_REGS
@@ -685,7 +693,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return (f"{regs} f32 accumulators per thread, but {a['ctas_per_sm']} block(s) an SM leave a consumer "
                     f"{room} beside its other registers")
         return None
-    g.constrain("accumulator registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], acc_regs,
+    g.constrain("accumulator registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm", "acc_chains"],
+                acc_regs,
                 "accumulators stay in registers next to the descriptors and the epilogue")
 
     g.constrain("two blocks an SM", "arch", ["consumers", "ctas_per_sm"],
@@ -947,7 +956,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         k_splits=splits, kt_per_split=k_split_slices(k_iters, splits)[0],
         red_pitch=red_pitch(a, c_unit) if splits > 1 else 0,
         a_rows_follow_m=follow, a_box_rows=box_rows, packed_store=packed, flat_rows=flat,
-        l2_promotion=a["l2_promotion"], a_multicast=a["a_multicast"],
+        l2_promotion=a["l2_promotion"], a_multicast=a["a_multicast"], acc_chains=a["acc_chains"],
     )
     if plan.tiles > 2**31 - 1:
         raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")

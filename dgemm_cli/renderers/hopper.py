@@ -117,7 +117,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "splits": plan.k_splits, "kt_per_split": plan.kt_per_split, "red_pitch": plan.red_pitch,
         "a_rows_follow_m": plan.a_rows_follow_m, "a_box_rows": plan.a_box_rows, "b_first": plan.b_first,
         "b_evict_first": plan.b_evict_first, "a_evict_first": plan.a_evict_first,
-        "a_multicast": plan.a_multicast, "grid_tiles": plan.grid_tiles,
+        "a_multicast": plan.a_multicast, "grid_tiles": plan.grid_tiles, "acc_chains": plan.acc_chains,
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
