@@ -61,14 +61,15 @@ from .test_build import nvcc_or_skip
 # TMA loads, and that tcgemv's `.nc` loads read stale lines behind such a prefetch. Refreshed in the twenty-fifth
 # session: decode_dynamic's tcgemv buckets (2, 3, 4, 5..8 rows; 16 rounds a warp) prefetch their weight's first 2
 # rounds before the wait (which moved after the row pointers in every register-stream kernel), load it coherently and
-# trigger after their last load.
+# trigger after their last load. Refreshed in the twenty-seventh session (comments only): hopper's header decisions
+# count 10 tile widths and 8 pipeline depths and list the new `a_multicast` and `acc_chains` nodes (each 1 here).
 BEFORE_EPILOGUE = {
-    "square_bf16": ("a35d0715e8c72bb4", "9f8ad9a689d03dec"),
+    "square_bf16": ("6935b1ef306c3f10", "9f8ad9a689d03dec"),
     "odd_tails": ("4e5d31b0e9b361d8", "02c46a4d6264c150"),
     "nhwc_padded_f32": ("73823980391916ed", "ae26a6c26a45f616"),
     "decode_qk": ("e51e4cacdf308703", "8507a39ad780908f"),
-    "decode_dynamic": ("7e639a75225f48e8", "a9906a0b66264684"),
-    "conv1x1_nchw": ("621ce4d8090912a2", "b1f9b589b76fab45"),
+    "decode_dynamic": ("c2576169626a92fb", "a9906a0b66264684"),
+    "conv1x1_nchw": ("c0f0ea275499054a", "b1f9b589b76fab45"),
 }
 
 
