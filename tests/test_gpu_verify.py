@@ -14,7 +14,7 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.build import build
 from dgemm_cli.families import hopper
 from dgemm_cli.families.solving import of_assignment
-from dgemm_cli.plan import Plan
+from dgemm_cli.plan import Plan, make_plan
 from dgemm_cli.render import generate
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.toolchain import find_nvcc
@@ -71,21 +71,26 @@ SWAPPED_ALIGNED = {"A": {"layout": "row", "align": 16}, "B": {"layout": "col", "
                    "C": {"layout": "col", "align": 16}}
 
 
+def _multicast_generated(tmp_path, doc):
+    """The spec generated with the multicast plan the twenty-seventh session timed (64x32 tiles, 10 stages): the
+    model takes the K split at these sizes."""
+    spec = parse_spec(doc)
+    views = analyse(spec)
+    primary = of_assignment(hopper.problem(views, get_arch("sm_90a")), {
+        "block_m": 64, "block_n": 32, "consumers": 1, "ctas_per_sm": 1, "stages": 10, "k_splits": 1, "a_multicast": 2})
+    g = generate(spec, get_arch("sm_90a"), tmp_path, "hopper",
+                 plan=Plan(primary, None, make_plan(views, get_arch("sm_90a")).family_decision), views=views)
+    assert g.plan.primary.a_multicast == 2 and g.plan.fallback is None
+    return g
+
+
 @pytest.mark.parametrize("dtype, gemm, beta", [
     ("bf16", {"m": 2000, "n": 40, "k": 1000}, 0.5),  # f32 staging store (beta), a last tile row past M, a K tail
     ("f16", {"m": 4096, "n": 33, "k": 4096}, 0.0),  # the packed store; the second tile column one token wide
 ])
 def test_a_multicast_kernel_verifies(tmp_path, dtype, gemm, beta):
-    spec = parse_spec({"name": "mc", "dtype": dtype, "gemm": gemm, "beta": beta, "operands": SWAPPED_ALIGNED})
-    g = generate(spec, get_arch("sm_90a"), tmp_path, family="hopper")
-    if g.plan.primary.a_multicast == 1:  # the model priced the K split ahead: take the multicast plan
-        views = analyse(spec)
-        primary = of_assignment(hopper.problem(views, get_arch("sm_90a")), {
-            "block_m": 64, "block_n": 32, "consumers": 1, "ctas_per_sm": 1, "stages": 10, "k_splits": 1,
-            "a_multicast": 2})
-        g = generate(spec, get_arch("sm_90a"), tmp_path, "hopper",
-                     plan=Plan(primary, None, g.plan.family_decision), views=views)
-    assert g.plan.primary.a_multicast == 2 and g.plan.fallback is None
+    g = _multicast_generated(tmp_path, {"name": "mc", "dtype": dtype, "gemm": gemm, "beta": beta,
+                                        "operands": SWAPPED_ALIGNED})
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     rc, rows = _verify(g.directory)
     assert rc == 0 and rows[0]["passed"]
@@ -94,10 +99,8 @@ def test_a_multicast_kernel_verifies(tmp_path, dtype, gemm, beta):
 def test_broken_a_multicast_fails_verification(tmp_path):
     # Both blocks of a cluster load the first half of A's box (each into its own part of every block): the tile's
     # second 32 rows are the first ones again, and verify must notice.
-    spec = parse_spec({"name": "broken_mc", "dtype": "bf16", "gemm": {"m": 2000, "n": 40, "k": 1000},
-                       "operands": SWAPPED_ALIGNED})
-    g = generate(spec, get_arch("sm_90a"), tmp_path, family="hopper")
-    assert g.plan.primary.a_multicast == 2 and g.plan.fallback is None
+    g = _multicast_generated(tmp_path, {"name": "broken_mc", "dtype": "bf16", "gemm": {"m": 2000, "n": 40, "k": 1000},
+                                        "operands": SWAPPED_ALIGNED})
     cu = g.directory / "broken_mc.cu"
     part = "k0, tile.m0 + a_part * A_PART_ROWS);"
     assert cu.read_text().count(part) == 2  # the load and the L2 prefetch
