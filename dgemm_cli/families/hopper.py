@@ -106,9 +106,8 @@ SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole 
 # moved over the stages to make room (twenty-first session, call 5), 7 stages at [128,4096]x[4096,14336] (cuBLAS's
 # depth for the same tile) and 10 at [16 / 64,4096]x[4096,14336] ran level with 6 and 8: no deeper ring is offered.
 # (Again in the twenty-third session, calls 2-3: 7 / 9 / 10 stages within 0.15 µs, 5 at 128 rows 0.35-0.8 µs slower.)
-# Deeper rings (DEEP_STAGES) only in A-multicast clusters: there every block receives the whole A box a stage beside
-# its own B box, and the time follows the bytes in flight (twenty-seventh session, call 3: [4096,4096]x[4096,44]
-# with 64x32 tiles, 12 KB a stage, 13.2 µs at 8 stages, 14.8 at 6).
+# Rings deeper than DEEP_STAGES only in A-multicast clusters, whose 64x32 stages are 12 KB (twenty-seventh session,
+# calls 1-3, [4096,4096]x[4096,44]): 14.8 µs at 6 stages, 13.2 at 8, 13.07 at 10, 13.17 at 12, 13.42 at 16.
 STAGES = (3, 4, 5, 6, 8, 10, 12, 16)
 DEEP_STAGES = 8
 # Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
@@ -118,7 +117,8 @@ K_SPLITS = (1, 2)
 # Blocks of a cluster along n that share one A box a k-iteration, each loading half of its rows and multicasting
 # them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
-# and through L2 once without a K split and its cluster reduce.
+# and through L2 once without a K split and its cluster reduce. Measured slower than the K split on 2 of 3 specs:
+# priced below (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
 A_MULTICAST = (1, 2)
 # Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
 # on the previous one's accumulators; with two, neighbours are independent and the sets are summed once at the
@@ -859,7 +859,7 @@ def _cost(views: ProblemViews, arch: Arch):
     def cost(a: Assignment) -> float:
         bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
         # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
-        parts = a.get("a_multicast", 1)
+        parts = a["a_multicast"]
         groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
         tiles = groups * tiles_m * _round_up(tiles_n, parts) * splits
         streams_once = weight_streams_once(loops, tiles_m, flat)
@@ -902,13 +902,13 @@ def _cost(views: ProblemViews, arch: Arch):
         if streams_once:
             trip_us = tma_latency_us + (STREAM_LATENCY_US - tma_latency_us) * min(1.0, 2 * busy / arch.sms)
             stream_us = max(stream_us, tiles_per_sm * k_iters * trip_us / (a["stages"] * ctas))
+        if splits > 1 and a["acc_chains"] == 2:  # the slice's wgmmas in two chains (ACC_CHAINS)
+            reduce_us -= ACC_CHAINS_SPLIT_US
+        if parts > 1:  # measured slower than the model had it (MULTICAST_FIXED_US)
+            reduce_us += MULTICAST_FIXED_US
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
         # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
         # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
-        if splits > 1 and a["acc_chains"] == 2:
-            reduce_us -= ACC_CHAINS_SPLIT_US
-        if parts > 1:
-            reduce_us += MULTICAST_FIXED_US
         return (reread * max(tiles_per_sm * tile_us, stream_us) + reduce_us + LAUNCH_US
                 + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 
