@@ -446,6 +446,9 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
     one CUDA graph, the graph replayed REPS times between CUDA events, the median replay divided by
     the launches (`method: graph`). Inputs rotate over enough buffer sets to exceed L2; data is random.
     Back-to-back stream launches are timed too (`us_stream`; host launch cost shows there).
+    Each size runs in the order ours, cuBLAS, cuBLAS, ours, and each side reports the mean of its two
+    passes (`us_passes`, `baseline_us_passes`): near the board's power cap a kernel timed right after
+    a hungrier one starts below full clock, and a fixed order would hand that to one side.
     A kernel whose launcher makes a programmatic dependent launch (its README's "Requirements" says
     where) starts each launch while the previous one finishes, so both numbers are those of launches
     chained back to back; run alone, a kernel can take microseconds longer (docs/DESIGN.md, "Bench").
@@ -471,7 +474,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
         any_error |= run.exit_code != 0 or "error" in r
         row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
             "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
-            "baseline_formulation", "us_stream", "baseline_us_stream", "baseline_candidates", "copy_gbps",
+            "baseline_formulation", "us_stream", "baseline_us_stream", "us_passes", "baseline_us_passes",
+            "baseline_candidates", "copy_gbps",
             # A run-time size: its range, the size of the numbers above (the largest) and every size's row.
             "m", "dynamic", "m_rows",
             # A fused epilogue: its steps, the view written, and what the baseline ran after (or fused into)

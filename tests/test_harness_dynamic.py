@@ -222,3 +222,10 @@ def test_a_generated_run_time_kernel_verifies_and_benches_through_the_cli(tmp_pa
     out = dg("bench", tmp_path / "gen" / "decode_rt", "--m", "1,5,80", "--reps", "5", "--json")
     (row,) = json.loads(out.stdout)
     assert out.returncode == 0 and [r["m"] for r in row["m_rows"]] == [1, 5, 80], row
+    # Both orders: with cuBLAS timed, each side runs twice at each size and reports the mean of its passes.
+    for size in row["m_rows"]:
+        passes = 2 if size["ratio"] is not None else 1
+        assert len(size["us_passes"]) == passes and size["us"] == pytest.approx(sum(size["us_passes"]) / passes), size
+        if size["ratio"] is not None:
+            assert len(size["baseline_us_passes"]) == 2, size
+            assert size["baseline_us"] == pytest.approx(sum(size["baseline_us_passes"]) / 2), size
