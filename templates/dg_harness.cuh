@@ -50,6 +50,9 @@
 //   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1] [--m LIST]   exit 0
 //     --m 1,8,64: the run-time sizes to run (only for a problem with one; default: dg_verify_sizes,
 //     dg_bench_sizes)
+//     With the baseline, each size runs ours, the baseline's candidates, the candidates in reverse, ours; the
+//     times reported are each side's mean, its passes in "us_passes" / "baseline_us_passes" (and each
+//     candidate's "us_passes"). With --baseline 0 ours runs once.
 //   exit 2 bad command line, 3 no CUDA GPU, 4 any CUDA error (or an inconsistent kProblem/kBaseline).
 // Non-finite numbers are written as the strings "nan", "inf" and "-inf" (Python's float() reads them).
 // Both commands report "output" ("C" or "D") and "epilogue" (the steps as text, e.g. ["bias[n]", "gelu_tanh"]);
@@ -62,8 +65,9 @@
 //     "m_cases": [{"m", "passed", "max_abs_err", "rel_err", "first_fail", "repeat_differed"}]; the top-level
 //     passed is the AND of all of it, max_abs_err / rel_err the worst size's, repeat_differed the sum;
 //   bench: "m_rows": [{"m", and the per-size fields below}], with the largest size's row also at the top
-//     level ("m" says which): us, tflops, gbps, us_stream, baseline, baseline_formulation, baseline_epilogue,
-//     baseline_us, baseline_tflops, baseline_us_stream, ratio, baseline_candidates.
+//     level ("m" says which): us, tflops, gbps, us_stream, us_passes, baseline, baseline_formulation,
+//     baseline_epilogue, baseline_us, baseline_tflops, baseline_us_stream, baseline_us_passes, ratio,
+//     baseline_candidates.
 #pragma once
 
 #include <cuda_bf16.h>
