@@ -2146,6 +2146,13 @@ static void dg_work(const DgProblem& p, double* flops, double* bytes) {
   if (p.beta != 0.0f) *bytes += count * dg_elem_size(p.dtype[DG_C]);
 }
 
+// A timing's passes, in the order they ran (bench's two orders).
+static void dg_json_passes(DgJson& j, const char* key, const DgTiming& t) {
+  j.begin_array(key);
+  for (const double pass : t.graph_passes) j.num(nullptr, pass);
+  j.end_array();
+}
+
 // The fields a fixed-size problem reports at the top level and a run-time size in each of "m_rows".
 static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
   const double us = r.ours.graph_us;
@@ -2153,9 +2160,7 @@ static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
   j.num("tflops", r.flops / (us * 1e-6) / 1e12);
   j.num("gbps", r.bytes / (us * 1e-6) / 1e9);
   j.num("us_stream", r.ours.stream_us);
-  j.begin_array("us_passes");
-  for (const double pass : r.ours.graph_passes) j.num(nullptr, pass);
-  j.end_array();
+  dg_json_passes(j, "us_passes", r.ours);
   j.str("baseline", r.baseline.c_str());
   if (r.best < 0) {
     j.null("baseline_formulation");
@@ -2173,9 +2178,7 @@ static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
     j.num("baseline_us", baseline_us);
     j.num("baseline_tflops", r.flops / (baseline_us * 1e-6) / 1e12);
     j.num("baseline_us_stream", best.time.stream_us);
-    j.begin_array("baseline_us_passes");
-    for (const double pass : best.time.graph_passes) j.num(nullptr, pass);
-    j.end_array();
+    dg_json_passes(j, "baseline_us_passes", best.time);
     j.num("ratio", baseline_us / us);
   }
   j.begin_array("baseline_candidates");
@@ -2185,9 +2188,7 @@ static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
     if (!c.epilogue.empty()) j.str("epilogue", c.epilogue.c_str());
     if (c.error.empty()) {
       j.num("us", c.time.graph_us);
-      j.begin_array("us_passes");
-      for (const double pass : c.time.graph_passes) j.num(nullptr, pass);
-      j.end_array();
+      dg_json_passes(j, "us_passes", c.time);
     } else {
       j.null("us");
     }

@@ -21,6 +21,7 @@ from dgemm_cli.toolchain import find_nvcc
 from dgemm_cli.views import analyse
 
 from .conftest import REPO, SPECS
+from .test_family_hopper import MULTICAST_64X32
 
 pytestmark = pytest.mark.gpu
 
@@ -76,8 +77,7 @@ def _multicast_generated(tmp_path, doc):
     model takes the K split at these sizes."""
     spec = parse_spec(doc)
     views = analyse(spec)
-    primary = of_assignment(hopper.problem(views, get_arch("sm_90a")), {
-        "block_m": 64, "block_n": 32, "consumers": 1, "ctas_per_sm": 1, "stages": 10, "k_splits": 1, "a_multicast": 2})
+    primary = of_assignment(hopper.problem(views, get_arch("sm_90a")), MULTICAST_64X32)
     g = generate(spec, get_arch("sm_90a"), tmp_path, "hopper",
                  plan=Plan(primary, None, make_plan(views, get_arch("sm_90a")).family_decision), views=views)
     assert g.plan.primary.a_multicast == 2 and g.plan.fallback is None
