@@ -526,7 +526,7 @@ def test_wide_staged_share_draws_shapes_that_reach_the_staged_activation(tmp_pat
     assert len(groups) >= 8 and set(groups) == {6, 7, 8}, groups
 
 
-# The splitk tilings measured on the H200 (seventeenth session, call 3; tools/session17/splitk_variants.py):
+# The splitk tilings measured on the H200 in one run:
 # (block_n, block_k, warps_n, stages, splits), and µs in that order for three N = 2048 decode shapes and one N = 4096.
 SPLITK_TILINGS = ((128, 128, 4, 2, 16), (128, 64, 2, 2, 16), (128, 128, 4, 3, 16), (128, 64, 2, 4, 16),
                   (128, 128, 4, 2, 8), (128, 64, 2, 4, 8), (64, 128, 2, 2, 16), (64, 64, 2, 4, 8))
@@ -560,7 +560,7 @@ def test_splitk_model_ranks_the_measured_tilings(name):
     old model (no cluster waves, 8 warps an SM to stream) picked 16x128x128 split 16 at N = 2048, the slowest but
     one: 256 blocks of 78 KB are two waves of the 224 that clusters of 16 hold."""
     measured = dict(zip(SPLITK_TILINGS, SPLITK_MEASURED[name]))
-    views = analyse(load_spec(REPO / "tools/session16/sweep" / f"{name}.yaml"))
+    views = analyse(load_spec(REPO / "tests/data/specs" / f"{name}.yaml"))
     problem = splitk.problem(views, get_arch("sm_90a"))
     estimate = {t: of_assignment(problem, _splitk_tiling(*t)).cost_us for t in measured}
     picked = min(estimate, key=estimate.get)
@@ -580,8 +580,8 @@ def _ffma(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, splits: int,
 FFMA_MEASURED = {
     "specs/f32/f32_skinny.yaml": ((_ffma(64, 64, 32, 4, 4, 6, 16, loader_a="transpose"), 20.77),
                                   (_ffma(32, 16, 128, 1, 2, 6, 2), 69.27)),
-    "tools/session11/specs/f32_splitk_m24.yaml": ((_ffma(32, 32, 32, 4, 4, 4, 16, 255, "transpose"), 6.85),
-                                                  (_ffma(32, 16, 128, 1, 2, 6, 2), 15.73)),
+    "tests/data/specs/f32_splitk_m24.yaml": ((_ffma(32, 32, 32, 4, 4, 4, 16, 255, "transpose"), 6.85),
+                                             (_ffma(32, 16, 128, 1, 2, 6, 2), 15.73)),
     "specs/einsum/ein_ab_bcd_to_ad_small_f32.yaml": ((_ffma(16, 16, 32, 1, 1, 8, 4), 2.95),
                                                      (_ffma(32, 16, 128, 1, 2, 6, 2), 6.39)),
 }
@@ -601,7 +601,7 @@ def test_splitk_ffma_model_ranks_the_measured_tilings(path):
 def test_splitk_plan_says_how_many_waves_its_clusters_take():
     """256 blocks of 78 KB in clusters of 16: 224 at once, two waves (what the cost model prices and `explain`
     shows); 64-wide blocks fit all 512 in one."""
-    views = analyse(load_spec(REPO / "tools/session16/sweep/sw_m4_n2048_k2048.yaml"))
+    views = analyse(load_spec(REPO / "tests/data/specs/sw_m4_n2048_k2048.yaml"))
     problem = splitk.problem(views, get_arch("sm_90a"))
     two = of_assignment(problem, _splitk_tiling(128, 128, 4, 2, 16))
     assert (two.blocks, two.at_once) == (256, 224)

@@ -68,7 +68,7 @@ def test_gates_name_what_rules_the_family_out():
     (16, 8192, "hopper"),
 ])
 def test_the_model_picks_it_where_the_probe_measured_it_faster(m, n, family):
-    """The fit (tenth session, tools/swapmma_probe.cu call 10): faster than hopper at 2..8 tokens for both widths
+    """The fit to the register-stream probe's timings on the H200: faster than hopper at 2..8 tokens for both widths
     and at 16 for N = 4096 (10.51 against 10.95 µs), not at 16 for N = 14336: through L1 33.85 against 30.5, and with A
     staged in shared memory alike within the runs' spread (fourteenth session, calls 8-9: -2.7% to +1.4%), so hopper
     stays and tune decides."""

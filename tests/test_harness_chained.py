@@ -35,7 +35,7 @@ def test_every_verify_case_launches_the_kernel_behind_a_writer_of_its_buffers():
     assert launch.index("cudaMemcpyAsync(st.saved[x].ptr") < launch.index("st.kernel(st.ptr, st.m, alpha, beta") \
         < launch.index("cudaMemsetAsync") < launch.index("dg_restore_after_idle_kernel<<<")
     # The largest carveout: an SM changes it only when empty, so a dependent launch needing shared memory would
-    # otherwise wait for the predecessor to complete (tools/session20/pdl_probe.cu).
+    # otherwise wait for the predecessor to complete.
     assert "cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared" in launch
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One GPU session's experiment, run on the device machine from a checkout (no install needed):
-#   tools/gpu_run.sh [PHASE ...]       phases: verify bench indep sanitize tune einsum (default: the first four)
+# The GPU suite, run on a GPU machine from a checkout (no install needed; `make gpu-suite` runs it):
+#   tools/gpu_run.sh [PHASE ...]       phases: verify bench indep sanitize tune einsum pytest (default: the first four)
 # verify, bench and sanitize first gen + build (-j nproc) specs/, specs/bench/, RAND mixed random specs
 # (seed 7) and RAND_TMA TMA-friendly random specs planned with --family hopper (seed 11). Then:
 #   verify    every directory (specs and random: seeds 1,2,3; specs/bench: seed 1), JSON under $OUT
@@ -11,7 +11,7 @@
 #   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
 #   pytest    the gpu-marked tests (pytest -m gpu)
 # Logs and JSON go to $OUT (or ./gpu_out), packed so that at most 8 files come back; a table is last.
-# T_BUILD, T_VERIFY, T_VERIFY_BENCH, T_BENCH, T_TUNE: seconds each step may take (a lease is short).
+# T_BUILD, T_VERIFY, T_VERIFY_BENCH, T_BENCH, T_TUNE, T_PYTEST: seconds each step may take.
 set -u -o pipefail
 OUT=${OUT:-$PWD/gpu_out}
 RAND=${RAND:-60}
@@ -28,7 +28,7 @@ T_START=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T_START )) s] $*"; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; echo "commit ${DG_COMMIT:-unknown}"; } > "$OUT/env.txt"
-SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views; epilogue: specs/epilogue; randep / randeptma: RAND_EP random specs with fused epilogues / RAND_EP_TMA TMA-friendly ones on hopper; randflat: RAND_FLAT TMA specs with a row letter in 64-row blocks on hopper, plus their flat-rows variants; randwidth: RAND_WIDTH TMA specs at the tile widths 96..224)
+SETS=${SETS:-specs bench rand randtma}   # which sets to gen and build (also: randsmall / randgemv: RAND_SMALL small-M specs on splitk / gemv; randdyn: RAND_DYN specs with run-time M; f32: specs/f32, the FFMA path's views; epilogue: specs/epilogue; randep / randeptma: RAND_EP random specs with fused epilogues / RAND_EP_TMA TMA-friendly ones on hopper; randflat: RAND_FLAT TMA specs with a row letter in 64-row blocks on hopper)
 sets() { for x in $SETS; do [ "$x" != "$1" ] && [ -d "$W/$x" ] && echo "$W/$x"; done; }
 if has verify || has bench || has sanitize; then
   case " $SETS " in *" specs "*) dg gen specs/*.yaml -o "$W/specs" > "$OUT/gen_specs.txt" 2>&1 || echo "gen specs failed";; esac
@@ -55,13 +55,9 @@ if has verify || has bench || has sanitize; then
   case " $SETS " in *" randdyn "*)  # run-time M: random specs (half decode-shaped) with a row letter sized at run time
     dg random-specs "${RAND_DYN:-30}" -o "$W/rsd" --seed 31 --small-m-share 0.5 --dynamic-share 1.0 > /dev/null
     dg gen "$W"/rsd/*.yaml -o "$W/randdyn" > "$OUT/gen_randdyn.txt" 2>&1 || echo "gen random run-time M failed";; esac
-  case " $SETS " in *" randflat "*)  # TMA specs with a row letter in 64-row blocks on hopper, and their flat-rows variants
+  case " $SETS " in *" randflat "*)  # TMA specs with a row letter in 64-row blocks on hopper
     dg random-specs "${RAND_FLAT:-40}" -o "$W/rsf" --seed 71 --tma-share 1.0 --row-blocks-share 1.0 > /dev/null
-    dg gen "$W"/rsf/*.yaml -o "$W/randflat" --family hopper > "$OUT/gen_randflat.txt" 2>&1 || echo "gen random flat failed"
-    python3 tools/flat_variants.py "$W/randflat" "$W"/rsf/*.yaml >> "$OUT/gen_randflat.txt" 2>&1;; esac
-  case " $SETS " in *" randwidth "*)  # TMA specs at the tile widths 96..224 (tools/width_variants.py), whatever the model picks
-    dg random-specs "${RAND_WIDTH:-40}" -o "$W/rsw" --seed 11 --tma-share 1.0 > /dev/null
-    python3 tools/width_variants.py "$W/randwidth" "$W"/rsw/*.yaml > "$OUT/gen_randwidth.txt" 2>&1;; esac
+    dg gen "$W"/rsf/*.yaml -o "$W/randflat" --family hopper > "$OUT/gen_randflat.txt" 2>&1 || echo "gen random flat failed";; esac
   case " $SETS " in *" randtma "*)
     dg random-specs "$RAND_TMA" -o "$W/rst" --seed 11 --tma-share 1.0 > /dev/null
     dg gen "$W"/rst/*.yaml -o "$W/randtma" --family hopper > "$OUT/gen_randtma.txt" 2>&1 || echo "gen random tma failed";; esac

@@ -2,7 +2,7 @@
 timed the same way: many calls captured into one CUDA graph, inputs rotated past L2, replays timed
 with CUDA events, median per call. Run on a GPU machine: `python3 tools/independent_cublas.py [--json F]`.
 
-Cases: the problems of docs/RESULTS.md's bench-check table (issue: honest bench).
+Cases: decode, square and 1x1-convolution problems of specs/bench (listed in main).
 """
 
 from __future__ import annotations

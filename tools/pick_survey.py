@@ -2,7 +2,7 @@
 """What the cost model picks for every spec given (each bucket of a run-time spec): family and tiling, as JSON; or,
 with --diff BEFORE.json, only the picks whose family or tiling differ from a survey taken before a model change.
 How a change to the model's constants is checked against every spec it could move (docs/DESIGN.md, "Cost model
-and measurements", sixteenth session):
+and measurements"):
     python tools/pick_survey.py specs/*.yaml specs/*/*.yaml /tmp/rand/*.yaml > before.json
     (change the model)
     python tools/pick_survey.py --diff before.json specs/*.yaml specs/*/*.yaml /tmp/rand/*.yaml

@@ -1,7 +1,0 @@
-#!/usr/bin/env bash
-# Session 10, device call 1 (nvidia-h200): tools/rowstream_probe.cu, the weight moved by 1-D bulk copies a row
-# into shared-memory stages, mma.sync from there: read ceilings, then checked and timed at M = 1..64.
-source tools/device_lib.sh
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$W/rowstream_probe" tools/rowstream_probe.cu > "$OUT/build.txt" 2>&1; stamp "build rc=$?"
-timeout 300 "$W/rowstream_probe" bulk > "$OUT/rowstream_probe.txt" 2>&1; stamp "probe rc=$?"
-cat "$OUT/rowstream_probe.txt"

@@ -1,6 +1,0 @@
-#!/usr/bin/env bash
-# Session 10, device call 6 (nvidia-h200): tools/swapmma_probe.cu call6: fewer registers a thread, more warps an SM.
-source tools/device_lib.sh
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$W/swapmma_probe" tools/swapmma_probe.cu > "$OUT/build.txt" 2>&1; stamp "build rc=$?"
-timeout 300 "$W/swapmma_probe" call6 > "$OUT/swapmma_probe.txt" 2>&1; stamp "probe rc=$?"
-cat "$OUT/swapmma_probe.txt"
