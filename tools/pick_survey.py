@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What the cost model picks for every spec given (each bucket of a run-time spec): family and tiling, as JSON; or,
 with --diff BEFORE.json, only the picks whose family or tiling differ from a survey taken before a model change.
-How a change to the model's constants is checked against every spec it could move (docs/DESIGN.md, "Cost model
-and measurements"):
+How a change to the model's constants is checked against every spec it could move (docs/design/tuning.md,
+"How a model change is checked"):
     python tools/pick_survey.py specs/*.yaml specs/*/*.yaml /tmp/rand/*.yaml > before.json
     (change the model)
     python tools/pick_survey.py --diff before.json specs/*.yaml specs/*/*.yaml /tmp/rand/*.yaml
