@@ -6,7 +6,13 @@ The flags come from the directory's plan.json (the same ones its Makefile and CM
 A successful build leaves a stamp beside its outputs (build/<arch>/build-stamp.json): a hash of the files
 the build reads, the nvcc (path, version, the NVCC_* flag variables), every command line and the arch, plus
 ptxas's report. The next build with the same hash and all outputs present is skipped (`cached`) and reports the
-stamp's registers and spills; `force` rebuilds anyway.
+stamp's registers and spills; `force` rebuilds anyway. A library-only build (`lib_only`: the kernel object,
+lib<name>.a and lib<name>.so) has its own hash, which a full build's stamp also records: a full build serves a
+later library-only request, a library-only build never a full one.
+
+The harness links dg_harness.cuh's definitions from one object shared by every folder beside this one
+(<dir>/../.deepgemm-cache/harness-<hash>/), compiled once per content of dg_harness.cuh, nvcc, flags and arch;
+each <name>_harness.cu then compiles against its declarations only (DG_HARNESS_DECLARATIONS_ONLY).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,9 +36,12 @@ from dgemm_cli.toolchain import Nvcc
 
 COMPILE_TIMEOUT_S = 600
 STAMP = "build-stamp.json"  # in build/<arch>/, written only after a successful build
-STAMP_FORMAT = 1  # bump when what the key covers changes: older stamps then never match
+STAMP_FORMAT = 2  # bump when what the key covers changes: older stamps then never match
 # Environment variables nvcc reads flags or the host compiler from: flags as much as the command line's.
 NVCC_ENV_FLAGS = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN")
+HARNESS_SOURCE = "dg_harness.cuh"
+HARNESS_CACHE = ".deepgemm-cache"  # beside the generated folders: the dg_harness objects their builds share
+HARNESS_DECLARATIONS_ONLY = "-DDG_HARNESS_DECLARATIONS_ONLY"
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ class KernelResources:
     stack_bytes: int
     spill_store_bytes: int
     spill_load_bytes: int
-    smem_bytes: int  # static shared memory (the kernels use dynamic; usually 0)
+    smem_bytes: int  # STATIC shared memory, ptxas's report (the kernels' tiles are dynamic: usually 0)
+    # Dynamic shared memory the launch asks for: the plan's smem_bytes for the kernel's namespace (plan.json).
+    dynamic_smem_bytes: int = 0
 
     @property
     def spills(self) -> bool:
@@ -131,33 +143,131 @@ class BuildCommands:
     """Every command one build runs, with paths relative to the generated directory (they run there)."""
 
     compile_kernel: list[str]  # with -Xptxas -v: its stderr is the resource report
-    compile_harness: list[str]
-    link: list[list[str]]  # after both compiles, in order: static library, shared library, harness
-    outputs: list[Path]  # what a build delivers: lib<name>.a, lib<name>.so, <name>_harness
+    compile_harness: list[str] | None  # None in a library-only build
+    link: list[list[str]]  # after the compiles, in order: static library, shared library[, harness]
+    outputs: list[Path]  # what a build delivers: lib<name>.a, lib<name>.so[, <name>_harness]
     products: list[Path]  # every file it writes (outputs and the objects `explain --dump-sass` reads)
 
     def all(self) -> list[list[str]]:
-        return [self.compile_kernel, self.compile_harness, *self.link]
+        return [self.compile_kernel, *([self.compile_harness] if self.compile_harness else []), *self.link]
+
+    def library_only(self) -> BuildCommands:
+        """The kernel object and the two libraries alone: the first two links, their outputs."""
+        return BuildCommands(self.compile_kernel, None, self.link[:2], self.outputs[:2],
+                             [self.products[0], *self.outputs[:2]])
 
 
-def build_commands(name: str, arch: str, flags: list[str], nvcc: Nvcc, ar: str) -> BuildCommands:
+def build_commands(name: str, arch: str, flags: list[str], nvcc: Nvcc, ar: str,
+                   harness_object: Path | None = None) -> BuildCommands:
+    """`harness_object`: dg_harness.cuh's definitions compiled once (shared_harness); the harness then compiles
+    against the declarations only and links it. None: the harness compiles dg_harness.cuh whole."""
     gencode = get_arch(arch).gencode
     rel = Path("build") / arch
     prefix = nvcc.compile_prefix()
     obj, harness_obj = rel / f"{name}.o", rel / f"{name}_harness.o"
     lib_a, lib_so, harness = rel / f"lib{name}.a", rel / f"lib{name}.so", rel / f"{name}_harness"
+    declarations = [HARNESS_DECLARATIONS_ONLY] if harness_object is not None else []
+    shared = [str(harness_object)] if harness_object is not None else []
     return BuildCommands(
         compile_kernel=[*prefix, *flags, *gencode, "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-c", f"{name}.cu",
                         "-o", str(obj)],
-        compile_harness=[*prefix, *flags, *gencode, "-c", f"{name}_harness.cu", "-o", str(harness_obj)],
+        compile_harness=[*prefix, *flags, *gencode, *declarations, "-c", f"{name}_harness.cu", "-o",
+                         str(harness_obj)],
         link=[
             [ar, "rcs", str(lib_a), str(obj)],
             [*prefix, *gencode, "-shared", str(obj), "-o", str(lib_so)],
-            [*prefix, *gencode, str(harness_obj), str(lib_a), "-o", str(harness), "-ldl"],
+            [*prefix, *gencode, str(harness_obj), *shared, str(lib_a), "-o", str(harness), "-ldl"],
         ],
         outputs=[lib_a, lib_so, harness],
         products=[obj, harness_obj, lib_a, lib_so, harness],
     )
+
+
+@dataclass(frozen=True)
+class SharedHarness:
+    """dg_harness.cuh's definitions as one object, in a folder named by the hash of what decides its bytes."""
+
+    folder: Path
+    source: bytes  # dg_harness.cuh
+    compile: list[str]  # runs in `folder`; writes OBJECT_PARTIAL, renamed to `object` once whole
+    OBJECT_PARTIAL = "dg_harness.o.partial"
+
+    @property
+    def object(self) -> Path:
+        return self.folder / "dg_harness.o"
+
+
+def shared_harness(directory: Path, source: bytes | None, flags: list[str], arch: str, nvcc: Nvcc,
+                   env: Mapping[str, str]) -> SharedHarness | None:
+    """The shared harness object for this folder's dg_harness.cuh (None when the file is missing: the harness
+    compile then reports it), in <directory>/../HARNESS_CACHE/harness-<hash>/."""
+    if source is None:
+        return None
+    cmd = [*nvcc.compile_prefix(), *flags, *get_arch(arch).gencode, "-c", "dg_harness.cu",
+           "-o", SharedHarness.OBJECT_PARTIAL]
+    digest = build_key({HARNESS_SOURCE: source}, [cmd], nvcc, arch, env)
+    return SharedHarness(directory.resolve().parent / HARNESS_CACHE / f"harness-{digest[:16]}", source, cmd)
+
+
+_SHARED_LOCKS: dict[Path, threading.Lock] = {}
+_SHARED_LOCKS_GUARD = threading.Lock()
+
+
+def ensure_shared_harness(shared: SharedHarness, nvcc: Nvcc) -> subprocess.CompletedProcess[str] | None:
+    """Compile the shared object unless it is there; None when it was, else the compile's result. Builds in
+    this process wait for one another on the same object; the object appears whole or not at all."""
+    with _SHARED_LOCKS_GUARD:
+        lock = _SHARED_LOCKS.setdefault(shared.object, threading.Lock())
+    with lock:
+        if shared.object.is_file():
+            return None
+        shared.folder.mkdir(parents=True, exist_ok=True)
+        (shared.folder / HARNESS_SOURCE).write_bytes(shared.source)
+        (shared.folder / "dg_harness.cu").write_text(f'#include "{HARNESS_SOURCE}"\n')
+        run = _run(shared.compile, shared.folder, nvcc)
+        partial = shared.folder / SharedHarness.OBJECT_PARTIAL
+        if run.returncode == 0 and partial.is_file():
+            partial.replace(shared.object)
+        return run
+
+
+def kernel_namespaces(plan: Mapping) -> dict[str, int]:
+    """Each kernel namespace of the generated .cu -> the dynamic shared memory its plan launches with:
+    `<family>` for a fixed-size plan (its primary and its run-time fallback), `<bucket>_<family>` (m3_gemv,
+    m5_8_splitk) for each bucket of a run-time size (render.py names them so)."""
+    found: dict[str, int] = {}
+
+    def add(prefix: str, entry: Mapping) -> None:
+        for kernel in (entry.get("primary"), entry.get("fallback")):
+            if kernel:
+                found[prefix + kernel["family"]] = int(kernel.get("smem_bytes", 0))
+
+    buckets = plan.get("buckets")
+    if buckets is None:
+        add("", plan)
+    for b in buckets or ():
+        label = f"m{b['min']}" if b["min"] == b["max"] else f"m{b['min']}_{b['max']}"
+        add(label + "_", b)
+    return found
+
+
+_NAMESPACE = re.compile(r"\(anonymous namespace\)::(\w+)::(\w+)")
+_MANGLED_NAMESPACE = re.compile(r"_GLOBAL__N_1(\d+)")
+
+
+def dynamic_smem(kernel: str, namespaces: Mapping[str, int]) -> int:
+    """The dynamic shared memory of ptxas's kernel `kernel` (demangled or not): its namespace's plan's for the
+    namespace's <name>_kernel; 0 for the others (a K split's <name>_finish launches with none)."""
+    if m := _NAMESPACE.search(kernel):
+        namespace, function = m.group(1), m.group(2)
+    elif (m := _MANGLED_NAMESPACE.search(kernel)) and (f := re.match(r"\d+", kernel[m.end() + int(m.group(1)):])):
+        # <length><namespace><length><function>: the Itanium ABI's source names.
+        start = m.end() + int(m.group(1))
+        namespace = kernel[m.end():start]
+        function = kernel[start + len(f.group(0)):start + len(f.group(0)) + int(f.group(0))]
+    else:
+        return 0
+    return namespaces.get(namespace, 0) if function.endswith("_kernel") else 0
 
 
 def build_inputs(name: str) -> tuple[str, ...]:
@@ -165,6 +275,11 @@ def build_inputs(name: str) -> tuple[str, ...]:
     the two sources nvcc compiles and the local headers they include (<name>.cu and <name>_harness.cu
     include <name>.h; the harness also includes dg_harness.cuh)."""
     return ("plan.json", f"{name}.cu", f"{name}.h", f"{name}_harness.cu", "dg_harness.cuh")
+
+
+def library_inputs(name: str) -> tuple[str, ...]:
+    """The files a library-only build reads: plan.json, <name>.cu and the <name>.h it includes."""
+    return ("plan.json", f"{name}.cu", f"{name}.h")
 
 
 def read_inputs(directory: Path, name: str) -> dict[str, bytes | None]:
@@ -207,9 +322,10 @@ def product_fingerprints(directory: Path, products: list[Path]) -> dict[str, lis
     return found
 
 
-def write_stamp(stamp: Path, key: str, nvcc: Nvcc, arch: str, kernels: list[KernelResources],
+def write_stamp(stamp: Path, keys: Mapping[str, str | None], nvcc: Nvcc, arch: str, kernels: list[KernelResources],
                 products: dict[str, list[int]]) -> None:
-    data = {"format": STAMP_FORMAT, "key": key, "arch": arch, "nvcc": str(nvcc.path), "nvcc_version": nvcc.version,
+    """`keys`: "key" (the full build's; None after a library-only build) and "lib_key" (the library's)."""
+    data = {"format": STAMP_FORMAT, **keys, "arch": arch, "nvcc": str(nvcc.path), "nvcc_version": nvcc.version,
             "kernels": [vars(k) for k in kernels], "products": products}
     partial = stamp.with_name(stamp.name + ".partial")
     partial.write_text(json.dumps(data, indent=2) + "\n")
@@ -219,17 +335,20 @@ def write_stamp(stamp: Path, key: str, nvcc: Nvcc, arch: str, kernels: list[Kern
 _KERNEL_FIELDS = {f.name for f in fields(KernelResources)}
 
 
-def cached_kernels(stamp: Path, key: str, products: dict[str, list[int]] | None) -> list[KernelResources] | None:
-    """The stamp's ptxas report when it was written for `key` and the products (see product_fingerprints)
-    are the ones it recorded; None otherwise: no stamp, another key, a product missing or rewritten since,
-    or a stamp this version cannot read. None means rebuild."""
+def cached_kernels(stamp: Path, key: str, products: dict[str, list[int]] | None,
+                   field_name: str = "key") -> list[KernelResources] | None:
+    """The stamp's ptxas report when its `field_name` ("key", or "lib_key" for a library-only request) is `key`
+    and each of `products` (see product_fingerprints) is as it recorded; None otherwise: no stamp, another key,
+    a product missing or rewritten since, or a stamp this version cannot read. None means rebuild."""
     if products is None or not stamp.is_file():
         return None
     try:
         data = json.loads(stamp.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("key") != key or data.get("products") != products:
+    if not isinstance(data, dict) or data.get(field_name) != key or not isinstance(data.get("products"), dict):
+        return None
+    if any(data["products"].get(product) != fingerprint for product, fingerprint in products.items()):
         return None
     kernels = data.get("kernels")
     if not isinstance(kernels, list) or not all(isinstance(k, dict) and set(k) == _KERNEL_FIELDS for k in kernels):
@@ -237,23 +356,33 @@ def cached_kernels(stamp: Path, key: str, products: dict[str, list[int]] | None)
     return [KernelResources(**k) for k in kernels]
 
 
-def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False) -> BuildResult:
+def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only: bool = False) -> BuildResult:
     """Compile one generated directory, unless its stamp says nothing changed (then `cached`; `force`
-    compiles anyway). Never raises for compiler errors: they land in `error`."""
+    compiles anyway). `lib_only`: the kernel object and the two libraries, not the harness. Never raises for
+    compiler errors: they land in `error`."""
     start = time.monotonic()
     plan = read_plan(directory)
     name = plan["spec"]["name"]
     ar = shutil.which("ar")
     if ar is None:
         raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
-    commands = build_commands(name, arch, plan["build"]["nvcc_flags"], nvcc, ar)
+    flags = plan["build"]["nvcc_flags"]
+    inputs = read_inputs(directory, name)
+    shared = None if lib_only else shared_harness(directory, inputs[HARNESS_SOURCE], flags, arch, nvcc, os.environ)
+    full = build_commands(name, arch, flags, nvcc, ar, shared.object if shared is not None else None)
+    library = full.library_only()
+    # The keys are taken before compiling: a source edited during the build makes the next one rebuild.
+    keys = {"key": None if lib_only else build_key(inputs, full.all(), nvcc, arch, os.environ),
+            "lib_key": build_key({f: inputs[f] for f in library_inputs(name)}, library.all(), nvcc, arch,
+                                 os.environ)}
+    commands = library if lib_only else full
+    products = [*commands.products, *([shared.object] if shared is not None else [])]
     out = build_dir_for(directory, arch)
     stamp = out / STAMP
-    # The key is taken before compiling: a source edited during the build makes the next one rebuild.
-    key = build_key(read_inputs(directory, name), commands.all(), nvcc, arch, os.environ)
     outputs = [directory / p for p in commands.outputs]
     if not force:
-        kernels = cached_kernels(stamp, key, product_fingerprints(directory, commands.products))
+        field_name = "lib_key" if lib_only else "key"
+        kernels = cached_kernels(stamp, keys[field_name], product_fingerprints(directory, products), field_name)
         if kernels is not None:
             return BuildResult(directory, name, arch, ok=True, seconds=time.monotonic() - start, kernels=kernels,
                                outputs=outputs, cached=True)
@@ -261,20 +390,29 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False) -> BuildR
     stamp.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
 
-    # The kernel and the harness compile independently; run both at once.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        kernel_job = pool.submit(_run, commands.compile_kernel, directory, nvcc)
-        harness_job = pool.submit(_run, commands.compile_harness, directory, nvcc)
-        kernel_run, harness_run = kernel_job.result(), harness_job.result()
+    # The kernel, the harness and the shared harness object compile independently; run them at once.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        jobs = [(pool.submit(_run, commands.compile_kernel, directory, nvcc), commands.compile_kernel, directory)]
+        if commands.compile_harness is not None:
+            jobs.append((pool.submit(_run, commands.compile_harness, directory, nvcc), commands.compile_harness,
+                         directory))
+        if shared is not None:
+            jobs.append((pool.submit(ensure_shared_harness, shared, nvcc), shared.compile, shared.folder))
+        runs = [(job.result(), cmd, cwd) for job, cmd, cwd in jobs]
     result = BuildResult(directory, name, arch, ok=False, seconds=0.0)
-    for run, cmd in ((kernel_run, commands.compile_kernel), (harness_run, commands.compile_harness)):
-        if run.returncode != 0:
-            result.error = _compile_error(directory, cmd, run)
+    for run, cmd, cwd in runs:
+        if run is not None and run.returncode != 0:
+            result.error = _compile_error(cwd, cmd, run)
             result.seconds = time.monotonic() - start
             return result
+    kernel_run = runs[0][0]
+    assert kernel_run is not None  # the kernel compile always runs
     kernels = parse_ptxas(kernel_run.stderr)
     readable = demangle([k.kernel for k in kernels])
-    result.kernels = [KernelResources(**{**vars(k), "kernel": readable[k.kernel]}) for k in kernels]
+    namespaces = kernel_namespaces(plan["plan"])
+    result.kernels = [KernelResources(**{**vars(k), "kernel": readable[k.kernel],
+                                         "dynamic_smem_bytes": dynamic_smem(readable[k.kernel], namespaces)})
+                      for k in kernels]
 
     for cmd in commands.link:
         run = _run(cmd, directory, nvcc)
@@ -282,9 +420,9 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False) -> BuildR
             result.error = _compile_error(directory, cmd, run)
             result.seconds = time.monotonic() - start
             return result
-    products = product_fingerprints(directory, commands.products)
-    if products is not None:  # nvcc exited 0 without writing a product: no stamp, the next build retries
-        write_stamp(stamp, key, nvcc, arch, result.kernels, products)
+    fingerprints = product_fingerprints(directory, products)
+    if fingerprints is not None:  # nvcc exited 0 without writing a product: no stamp, the next build retries
+        write_stamp(stamp, keys, nvcc, arch, result.kernels, fingerprints)
     result.ok = True
     result.outputs = outputs
     result.seconds = time.monotonic() - start

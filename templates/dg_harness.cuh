@@ -214,6 +214,11 @@ int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline&
 int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline& bl, DgLaunchRunTimeFn launch,
                     DgAltBaseline* alternative = nullptr);
 
+// Everything below defines dg_harness_main. With DG_HARNESS_DECLARATIONS_ONLY a harness compiles against the
+// declarations above and links an object of this file compiled once (`deepgemm build` shares one per arch, nvcc
+// and flags across kernels); without it, this file is the whole harness, as the folder's Makefile and CMake build it.
+#ifndef DG_HARNESS_DECLARATIONS_ONLY
+
 // The kernel under test, whichever entry point it has: one call path for both, m ignored by a fixed-size one.
 struct DgKernel {
   DgLaunchFn fixed = nullptr;
@@ -2532,3 +2537,5 @@ int dg_harness_main(int argc, char** argv, const DgProblem& p, const DgBaseline&
   kernel.run_time = launch;
   return dg_harness_run(argc, argv, p, bl, kernel, alternative);
 }
+
+#endif  // DG_HARNESS_DECLARATIONS_ONLY

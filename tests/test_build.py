@@ -16,11 +16,23 @@ import pytest
 
 from dgemm_cli import build as build_module
 from dgemm_cli.arch import get_arch
-from dgemm_cli.build import STAMP, build, build_commands, build_dir_for, build_key, parse_ptxas
+from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.build import (
+    STAMP,
+    build,
+    build_commands,
+    build_dir_for,
+    build_key,
+    dynamic_smem,
+    kernel_namespaces,
+    parse_ptxas,
+)
 from dgemm_cli.errors import ToolchainError
-from dgemm_cli.render import generate
-from dgemm_cli.spec import load_spec
+from dgemm_cli.plan import make_plan
+from dgemm_cli.render import generate, render_sources
+from dgemm_cli.spec import Spec, load_spec, parse_spec
 from dgemm_cli.toolchain import Nvcc, find_nvcc
+from dgemm_cli.views import analyse
 
 from .conftest import REPO, SPECS
 
@@ -115,7 +127,6 @@ int main() {{
     (project / "CMakeLists.txt").write_text(f"""
 cmake_minimum_required(VERSION 3.24)
 project(user_project LANGUAGES CXX CUDA)
-set(CMAKE_CUDA_ARCHITECTURES 90a)
 add_subdirectory({name})
 add_executable(app main.cu)
 target_link_libraries(app PRIVATE {name})
@@ -140,7 +151,7 @@ def test_vendored_directory_builds_with_cmake(tmp_path, spec_path):
     libs = " ".join(f"-L{d}" for d in nvcc.library_dirs)
     cfg = subprocess.run(["cmake", "-S", str(project), "-B", str(project / "build"),
                           f"-DCMAKE_CUDA_FLAGS={libs}", f"-DCMAKE_EXE_LINKER_FLAGS={libs}",
-                          f"-DCMAKE_SHARED_LINKER_FLAGS={libs}"],
+                          f"-DCMAKE_SHARED_LINKER_FLAGS={libs}", f"-D{g.name.upper()}_HARNESS=ON"],
                          capture_output=True, text=True, env=env, check=False)
     assert cfg.returncode == 0, cfg.stdout + cfg.stderr
     bld = subprocess.run(["cmake", "--build", str(project / "build"), "-j", "2"],
@@ -159,10 +170,10 @@ def test_vendored_directory_builds_with_make(tmp_path):
     spec = load_spec(next(p for p in SPECS if p.stem == "decode_qk"))
     g = generate(spec, get_arch("sm_90a"), tmp_path / "gen")
     project = _vendored_project(tmp_path, g.directory, g.name)
-    extra = " ".join(f"-L{d}" for d in nvcc.library_dirs)
     env = nvcc.run_env(os.environ)
-    run = subprocess.run(["make", "-C", str(project / g.name), f"NVCC={nvcc.path}",
-                          f"LDFLAGS={extra}"], capture_output=True, text=True, env=env, check=False)
+    # No LDFLAGS: the Makefile finds the CUDA runtime's folder from nvcc, the pip wheels' too.
+    run = subprocess.run(["make", "-C", str(project / g.name), f"NVCC={nvcc.path}", "harness"],
+                         capture_output=True, text=True, env=env, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     out = project / g.name / "build" / "sm_90a"
     assert {f"lib{g.name}.a", f"lib{g.name}.so", f"{g.name}_harness"} <= {p.name for p in out.iterdir()}
@@ -229,6 +240,7 @@ class FakeCompile:
     def __init__(self):
         self.calls: list[list[str]] = []
         self.fail_on: str | None = None
+        self.ptxas = PTXAS  # the kernel compile's report
 
     def __call__(self, cmd, cwd, nvcc):
         self.calls.append(cmd)
@@ -236,7 +248,7 @@ class FakeCompile:
             return subprocess.CompletedProcess(cmd, 2, stdout="", stderr=f"{self.fail_on}(1): error: broken")
         target = cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[2]  # `ar rcs LIB OBJ`
         (cwd / target).write_text(f"built by {' '.join(cmd)}\n")
-        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr=PTXAS if "-Xptxas" in cmd else "")
+        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr=self.ptxas if "-Xptxas" in cmd else "")
 
 
 @pytest.fixture
@@ -431,3 +443,265 @@ def test_cli_build_says_cached_and_force_rebuilds(generated, tmp_path):
     forced = _deepgemm("build", generated, "--nvcc", nvcc, "--force", "--json", cwd=tmp_path)
     (row,) = json.loads(forced.stdout)
     assert row["ok"] and row["cached"] is False
+
+
+# ------------------------------------------------------------------------------------------ the vendored folder
+
+def _tiny(name: str, arch: str, dtype: str = "bf16", **extra) -> Spec:
+    """A small spec of `dtype`: sm_90a plans hopper with a cta fallback for it, sm_80 cta."""
+    doc = {"name": name, "arch": arch, "dtype": dtype, "gemm": {"m": 64, "n": 64, "k": 64},
+           "operands": {"A": {"layout": "row"}, "B": {"layout": "row"}, "C": {"layout": "row"}}, **extra}
+    return parse_spec(doc, f"{name}.yaml")
+
+
+def _sources(spec: Spec, arch: str) -> dict[str, str]:
+    views = analyse(spec)
+    return render_sources(spec, views, make_plan(views, get_arch(arch)), plan_baseline(views), get_arch(arch))
+
+
+@pytest.mark.parametrize("arch,cmake_arch", [("sm_90a", "90a"), ("sm_80", "80")])
+def test_cmakelists_sets_the_planned_arch_on_every_target(arch, cmake_arch):
+    text = _sources(_tiny("t", arch), arch)["CMakeLists.txt"]
+    assert "CMAKE_CUDA_ARCHITECTURES)" not in text and "if(NOT DEFINED" not in text  # project() always defines it
+    assert f"PROPERTIES CUDA_ARCHITECTURES {cmake_arch} " in text  # the library targets' loop
+    assert f"t_harness PROPERTIES CUDA_ARCHITECTURES {cmake_arch})" in text
+    # One compile of the .cu, position-independent, for both libraries.
+    assert "add_library(t_objects OBJECT t.cu)" in text and "POSITION_INDEPENDENT_CODE ON" in text
+    assert "add_library(t STATIC $<TARGET_OBJECTS:t_objects>)" in text
+    assert "add_library(t_shared SHARED $<TARGET_OBJECTS:t_objects>)" in text
+    assert 'option(T_HARNESS "' in text and text.split('option(T_HARNESS "')[1].split("\n")[0].endswith(" OFF)")
+
+
+def _fake_nvcc_for_make(root: Path) -> Path:
+    """An nvcc whose --dryrun reports its folder as the pip wheels' layout does (lib/ beside bin/)."""
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libcudart_static.a").write_bytes(b"!<arch>\n")
+    nvcc = root / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text(f"#!/bin/sh\necho '#$ _HERE_={root / 'bin'}' >&2\n")
+    nvcc.chmod(0o755)
+    return nvcc
+
+
+def test_makefile_finds_the_cuda_runtime_from_nvcc_and_builds_the_library_by_default(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    folder = tmp_path / "t"
+    folder.mkdir()
+    for name, text in _sources(_tiny("t", "sm_80"), "sm_80").items():
+        (folder / name).write_text(text)
+    nvcc = _fake_nvcc_for_make(tmp_path / "wheel")
+    link = subprocess.run(["make", "-s", "-C", str(folder), f"NVCC={nvcc}", "print-link"], capture_output=True,
+                          text=True, check=True).stdout
+    assert f"-L{tmp_path / 'wheel' / 'bin'}/../lib/" in link and "-lcudart_static" in link
+    plan = subprocess.run(["make", "-n", "-C", str(folder), f"NVCC={nvcc}"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "libt.a" in plan and "libt.so" in plan and "t_harness" not in plan  # `make`: the library alone
+    with_harness = subprocess.run(["make", "-n", "-C", str(folder), f"NVCC={nvcc}", "harness"],
+                                  capture_output=True, text=True, check=True).stdout
+    assert "-o build/sm_80/t_harness -ldl" in with_harness
+    assert f"-L{tmp_path / 'wheel' / 'bin'}/../lib/" in with_harness
+
+
+def test_header_describes_views_fast_path_and_safety():
+    hopper = _sources(_tiny("t", "sm_90a", operands={"A": {"layout": "row", "offset": 8},
+                                                     "B": {"layout": "col"}, "C": {"layout": "row"}}), "sm_90a")
+    header = hopper["t.h"]
+    assert ("//   A        bf16, read: [mk] sizes m=64, k=64; strides 64, 1; offset 8; buffer 4104; aligned to 2 B"
+            in header)
+    assert "//   B        bf16, read: [kn] sizes k=64, n=64; strides 1, 64; offset 0;" in header
+    assert "//   C        bf16, written: [mn]" in header
+    plan = json.loads(hopper["plan.json"])["plan"]
+    assert plan["family"] == "hopper" and plan["fallback"]["family"] == "cta"
+    assert "Fast path: hopper when A, B, C point at 16/16/16-byte aligned views" in header
+    assert "The cta kernel is the generic one, typically slower." in header
+    assert "Views that start 16-byte aligned always take the fast path." in header
+    flat = " ".join(line.removeprefix("//").strip() for line in header.splitlines())
+    assert "safe to call from several host threads at once" in flat
+    assert "a cache of TMA tensor maps for the last 8 pointer sets, guarded by a mutex" in flat
+    assert "cuTensorMapEncodeTiled" in flat and "make the first call outside capture" in flat
+    assert "cudaError_t t(const dg_bf16* A, const dg_bf16* B, dg_bf16* C, float alpha, float beta" in header
+    # A cta kernel with the promised alignment its plan wants: no run-time choice, no tensor maps.
+    cta = _sources(_tiny("u", "sm_80", dtype="f32", operands={x: {"layout": "row", "align": 16} for x in "ABC"}),
+                   "sm_80")["u.h"]
+    assert "Fast path" not in cta and "TMA" not in cta
+    assert "Every call takes the same path" in cta and "it keeps no state between calls" in cta
+
+
+def _cuda_include() -> Path:
+    nvcc = nvcc_or_skip()
+    include = nvcc.cuda_root / "include"
+    if not (include / "cuda_runtime.h").is_file():
+        pytest.skip(f"no cuda_runtime.h under {include}")
+    return include
+
+
+@pytest.mark.parametrize("compiler,lang,std", [("gcc", "c", "-std=c11"), ("g++", "c++", "-std=c++17")])
+def test_header_compiles_from_c_and_cxx_for_every_dtype(tmp_path, compiler, lang, std):
+    """Every dtype's header (and two of the same 16-bit type in one file) through the host compiler alone."""
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} not installed")
+    include = _cuda_include()
+    specs = [_tiny("k_f32", "sm_80", "f32"), _tiny("k_f16", "sm_80", "f16"), _tiny("k_bf16", "sm_80", "bf16"),
+             _tiny("k_bf16_again", "sm_80", "bf16"),
+             _tiny("k_bias", "sm_80", "f16", epilogue=[{"bias": {"letters": "n", "dtype": "f32"}}])]
+    for spec in specs:
+        (tmp_path / f"{spec.name}.h").write_text(_sources(spec, "sm_80")[f"{spec.name}.h"])
+    calls = "\n".join(f"  (void){s.name};" for s in specs)
+    source = tmp_path / f"use.{'c' if lang == 'c' else 'cpp'}"
+    typed = ("  const __nv_bfloat16* x = 0; __half* y = 0;\n"  # C++ callers keep cuda_bf16.h's / cuda_fp16.h's types
+             "  (void)k_bf16(x, x, 0, 1.0f, 0.0f, 0); (void)k_f16(y, y, y, 1.0f, 0.0f, 0);\n" if lang == "c++" else "")
+    source.write_text("".join(f'#include "{s.name}.h"\n' for s in specs)
+                      + f"int main(void) {{\n{calls}\n{typed}  return 0;\n}}\n")
+    run = subprocess.run([compiler, "-x", lang, std, "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-fsyntax-only",
+                          f"-I{include}", f"-I{tmp_path}", str(source)], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+
+
+def test_generated_readme_states_the_license_and_the_link_line():
+    readme = _sources(_tiny("t", "sm_90a"), "sm_90a")["README.md"]
+    assert "## License" in readme and "MIT license" in readme
+    assert "-lcudart_static -ldl -lpthread -lrt" in readme and "make print-link" in readme
+    assert "-DT_HARNESS=ON" in readme
+    assert (REPO / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_lib_only_build_serves_lib_only_requests_not_full_ones(generated, fake_compile):
+    lib = build(generated, "sm_90a", FAKE_NVCC, lib_only=True)
+    assert lib.ok and not lib.cached and [p.name for p in lib.outputs] == ["libodd_tails.a", "libodd_tails.so"]
+    assert not any("odd_tails_harness.cu" in c or "dg_harness.cu" in c for c in fake_compile.calls)
+    assert not (build_dir_for(generated, "sm_90a") / "odd_tails_harness").exists()
+    assert build(generated, "sm_90a", FAKE_NVCC, lib_only=True).cached
+    full = build(generated, "sm_90a", FAKE_NVCC)
+    assert full.ok and not full.cached and (build_dir_for(generated, "sm_90a") / "odd_tails_harness").is_file()
+    assert build(generated, "sm_90a", FAKE_NVCC, lib_only=True).cached  # a full build holds the library
+    assert build(generated, "sm_90a", FAKE_NVCC).cached
+    (generated / "odd_tails.cu").write_text((generated / "odd_tails.cu").read_text() + "// edited\n")
+    assert not build(generated, "sm_90a", FAKE_NVCC, lib_only=True).cached
+    assert not build(generated, "sm_90a", FAKE_NVCC).cached  # the library-only build's stamp holds no harness
+
+
+def test_harness_object_is_compiled_once_for_the_folders_beside(tmp_path, fake_compile):
+    folders = [generate(load_spec(next(p for p in SPECS if p.stem == stem)), get_arch("sm_90a"), tmp_path).directory
+               for stem in ("odd_tails", "decode_qk")]
+    for folder in folders:
+        assert build(folder, "sm_90a", FAKE_NVCC).ok
+    shared = [c for c in fake_compile.calls if "dg_harness.cu" in c]
+    assert len(shared) == 1  # the second folder links the first one's object
+    (obj,) = (tmp_path / ".deepgemm-cache").glob("harness-*/dg_harness.o")
+    for folder in folders:
+        name = folder.name
+        compile_harness = next(c for c in fake_compile.calls if f"{name}_harness.cu" in c)
+        assert "-DDG_HARNESS_DECLARATIONS_ONLY" in compile_harness
+        link = next(c for c in fake_compile.calls if f"build/sm_90a/{name}_harness" in c and "-ldl" in c)
+        assert str(obj) in link
+    obj.unlink()
+    assert not build(folders[0], "sm_90a", FAKE_NVCC).cached  # the stamp vouches for the shared object too
+
+
+def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
+    plan = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])["plan"]
+    namespaces = kernel_namespaces(plan)
+    assert namespaces == {"hopper": plan["primary"]["smem_bytes"], "cta": plan["fallback"]["smem_bytes"]}
+    assert namespaces["hopper"] > 48 * 1024
+    demangled = "(anonymous namespace)::hopper::t_kernel(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16*, float, float)"
+    assert dynamic_smem(demangled, namespaces) == namespaces["hopper"]
+    assert dynamic_smem("void (anonymous namespace)::cta::t_kernel<A, B>(float)", namespaces) == namespaces["cta"]
+    # Mangled (no c++filt), and a K split's second kernel, which launches without dynamic shared memory.
+    assert dynamic_smem("_ZN12_GLOBAL__N_16hopper8t_kernelE14CUtensorMap_stS1_Pff", namespaces) == namespaces["hopper"]
+    assert dynamic_smem("_ZN12_GLOBAL__N_16hopper8t_finishEPKf", namespaces) == 0
+    dyn = generate(load_spec(REPO / "specs" / "decode_dynamic.yaml"), get_arch("sm_90a"), tmp_path)
+    buckets = json.loads((dyn.directory / "plan.json").read_text())["plan"]["buckets"]
+    namespaces = kernel_namespaces(json.loads((dyn.directory / "plan.json").read_text())["plan"])
+    cu = (dyn.directory / "decode_dynamic.cu").read_text()
+    assert all(f"namespace {ns} {{" in cu for ns in namespaces)  # the .cu's namespaces, by render.py's rule
+    for b in buckets:
+        label = f"m{b['min']}" if b["min"] == b["max"] else f"m{b['min']}_{b['max']}"
+        assert namespaces[f"{label}_{b['primary']['family']}"] == b["primary"]["smem_bytes"]
+
+
+def test_build_reports_dynamic_shared_memory(generated, fake_compile):
+    plan = json.loads((generated / "plan.json").read_text())["plan"]
+    mangled = f"_ZN12_GLOBAL__N_1{len(plan['family'])}{plan['family']}16odd_tails_kernelEPf"
+    fake_compile.ptxas = PTXAS.replace("_Z6kernelPf", mangled)
+    res = build(generated, "sm_90a", FAKE_NVCC)
+    row = res.to_dict()["kernels"][0]
+    assert row["dynamic_smem_bytes"] == plan["primary"]["smem_bytes"] > 0 and row["smem_bytes"] == 384
+
+
+def _cmake(nvcc: Nvcc, project: Path, *configure: str, target: str | None = None) -> str:
+    """Configure and build `project` the way a user does (CUDACXX names the nvcc); the compile commands' text."""
+    env = {**nvcc.run_env(os.environ), "CUDACXX": str(nvcc.path)}
+    # The pip wheels keep their libraries in lib/, where nvcc's own profile does not look.
+    libs = " ".join(f"-L{d}" for d in nvcc.library_dirs)
+    build_dir = project / "build"
+    cfg = subprocess.run(["cmake", "-S", str(project), "-B", str(build_dir), f"-DCMAKE_CUDA_FLAGS={libs}",
+                          f"-DCMAKE_EXE_LINKER_FLAGS={libs}", f"-DCMAKE_SHARED_LINKER_FLAGS={libs}",
+                          "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *configure],
+                         capture_output=True, text=True, env=env, check=False)
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    bld = subprocess.run(["cmake", "--build", str(build_dir), "-j", "2", *(["--target", target] if target else [])],
+                         capture_output=True, text=True, env=env, check=False)
+    assert bld.returncode == 0, bld.stdout + bld.stderr
+    return (build_dir / "compile_commands.json").read_text()
+
+
+@pytest.mark.slow
+def test_cmake_parent_builds_each_folder_for_its_planned_arch(tmp_path):
+    """Folders for sm_90a and sm_80 under a parent that sets no arch (project() then picks one of its own),
+    linked from C++ and from a C file through the bf16 header; then under a parent that sets other arches."""
+    nvcc = nvcc_or_skip()
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed")
+    project = tmp_path / "user_project"
+    for name, arch in (("h90", "sm_90a"), ("a80", "sm_80")):
+        generate(_tiny(name, arch), get_arch(arch), project)
+    (project / "main.cpp").write_text("""
+#include "a80.h"
+#include "h90.h"
+int main() {  // no GPU needed: the null-pointer check returns before touching the device
+  const bool ok = a80(nullptr, nullptr, nullptr, 1.0f, 0.0f, 0) == cudaErrorInvalidValue &&
+                  h90(nullptr, nullptr, nullptr, 1.0f, 0.0f, 0) == cudaErrorInvalidValue;
+  return ok ? 0 : 1;
+}
+""")
+    (project / "main.c").write_text("""
+#include "h90.h"
+#include <stddef.h>
+int main(void) {
+  const dg_bf16* a = NULL;
+  return h90(a, NULL, NULL, 1.0f, 0.0f, 0) == cudaErrorInvalidValue ? 0 : 1;
+}
+""")
+    (project / "CMakeLists.txt").write_text("""
+cmake_minimum_required(VERSION 3.24)
+project(user_project LANGUAGES C CXX CUDA)
+add_subdirectory(h90)
+add_subdirectory(a80)
+add_executable(app main.cpp)
+target_link_libraries(app PRIVATE a80 h90_shared)
+add_executable(app_c main.c)
+target_link_libraries(app_c PRIVATE h90)
+""")
+    command_of = {Path(e["file"]).name: e["command"] for e in json.loads(_cmake(nvcc, project))}
+    assert "compute_90a,code=[compute_90a,sm_90a]" in command_of["h90.cu"]
+    assert "compute_80,code=[compute_80,sm_80]" in command_of["a80.cu"]
+    assert "nvcc" not in command_of["main.c"]  # the host's C compiler reads the bf16 header
+    built = {p.name for p in (project / "build").rglob("*") if p.is_file()}
+    assert {"liba80.a", "liba80.so", "libh90.a", "libh90.so"} <= built and "h90_harness" not in built
+    for app in ("app", "app_c"):
+        run = subprocess.run([str(project / "build" / app)], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, app + run.stdout + run.stderr
+
+    # A parent that compiles its own code for other arches: bf16 and cp.async would fail on sm_75.
+    (project / "own.cu").write_text("__global__ void own_kernel() {}\n")
+    cmake_lists = (project / "CMakeLists.txt").read_text()
+    (project / "CMakeLists.txt").write_text(cmake_lists.replace(
+        "project(user_project LANGUAGES C CXX CUDA)\n",
+        "project(user_project LANGUAGES C CXX CUDA)\nset(CMAKE_CUDA_ARCHITECTURES 75 86)\n"
+        "add_library(own STATIC own.cu)\n"))
+    shutil.rmtree(project / "build")
+    arch_of = {Path(e["file"]).name: e["command"] for e in json.loads(_cmake(nvcc, project, target="a80"))}
+    assert "compute_80,code=[compute_80,sm_80]" in arch_of["a80.cu"] and "compute_75" not in arch_of["a80.cu"]
+    assert "compute_90a,code=[compute_90a,sm_90a]" in arch_of["h90.cu"] and "compute_86" not in arch_of["h90.cu"]
+    assert "compute_75" in arch_of["own.cu"] and "compute_86" in arch_of["own.cu"]
