@@ -75,21 +75,38 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("family", tuple(FAMILIES), "the kernel family (dgemm_cli/families/)")
+    if prefer is not None:
+        # First, so that it is what rules every other family out: the decision reads
+        # "family = hopper (forced by --family hopper)".
+        g.constrain(f"--family {prefer}", "problem", ["family"],
+                    lambda a: f"the command line asks for {prefer}" if a["family"] != prefer else None)
     for name, reasons in gated.items():
         for constraint, reason in reasons:
             g.constrain(f"{name}: {constraint}", "view" if "TMA" in constraint else "arch", ["family"],
                         lambda a, name=name, reason=reason: reason if a["family"] == name else None)
-    if prefer is not None and not gated[prefer]:
-        g.constrain("requested family", "problem", ["family"],
-                    lambda a: f"--family {prefer} was asked for" if a["family"] != prefer else None)
     return g
 
 
+def refusals(gated: dict[str, list[tuple[str, str]]], family: str) -> str:
+    """Why `family`'s gates refuse a problem: "<gate>: <reason>; ..."."""
+    return "; ".join(f"{constraint}: {reason}" for constraint, reason in gated[family])
+
+
+def _refused_family(views: ProblemViews, family: str, why: str, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
+    allowed = [name for name, reasons in gated.items() if not reasons]
+    return PlanError(f"{views.spec.source}: --family {family} cannot run this problem ({why}). Fix: leave "
+                     "--family out to let the planner choose among the families that can"
+                     + (f" ({', '.join(allowed)})" if allowed else ""))
+
+
 def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> PlanDetail:
-    """`prefer`: take this family whenever its gates allow (gen --family), instead of the cheapest."""
+    """`prefer`: take this family (gen --family) instead of the cheapest; a PlanError with its gates' reasons
+    when they refuse the problem."""
     if prefer is not None and prefer not in FAMILIES:
         raise PlanError(f"unknown kernel family '{prefer}': use one of {', '.join(FAMILIES)}")
     gated = family_gates(views, arch)
+    if prefer is not None and gated[prefer]:
+        raise _refused_family(views, prefer, refusals(gated, prefer), gated)
     graph = _family_graph(gated, prefer)
     solved: dict[str, tuple[Any, ConstraintGraph] | None] = {
         name: None if gated[name] else best(module.problem(views, arch)) for name, module in FAMILIES.items()}
@@ -209,6 +226,8 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
     assert run_time is not None
     x, lo, hi = run_time
     tuned = tuned or {}
+    if prefer is not None and prefer in FAMILIES:
+        _check_every_bucket(views, arch, prefer)
     buckets: list[RowsBucket] = []
     for blo, bhi in row_buckets(lo, hi):
         bucket_views = analyse(spec.rows_bucket(blo, bhi))
@@ -229,6 +248,23 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
     if tuned:
         why += f"; {len(tuned)} of {len(row_buckets(lo, hi))} buckets measured (deepgemm tune)"
     return BucketPlan(x, lo, hi, tuple(buckets), why)
+
+
+def _check_every_bucket(views: ProblemViews, arch: Arch, family: str) -> None:
+    """A PlanError naming each bucket of the run-time letter whose problem `family`'s gates refuse."""
+    run_time = views.spec.run_time_letter
+    assert run_time is not None
+    x, lo, hi = run_time
+    refused = []
+    for blo, bhi in row_buckets(lo, hi):
+        gated = family_gates(analyse(views.spec.rows_bucket(blo, bhi)), arch)
+        if gated[family]:
+            sizes = f"{x} = {blo}" if blo == bhi else f"{x} in {blo}..{bhi}"
+            refused.append((sizes, refusals(gated, family)))
+    if refused:
+        why = (f"{len(refused)} of {len(row_buckets(lo, hi))} buckets of {x} in {lo}..{hi} refused: "
+               + "; ".join(f"{sizes}: {reason}" for sizes, reason in refused))
+        raise _refused_family(views, family, why, family_gates(views, arch))
 
 
 def _same_kernels(a: Plan, b: Plan) -> bool:

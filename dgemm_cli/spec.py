@@ -29,16 +29,29 @@ DTYPE_ALIASES = {
 ACCUM_TYPES = ("f32",)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
 OPERANDS = ("A", "B", "C")
+# The most memory of the arch table's reference parts (the H200-SXM's 141 GB). Views that together span more
+# than MEMORY_WARNING_FACTOR times this fit no GPU deepgemm targets: more likely a size typed wrong than meant.
+LARGEST_GPU_BYTES = 141 * 10**9
+MEMORY_WARNING_FACTOR = 2
+# A view's byte span must fit the kernels' signed 64-bit offsets.
+INT64_MAX = 2**63 - 1
 
 TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue"}
 OUTPUT_VIEW = "D"  # the output view when it differs from the C that beta reads (cuBLASLt's C/D split)
 # The operands after A, B, C, in the C API's order: the output view, then the epilogue's views.
 EXTRA_OPERANDS = (OUTPUT_VIEW, "bias", "scale", "residual")
-# Epilogue steps, applied in order to t = alpha * (A.B) + beta * C (cuBLASLt's order). docs/DESIGN.md has
+# Epilogue steps, applied in order to t = alpha * (A.B) + beta * C (cuBLASLt's order). docs/design/epilogue.md has
 # the activations' formulas.
 ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
+# Names a user types that stand for more than one of ours: the fix offers each, saying what it is.
+AMBIGUOUS_NAMES = {"gelu": ("gelu_tanh", "gelu_erf")}
+MEANINGS = {
+    "gelu_tanh": "GeLU's tanh approximation, torch's GELU(approximate='tanh') and cuBLASLt's GELU",
+    "gelu_erf": "the exact GeLU with erf, torch's default nn.GELU()",
+}
+ACTIVATION_ALIASES = {"swish": "silu", "logistic": "sigmoid"}
 EPILOGUE_STEPS = ("bias", "scale", "activation", "clamp", "residual")
-EPILOGUE_VIEW_KEYS = {"letters", "strides", "byte_strides", "dtype", "offset", "align"}
+EPILOGUE_VIEW_KEYS = {"letters", "layout", "strides", "byte_strides", "dtype", "offset", "align"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align"}
 # Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
@@ -140,6 +153,8 @@ class Spec:
     D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
     # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
     dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # What is legal but likely wrong, e.g. views larger than any GPU's memory; `gen` prints them.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def operands(self) -> tuple[OperandView, OperandView, OperandView]:
@@ -158,6 +173,12 @@ class Spec:
         if self.D is not None:
             views[OUTPUT_VIEW] = self.D
         return tuple(views[x] for x in EXTRA_OPERANDS if x in views)
+
+    def size_key(self, letter: str) -> str:
+        """The spec key that sizes `letter`, for messages: "gemm.m", "gemm.batch", "sizes.h"."""
+        if self.shorthand == "gemm":
+            return "gemm.batch" if letter == "b" else f"gemm.{letter}"
+        return f"sizes.{letter}"
 
     @property
     def output(self) -> OperandView:
@@ -240,13 +261,16 @@ class _Ctx:
                                 _fix_unknown_key(k, sorted(allowed), nested or {}))
         return value
 
-    def integer(self, value: Any, key: str, minimum: int | None = None) -> int:
+    def integer(self, value: Any, key: str, minimum: int | None = None, what: str = "an integer",
+                fix: str | None = None) -> int:
+        """A whole number >= `minimum`; `what` names it in the problem ("an integer count of batches"), `fix`
+        replaces the generic fix."""
         # bool is an int in Python; `m: true` is a typo, not 1.
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"expected an integer, got {value!r}", "write a whole number")
+            raise self.fail(key, f"expected {what}, got {value!r}", fix or "write a whole number")
         if minimum is not None and value < minimum:
-            what = "negative" if value < 0 else f"less than {minimum}"
-            raise self.fail(key, f"{value} is {what}", f"use an integer >= {minimum}")
+            low = "negative" if value < 0 else f"less than {minimum}"
+            raise self.fail(key, f"{value} is {low}", fix or f"use an integer >= {minimum}")
         return value
 
     def size(self, value: Any, key: str, letter: str, dynamic: dict[str, tuple[int, int]]) -> int:
@@ -261,7 +285,10 @@ class _Ctx:
                 raise self.fail(key, f"min {lo} > max {hi}", "give the smaller bound as min")
             dynamic[letter] = (lo, hi)
             return hi
-        return self.integer(value, key, 1)
+        return self.integer(value, key, 1, "an integer size",
+                            f"write the number of elements as a whole number >= 1, e.g. `{key.rpartition('.')[2]}: "
+                            "128` (a dim of size 1 is dropped); only the rows may be a run-time range "
+                            "`{min: 1, max: 256}`")
 
     def number(self, value: Any, key: str) -> float:
         # YAML 1.1 reads 1e-3 (no dot) as a string; accept what is plainly a number.
@@ -282,21 +309,41 @@ class _Ctx:
                    "this operand has no letters (one element, e.g. the output of a full reduction): "
                    "give `strides: []` or leave strides out")
             raise self.fail(key, f"has {len(value)} entries but the operand has {length} dims ('{letters}')", fix)
-        return [self.integer(v, f"{key}[{i}]", 0) for i, v in enumerate(value)]
+        out = []
+        for i, v in enumerate(value):
+            if isinstance(v, int) and not isinstance(v, bool) and v < 0:
+                raise self.fail(f"{key}[{i}]", f"{v} is negative: a view here walks forwards from its base pointer "
+                                               "(the kernels' index math, the buffer span and TMA take strides >= 0)",
+                                "use strides >= 0 and pass the lowest-addressed element as the base (`offset:` "
+                                "from it); a dim that runs backwards needs a flipped copy (e.g. torch.flip)")
+            out.append(self.integer(v, f"{key}[{i}]", 0))
+        return out
 
     def choice(self, value: Any, key: str, choices: tuple[str, ...], what: str,
                aliases: Mapping[str, str] | None = None) -> str:
-        """`value` if it is one of `choices`; `aliases` (other name -> choice) only feed the suggestion."""
-        if value not in choices:
-            raise self.fail(key, f"unsupported {what} {value!r}", _fix_naming(value, choices, aliases))
-        return value
+        """`value` if it is one of `choices` in any case ('Row', 'SM_90A': read as ours, with a note);
+        `aliases` (other name -> choice) only feed the suggestion."""
+        ours = {c.lower(): c for c in choices}.get(value.lower()) if isinstance(value, str) else None
+        if ours is None:
+            ambiguous = AMBIGUOUS_NAMES.get(value.lower()) if isinstance(value, str) else None
+            fix = (_fix_ambiguous(value, ambiguous, choices) if ambiguous and set(ambiguous) <= set(choices)
+                   else _fix_naming(value, choices, aliases))
+            raise self.fail(key, f"unsupported {what} {value!r}", fix)
+        if ours != value:
+            self.notes.append(f"{key} '{value}' read as {ours}")
+        return ours
 
-    def dtype(self, value: Any, key: str) -> str:
-        """A dtype in our names; an alias (fp16, half, ...) is read as ours, with a note."""
-        if isinstance(value, str) and value in DTYPE_ALIASES:
-            self.notes.append(f"{key} '{value}' read as {DTYPE_ALIASES[value]}")
-            return DTYPE_ALIASES[value]
-        return self.choice(value, key, tuple(DTYPE_BYTES), "dtype", DTYPE_ALIASES)
+    def dtype(self, value: Any, key: str, choices: tuple[str, ...] = tuple(DTYPE_BYTES), what: str = "dtype") -> str:
+        """A dtype in our names, among `choices`; an alias (fp16, half, FP16, ...) is read as ours, with a note.
+        Only `accum:` narrows `choices` (to ACCUM_TYPES): a dtype outside them is refused with that reason."""
+        ours = DTYPE_ALIASES.get(value.lower(), value.lower()) if isinstance(value, str) else None
+        if ours in DTYPE_BYTES and ours not in choices:
+            raise self.fail(key, f"unsupported {what} {value!r}: the kernels accumulate in {' or '.join(choices)} "
+                                 "only", f"write `{key}: {choices[0]}` or leave it out")
+        if isinstance(value, str) and value.lower() in DTYPE_ALIASES:
+            self.notes.append(f"{key} '{value}' read as {ours}")
+            return ours
+        return self.choice(value, key, choices, what, {a: n for a, n in DTYPE_ALIASES.items() if n in choices})
 
 
 _NEAR = 0.6  # difflib's default ratio: 'layuot' -> 'layout', 'rwo' -> 'row', 'column' -> 'col'
@@ -323,6 +370,12 @@ def _closest(word: Any, names: Iterable[str], aliases: Mapping[str, str] | None 
     same_digits = [name.lower() for name in names if re.sub(r"\D", "", name) == digits]
     hits = difflib.get_close_matches(text, same_digits, n=1, cutoff=_NEAR)
     return by_lower[hits[0]] if hits else None
+
+
+def _fix_ambiguous(word: str, names: tuple[str, ...], valid: Iterable[str]) -> str:
+    """The fix for a name that means more than one of ours ('gelu'): each candidate and what it is."""
+    offers = " or ".join(f"'{n}' ({MEANINGS[n]})" for n in names)
+    return f"'{word}' is ambiguous: write {offers} (valid: {', '.join(valid)})"
 
 
 def _fix_unknown_key(word: Any, allowed: list[str], nested: Mapping[str, str]) -> str:
@@ -354,14 +407,60 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(str(path), "(file)", "is a directory", "pass a .yaml spec file") from None
     except UnicodeDecodeError as exc:
         raise SpecError(str(path), f"byte {exc.start}", "not UTF-8 text", "save the spec as UTF-8") from None
+    loader = _SpecLoader(text)
     try:
-        data = yaml.safe_load(text)
+        data = loader.get_single_data()
+    except _DuplicateKey as dup:
+        lines = f"on line {dup.first}" if dup.first == dup.second else f"on lines {dup.first} and {dup.second}"
+        raise SpecError(str(path), dup.key, f"'{dup.key.rpartition('.')[2]}' is given twice {lines} (YAML would "
+                        "silently keep the last)", "keep one of the two and delete the other") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(yaml)"
         raise SpecError(str(path), where, f"not valid YAML ({getattr(exc, 'problem', exc)})",
                         "fix the YAML syntax") from None
+    finally:
+        loader.dispose()
     return parse_spec(data, str(path))
+
+
+class _DuplicateKey(Exception):
+    """A mapping of the document gives one key twice: `key` is its dotted path, the lines are 1-based."""
+
+    def __init__(self, key: str, first: int, second: int):
+        super().__init__(key)
+        self.key, self.first, self.second = key, first, second
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """pyyaml's safe loader, except that a key given twice in one mapping is an error, at any depth
+    (pyyaml keeps the last one silently)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_unique_keys(node, "", set())
+        return super().construct_document(node)
+
+
+def _check_unique_keys(node: yaml.Node, where: str, seen: set[int]) -> None:
+    """Raise `_DuplicateKey` for the first key given twice in a mapping under `node` (`where`: its path)."""
+    if id(node) in seen:  # an alias: checked where its anchor is
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[tuple[str, str], int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: later keys override merged ones by design
+                continue
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "(key)"
+            path = f"{where}.{name}" if where else name
+            ident = (key_node.tag, name)
+            if ident in lines:
+                raise _DuplicateKey(path, lines[ident], key_node.start_mark.line + 1)
+            lines[ident] = key_node.start_mark.line + 1
+            _check_unique_keys(value_node, path, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_unique_keys(item, f"{where}[{i}]", seen)
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> Spec:
@@ -382,8 +481,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
 
     arch = ctx.choice(top.get("arch", "sm_90a"), "arch", ARCHS, "arch")
     default_dtype = ctx.dtype(top.get("dtype", "f16"), "dtype")
-    accum = ctx.choice(top.get("accum", "f32"), "accum", ACCUM_TYPES, "accumulator type",
-                       {alias: name for alias, name in DTYPE_ALIASES.items() if name in ACCUM_TYPES})
+    accum = ctx.dtype(top.get("accum", "f32"), "accum", ACCUM_TYPES, "accumulator type")
     alpha = ctx.number(top.get("alpha", 1.0), "alpha")
     beta = ctx.number(top.get("beta", 0.0), "beta")
 
@@ -405,7 +503,9 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
                 raise ctx.fail(f"gemm.{k}", "missing", f"add `{k}: <size>` to `gemm:`")
         sizes = {k: ctx.size(gemm[k], f"gemm.{k}", k, dynamic) for k in ("m", "n", "k")}
         if "batch" in gemm:
-            sizes = {"b": ctx.integer(gemm["batch"], "gemm.batch", 1), **sizes}
+            sizes = {"b": ctx.integer(gemm["batch"], "gemm.batch", 1, "an integer count of batches",
+                                      "write how many matrices the batch holds, e.g. `batch: 8` (its letter is "
+                                      "always b: A[b,m,k], B[b,k,n], C[b,m,n])"), **sizes}
             letters = ("bmk", "bkn", "bmn")
         else:
             letters = ("mk", "kn", "mn")
@@ -430,8 +530,11 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     a, b, c = views
     _check_dynamic(ctx, dynamic, sizes, (a, b, c), op_maps, shorthand)
     if a.dtype != b.dtype:
-        raise ctx.fail("operands.B.dtype", f"A is {a.dtype} but B is {b.dtype}",
-                       "give A and B the same dtype (C may differ)")
+        given = next(op for op in ("B", "A") if "dtype" in op_maps[op])
+        raise ctx.fail(f"operands.{given}.dtype", f"A is {a.dtype} but B is {b.dtype}: one kernel multiplies one "
+                                                  "input type (the mma instructions take A and B of one type)",
+                       "give A and B the same dtype (convert one before the call, or set the top-level `dtype:` "
+                       "and drop the operands' own); C, D and the epilogue's views may differ")
     c_key = "operands.C.byte_strides" if "byte_strides" in op_maps["C"] else "operands.C.strides"
     _check_c_not_aliased(ctx, c, c_key)
     d = None
@@ -443,9 +546,44 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if d is not None:
         _check_dynamic_strides(ctx, dynamic, sizes, d, op_maps[OUTPUT_VIEW], f"operands.{OUTPUT_VIEW}", shorthand)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
-    return Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
+    spec = Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
                 implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic)
+    return replace(spec, warnings=_check_spans(ctx, spec))
+
+
+def _check_spans(ctx: _Ctx, spec: Spec) -> tuple[str, ...]:
+    """Refuse a view whose byte span passes a signed 64-bit offset; warn when the views together span more
+    than MEMORY_WARNING_FACTOR times the largest GPU memory (each view's span: offset and padding included)."""
+    views = (*spec.operands, *spec.extra_operands)
+    spans = {v.name: v.span * v.elem_bytes for v in views}
+
+    def keys(v: OperandView) -> str:
+        big = sorted((x for x in v.letters if spec.sizes[x] > 1), key=lambda x: -spec.sizes[x])
+        return ", ".join(f"{spec.size_key(x)} = {spec.sizes[x]}" for x in big) or "its offset"
+
+    for v in views:
+        if spans[v.name] > INT64_MAX:
+            big = max(v.letters, key=lambda x: spec.sizes[x], default=None)
+            raise ctx.fail(spec.size_key(big) if big else f"operands.{v.name}.offset",
+                           f"{v.name} spans {spans[v.name]} bytes ({keys(v)}), past a 64-bit byte offset",
+                           "check the sizes: no buffer is that large; split the problem into several specs")
+    total = sum(spans.values())
+    if total <= MEMORY_WARNING_FACTOR * LARGEST_GPU_BYTES:
+        return ()
+    largest = max(views, key=lambda v: spans[v.name])
+    each = ", ".join(f"{v.name} {_bytes(spans[v.name])}" for v in views)
+    return (f"the views span {_bytes(total)} ({each}), more than {MEMORY_WARNING_FACTOR}x the "
+            f"{_bytes(LARGEST_GPU_BYTES)} of the largest GPU deepgemm targets (H200): no GPU holds them. Check the "
+            f"sizes of {largest.name} ({keys(largest)})",)
+
+
+def _bytes(n: int) -> str:
+    """A byte count in decimal units, as GPU memory is quoted: "141 GB", "2.2 TB"."""
+    for unit, scale in (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 def _check_dynamic(ctx: _Ctx, dynamic: dict[str, tuple[int, int]], sizes: dict[str, int],
@@ -511,7 +649,8 @@ def _epilogue(ctx: _Ctx, raw: Any, c: OperandView, sizes: dict[str, int],
             raise ctx.fail(f"{key}.{kind}", f"unknown epilogue step '{kind}'", _fix_naming(kind, EPILOGUE_STEPS))
         key = f"{key}.{kind}"
         if kind == "activation":
-            steps.append(EpilogueStep(kind, activation=ctx.choice(value, key, ACTIVATIONS, "activation")))
+            steps.append(EpilogueStep(kind, activation=ctx.choice(value, key, ACTIVATIONS, "activation",
+                                                                  ACTIVATION_ALIASES)))
         elif kind == "clamp":
             if not isinstance(value, list) or len(value) != 2:
                 raise ctx.fail(key, f"expected [lo, hi], got {value!r}", "write e.g. `clamp: [-1.0, 1.0]`")
@@ -548,11 +687,12 @@ def _epilogue_view(ctx: _Ctx, key: str, kind: str, value: Any, c: OperandView,
         if "letters" not in raw:
             raise ctx.fail(f"{key}.letters", "missing",
                            f"say which of C's letters ('{c.letters}') the {kind} runs over, e.g. `letters: "
-                           f"{c.letters[-1:] or 'n'}`")
+                           f"{c.letters[-1:] or 'n'}`, or `letters: \"\"` for one scalar")
         letters = raw.pop("letters")
-        if not isinstance(letters, str) or not _OPERAND_LETTERS.fullmatch(letters) or not letters:
+        # No letters ("") is one element for every element of C: a scalar bias or scale read from memory.
+        if not isinstance(letters, str) or not _OPERAND_LETTERS.fullmatch(letters):
             raise ctx.fail(f"{key}.letters", f"{letters!r} is not a string of letters",
-                           f"write some of C's letters ('{c.letters}')")
+                           f"write some of C's letters ('{c.letters}'), or \"\" for one scalar")
         stray = [x for x in letters if x not in c.letters]
         if stray:
             raise ctx.fail(f"{key}.letters", f"letter '{stray[0]}' is not one of C's ('{c.letters}')",
@@ -650,10 +790,15 @@ def _operand(ctx: _Ctx, op: str, letters: str, sizes: dict[str, int], raw: dict[
                                f"use a multiple of {elem}, or `strides:` in elements")
         strides = [bs // elem for bs in byte_strides]
     elif "layout" in raw:
-        if shorthand != "gemm":
+        # An epilogue view names its letters in its own order, so row/col mean the same in either form.
+        if shorthand != "gemm" and op not in EPILOGUE_STEPS:
             raise ctx.fail(f"{key}.layout", "`layout:` only works with the `gemm:` shorthand",
                            "give `strides:` (elements) or `byte_strides:` in the operand's letter order")
         layout = ctx.choice(raw["layout"], f"{key}.layout", ("row", "col"), "layout")
+        if layout == "col" and len(letters) < 2:
+            raise ctx.fail(f"{key}.layout", f"`col` swaps the last two letters and '{letters}' has "
+                                            f"{len(letters) or 'no'} letter{'s' * (len(letters) != 1)}",
+                           "leave `layout:` out (one letter is dense either way), or give `strides:`")
         strides = _layout_strides(dims, layout)
     else:
         strides = _layout_strides(dims, "row")

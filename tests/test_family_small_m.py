@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.errors import PlanError
 from dgemm_cli.families import gemv, splitk
 from dgemm_cli.families.solving import best, of_assignment, ranked
 from dgemm_cli.plan import Plan, make_plan, plan_detail
@@ -519,7 +520,10 @@ def test_wide_staged_share_draws_shapes_that_reach_the_staged_activation(tmp_pat
         views = analyse(load_spec(path))
         assert views.batch == 1 and 9 <= views.m <= 16 and 11424 - 95 <= views.n <= 16384, path.name
         assert views.k % 512 == 0 or views.k > 512, path.name  # a split over two letters may round K up
-        plan = make_plan(views, SM90, "tcgemv")
+        try:
+            plan = make_plan(views, SM90, "tcgemv")
+        except PlanError:  # tcgemv's gates refuse this draw (or one of its buckets)
+            continue
         for p in [b.plan for b in plan.buckets] if isinstance(plan, BucketPlan) else [plan]:
             if p.family == "tcgemv" and p.primary.shared_act:
                 groups.append(p.primary.row_groups)

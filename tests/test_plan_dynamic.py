@@ -190,3 +190,55 @@ def test_hopper_is_gated_when_the_run_time_letter_is_a_tile_loop():
     views = analyse(parse_spec(doc).rows_bucket(5, 8))
     reasons = dict(hopper.gates(views, get_arch("sm_90a")))
     assert "tile loop" in reasons["rows at run time"]
+
+
+# ------------------------------------------------------------------------------------------------
+# --family: taken, or refused with the gates' reasons
+
+
+def test_a_family_whose_gates_refuse_a_fixed_spec_fails_with_their_reasons():
+    from dgemm_cli.errors import PlanError
+
+    fixed = {**DECODE, "gemm": {"m": 8, "n": 4096, "k": 4096}}  # f32: wgmma takes 16-bit inputs here
+    with pytest.raises(PlanError) as err:
+        make_plan(analyse(parse_spec(fixed)), get_arch("sm_90a"), "hopper")
+    msg = str(err.value)
+    assert msg.startswith("<spec>: --family hopper cannot run this problem (wgmma dtypes: ")
+    assert "Fix: leave --family out to let the planner choose among the families that can (" in msg
+    assert "cta" in msg.split("Fix: ")[1] and "hopper" not in msg.split("Fix: ")[1]
+
+
+def test_a_family_taken_by_request_says_so_in_a_sentence():
+    fixed = {**UP, "gemm": {"m": 64, "n": 14336, "k": 4096}}
+    plan = make_plan(analyse(parse_spec(fixed)), get_arch("sm_90a"), "cta")
+    assert plan.family == "cta"
+    assert plan.family_decision.summary() == "family = cta (forced by --family cta)"
+    assert all(r.why == "--family cta: the command line asks for cta" for r in plan.family_decision.rejected)
+
+
+def test_a_family_that_some_buckets_refuse_fails_naming_each_bucket():
+    from dgemm_cli.errors import PlanError
+
+    with pytest.raises(PlanError) as err:  # gemv keeps its rows in registers: one size a kernel
+        make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"), "gemv")
+    msg = str(err.value)
+    assert "--family gemv cannot run this problem (4 of 8 buckets of m in 1..64 refused: m in 5..8: " in msg
+    assert "m in 33..64: " in msg and "rows at run time: gemv kernels are compiled for one M" in msg
+
+
+def test_a_family_every_bucket_takes_plans_every_bucket():
+    plan = make_plan(analyse(parse_spec(UP)), get_arch("sm_90a"), "hopper")
+    assert {b.plan.family for b in plan.buckets} == {"hopper"}
+    assert all(b.plan.family_decision.summary() == "family = hopper (forced by --family hopper)"
+               for b in plan.buckets)
+
+
+def test_tune_family_still_measures_only_that_family_and_refuses_a_gated_one():
+    from dgemm_cli.errors import PlanError
+    from dgemm_cli.tune import candidates
+
+    views = analyse(parse_spec({**UP, "gemm": {"m": 64, "n": 4096, "k": 4096}}))
+    assert {c.family for c in candidates(views, get_arch("sm_90a"), 1, ("cta",))} == {"cta"}
+    f32 = analyse(parse_spec({**DECODE, "gemm": {"m": 8, "n": 4096, "k": 4096}}))
+    with pytest.raises(PlanError, match="hopper cannot run this problem"):
+        candidates(f32, get_arch("sm_90a"), 1, ("hopper",))

@@ -196,7 +196,7 @@ def test_sizes_letters_are_near_only_by_case(tmp_path):
     assert err.fix == "use one of: c, h, k, n, w"
 
 
-@pytest.mark.parametrize("typo,meant", [("sm_90", "sm_90a"), ("SM_80", "sm_80"), ("sm_89a", "sm_89"),
+@pytest.mark.parametrize("typo,meant", [("sm_90", "sm_90a"), ("SM-80", "sm_80"), ("sm_89a", "sm_89"),
                                         ("90a", "sm_90a"), ("sm90a", "sm_90a")])
 def test_arch_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(arch=typo), "arch", "unsupported arch")
@@ -209,8 +209,8 @@ def test_arch_of_another_number_suggests_nothing(tmp_path, arch):
     assert err.fix == "use one of: sm_80, sm_86, sm_89, sm_90a"
 
 
-@pytest.mark.parametrize("typo,meant", [("F16", "f16"), ("BF16", "bf16"), ("Half", "f16"), ("FP32", "f32"),
-                                        ("BFloat16", "bf16"), ("f16 ", "f16"), ("16", "f16")])
+@pytest.mark.parametrize("typo,meant", [("F16 ", "f16"), ("BF-16", "bf16"), ("F 16", "f16"), ("FP-32", "f32"),
+                                        ("BFloat 16", "bf16"), ("f16 ", "f16"), ("16", "f16")])
 def test_dtype_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(dtype=typo), "dtype", "unsupported dtype")
     assert err.fix == f"did you mean '{meant}'? (valid: f32, f16, bf16)"
@@ -224,16 +224,44 @@ def test_dtype_of_another_width_suggests_nothing(tmp_path, dtype):
     assert err.fix == "use one of: f32, f16, bf16"
 
 
-@pytest.mark.parametrize("typo,meant", [("column", "col"), ("rwo", "row"), ("Row", "row")])
+@pytest.mark.parametrize("typo,meant", [("column", "col"), ("rwo", "row"), ("Rwo", "row")])
 def test_layout_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(operands={"A": {"layout": typo}}), "operands.A.layout")
     assert err.fix == f"did you mean '{meant}'? (valid: row, col)"
 
 
-@pytest.mark.parametrize("accum", ["fp32", "float", "F32"])
-def test_accum_alias_is_suggested_not_accepted(tmp_path, accum):
-    err = expect_error(tmp_path, gemm_spec(accum=accum), "accum", "unsupported accumulator type")
+@pytest.mark.parametrize("accum", ["fp32", "float", "F32", "float32", "FP32"])
+def test_accum_takes_the_dtype_aliases_with_a_note(accum):
+    spec = parse_spec(gemm_spec(accum=accum))
+    assert spec.accum == "f32" and spec.notes == (f"accum '{accum}' read as f32",)
+
+
+@pytest.mark.parametrize("accum", ["f16", "bf16", "half", "BF16"])
+def test_a_16_bit_accumulator_is_refused_with_the_reason(tmp_path, accum):
+    err = expect_error(tmp_path, gemm_spec(accum=accum), "accum", "accumulate in f32 only")
+    assert "accum: f32" in err.fix
+
+
+def test_an_unknown_accumulator_suggests_f32(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(accum="F-32"), "accum", "unsupported accumulator type")
     assert err.fix == "did you mean 'f32'? (valid: f32)"
+
+
+@pytest.mark.parametrize("key,value,ours", [
+    ("dtype", "FP16", "f16"), ("dtype", "BF16", "bf16"), ("dtype", "Half", "f16"), ("dtype", "F32", "f32"),
+    ("dtype", "BFloat16", "bf16"), ("arch", "SM_90A", "sm_90a"), ("arch", "Sm_80", "sm_80"),
+])
+def test_names_in_other_case_are_read_as_ours_with_a_note(key, value, ours):
+    spec = parse_spec(gemm_spec(**{key: value}))
+    assert (spec.A.dtype if key == "dtype" else spec.arch) == ours
+    assert spec.notes == (f"{key} '{value}' read as {ours}",)
+    assert spec == parse_spec(gemm_spec(**{key: ours}))
+
+
+def test_a_layout_in_other_case_is_read_as_ours_with_a_note():
+    spec = parse_spec(gemm_spec(operands={"A": {"layout": "Col"}}))
+    assert spec.A.strides == parse_spec(gemm_spec(operands={"A": {"layout": "col"}})).A.strides == (1, 4)
+    assert spec.notes == ("operands.A.layout 'Col' read as col",)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -442,7 +470,7 @@ def test_negative_offset(tmp_path):
     expect_error(tmp_path, gemm_spec(operands={"B": {"offset": -2}}), "operands.B.offset", "negative")
 
 
-@pytest.mark.parametrize("dtype", ["f64", "F16", "int8", 16, "Half", "float64"])
+@pytest.mark.parametrize("dtype", ["f64", "F64", "int8", 16, "Halve", "float64"])
 def test_unsupported_dtype(tmp_path, dtype):
     err = expect_error(tmp_path, gemm_spec(dtype=dtype), "dtype", "unsupported dtype")
     assert "f16" in err.fix and "bf16" in err.fix and "f32" in err.fix
@@ -519,9 +547,12 @@ def test_layout_and_strides_both(tmp_path):
 
 
 def test_a_and_b_dtypes_differ(tmp_path):
-    err = expect_error(tmp_path, gemm_spec(operands={"A": {"dtype": "bf16"}}), "operands.B.dtype",
-                       "A is bf16 but B is f16")
-    assert "C may differ" in err.fix
+    # The key is the operand whose own dtype made them differ.
+    err = expect_error(tmp_path, gemm_spec(operands={"A": {"dtype": "bf16"}}), "operands.A.dtype",
+                       "A is bf16 but B is f16: one kernel multiplies one input type")
+    assert "C, D and the epilogue's views may differ" in err.fix
+    expect_error(tmp_path, gemm_spec(operands={"A": {"dtype": "bf16"}, "B": {"dtype": "f16"}}), "operands.B.dtype",
+                 "A is bf16 but B is f16")
 
 
 def test_c_dtype_may_differ():
@@ -603,6 +634,101 @@ def test_non_utf8_file(tmp_path):
     with pytest.raises(SpecError) as info:
         load_spec(path)
     assert str(path) in str(info.value) and "Fix: " in str(info.value)
+
+
+@pytest.mark.parametrize("text,key,lines", [
+    ("name: g\nname: h\ngemm: {m: 4, n: 4, k: 4}\n", "name", "on lines 1 and 2"),
+    ("name: g\ngemm: {m: 4, n: 4, k: 4, m: 8}\n", "gemm.m", "on line 2"),
+    ("name: g\ngemm: {m: 4, n: 4, k: 4}\noperands:\n  A:\n    layout: row\n    layout: col\n",
+     "operands.A.layout", "on lines 5 and 6"),
+    ("name: g\ngemm: {m: 4, n: 4, k: 4}\nepilogue:\n  - bias: {letters: n}\n  - bias: {letters: n, letters: m}\n",
+     "epilogue[1].bias.letters", "on line 5"),
+])
+def test_a_key_given_twice_is_an_error_at_any_depth(tmp_path, text, key, lines):
+    err = expect_error(tmp_path, text, key, "is given twice " + lines)
+    assert "keep one" in err.fix
+
+
+def test_yaml_merge_keys_and_anchors_are_not_duplicates(tmp_path):
+    text = ("name: g\ngemm: {m: 4, n: 4, k: 4}\noperands:\n  A: &dense {layout: row, align: 16}\n"
+            "  B: {<<: *dense, layout: col}\n  C: *dense\n")
+    spec = load_spec(write(tmp_path, text))
+    assert (spec.A.align, spec.B.align, spec.C.align) == (16, 16, 16) and spec.B.strides == (1, 4)
+
+
+@pytest.mark.parametrize("doc,key", [
+    (gemm_spec(gemm={"m": 0, "n": 4, "k": 4}), "gemm.m"),
+    (gemm_spec(gemm={"m": 4, "n": "4k", "k": 4}), "gemm.n"),
+    (conv_spec(sizes={"n": 2, "c": 8, "h": 3.5, "w": 5, "k": 16}), "sizes.h"),
+])
+def test_size_errors_name_the_key_and_show_a_size(tmp_path, doc, key):
+    err = expect_error(tmp_path, doc, key)
+    assert f"`{key.rpartition('.')[2]}: 128`" in err.fix and ">= 1" in err.fix
+
+
+@pytest.mark.parametrize("batch", ["b", "B", 2.0])
+def test_gemm_batch_is_an_integer_count(tmp_path, batch):
+    err = expect_error(tmp_path, gemm_spec(gemm={"m": 4, "n": 4, "k": 4, "batch": batch}), "gemm.batch",
+                       "expected an integer count of batches")
+    assert "`batch: 8`" in err.fix and "always b" in err.fix
+
+
+def test_size_key_names_the_key_that_sizes_a_letter():
+    gemm = parse_spec(gemm_spec(gemm={"m": 4, "n": 4, "k": 4, "batch": 2}))
+    assert [gemm.size_key(x) for x in "bmnk"] == ["gemm.batch", "gemm.m", "gemm.n", "gemm.k"]
+    assert parse_spec(conv_spec()).size_key("h") == "sizes.h"
+
+
+def test_negative_strides_are_refused_with_the_reason(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(operands={"B": {"strides": [-6, 1]}}), "operands.B.strides[0]",
+                       "-6 is negative: a view here walks forwards from its base pointer")
+    assert "flipped copy" in err.fix
+
+
+# ------------------------------------------------------------------------------------------------
+# views far larger than any GPU
+
+
+def test_views_far_past_the_largest_gpu_memory_get_a_warning():
+    spec = parse_spec(gemm_spec(gemm={"m": 2**20, "n": 2**20, "k": 2**16}))  # C alone is 2.2 TB of f16
+    (warning,) = spec.warnings
+    assert "2.47 TB" in warning and "C 2.2 TB" in warning and "141 GB" in warning
+    assert "gemm.m = 1048576, gemm.n = 1048576" in warning
+    assert spec == parse_spec(spec.to_dict())  # a warning is provenance, like a note
+
+
+def test_the_warning_counts_every_view_and_its_padding():
+    # Dense, the views fit (A and B 2 x 17 GB, C 17 GB); C's padding of 20x its row makes them pass 282 GB.
+    doc = gemm_spec(gemm={"m": 92_000, "n": 92_000, "k": 92_000})
+    assert parse_spec(doc).warnings == ()
+    doc["operands"] = {"C": {"strides": [92_000 * 20, 1]}}
+    assert parse_spec(doc).warnings
+
+
+def test_no_example_spec_gets_a_warning():
+    assert all(load_spec(path).warnings == () for path in SPEC_FILES)
+
+
+def test_a_view_past_a_64_bit_byte_offset_is_refused(tmp_path):
+    err = expect_error(tmp_path, gemm_spec(gemm={"m": 2**40, "n": 2**40, "k": 4}), "gemm.m",
+                       "past a 64-bit byte offset")
+    assert "split the problem" in err.fix
+
+
+def _readme_spec_examples() -> list[dict]:
+    """The YAML blocks of the README's "## A spec" section; an `epilogue:` fragment goes on a small GEMM."""
+    readme = (SPECS_DIR.parent / "README.md").read_text()
+    section = readme[readme.index("## A spec"):readme.index("## Commands")]
+    docs = [yaml.safe_load(block.split("```", 1)[0]) for block in section.split("```yaml\n")[1:]]
+    return [doc if "name" in doc else {"name": "frag", "gemm": {"m": 4, "n": 6, "k": 8}, **doc} for doc in docs]
+
+
+def test_every_example_in_the_readme_spec_section_parses():
+    docs = _readme_spec_examples()
+    assert len(docs) >= 3 and any("epilogue" in doc for doc in docs)
+    for doc in docs:
+        spec = parse_spec(doc, "README.md")
+        assert spec.warnings == ()
 
 
 def test_c_overlap_names_the_key_the_user_wrote(tmp_path):

@@ -42,7 +42,7 @@ def test_round_trip_and_a_spec_without_epilogue_normalises_as_before():
 
 @pytest.mark.parametrize("epilogue, key, words", [
     ([{"activation": "gelu"}], "epilogue[0].activation", "unsupported activation 'gelu'"),
-    ([{"activation": "Relu"}], "epilogue[0].activation", "did you mean 'relu'"),
+    ([{"activation": "Reluu"}], "epilogue[0].activation", "did you mean 'relu'"),
     ([{"bias": {"letters": "k"}}], "epilogue[0].bias.letters", "not one of C's"),
     ([{"bias": {}}], "epilogue[0].bias.letters", "missing"),
     ([{"bias": {"letters": "nn"}}], "epilogue[0].bias.letters", "appears twice"),
@@ -54,7 +54,9 @@ def test_round_trip_and_a_spec_without_epilogue_normalises_as_before():
     ([{"bias": {"letters": "n"}, "activation": "relu"}], "epilogue[0]", "one key"),
     ({"bias": {"letters": "n"}}, "epilogue", "expected a list"),
     ([{"bias": {"letters": "n", "strides": [1, 1]}}], "epilogue[0].bias.strides", "has 2 entries"),
-    ([{"bias": {"letters": "n", "layout": "row"}}], "epilogue[0].bias.layout", "unknown key"),
+    ([{"bias": {"letters": "n", "layout": "col"}}], "epilogue[0].bias.layout", "`col` swaps the last two letters"),
+    ([{"bias": {"letters": "n", "layout": "row", "strides": [1]}}], "epilogue[0].bias.strides", "both `layout`"),
+    ([{"scale": {"letters": "n", "lettres": "m"}}], "epilogue[0].scale.lettres", "did you mean 'letters'"),
 ])
 def test_every_refusal_names_the_key(epilogue, key, words):
     with pytest.raises(SpecError) as err:
@@ -94,6 +96,7 @@ def test_extra_operands_come_in_the_c_api_order():
 @pytest.mark.parametrize("view, key", [
     ({"residual": {"letters": "nm"}}, "epilogue[0].residual.strides"),  # m innermost: n's stride is m's size
     ({"bias": {"letters": "nm"}}, "epilogue[0].bias.strides"),
+    ({"residual": {"layout": "col"}}, "epilogue[0].residual.layout"),  # m contiguous: n's stride is m's size
 ])
 def test_epilogue_strides_must_not_depend_on_a_run_time_size(view, key):
     doc = {"name": "dyn", "dtype": "f16", "gemm": {"m": {"min": 1, "max": 64}, "n": 8, "k": 16},
@@ -121,3 +124,87 @@ def test_d_and_the_epilogue_views_get_operand_facts_like_c():
     assert ops["bias"].broadcast == ()  # and no summed letters: an input would be broadcast over those
     assert (ops["bias"].vector_elems, ops["bias"].vector_elems_aligned) == (1, 4)  # f32: 4 in 16 bytes
     assert ops["residual"].vector_elems_aligned == 8  # row stride 520 keeps 16-byte rows
+
+
+def test_gelu_offers_both_forms_and_says_what_each_is():
+    with pytest.raises(SpecError) as err:
+        _spec([{"activation": "GeLU"}])
+    fix = err.value.fix
+    assert "'gelu_tanh' (GeLU's tanh approximation" in fix and "'gelu_erf' (the exact GeLU with erf" in fix
+    assert "relu'" not in fix.split("(valid:")[0]
+
+
+def test_activation_names_in_other_case_are_read_as_ours_with_a_note():
+    spec = _spec([{"activation": "SiLU"}])
+    assert spec.epilogue[0].activation == "silu" and spec.notes == ("epilogue[0].activation 'SiLU' read as silu",)
+
+
+@pytest.mark.parametrize("kind", ["bias", "scale"])
+def test_a_view_with_no_letters_is_one_scalar(kind):
+    spec = _spec([{kind: {"letters": ""}}])
+    view = spec.epilogue[0].view
+    assert (view.letters, view.sizes, view.strides, view.span) == ("", (), (), 1)
+    assert spec == parse_spec(spec.to_dict())
+    assert analyse(spec).operands[kind].roles == ("m", "n")  # held with stride 0, like a broadcast letter
+
+
+def test_a_residual_takes_a_layout_in_its_letter_order():
+    col = _spec([{"residual": {"layout": "col"}}]).epilogue[0].view
+    assert (col.letters, col.strides) == ("mn", (1, 4))  # m contiguous, like an operand's `layout: col`
+    by_letters = _spec([{"residual": {"letters": "nm"}}]).epilogue[0].view
+    # The same memory written the other way: letters in memory order.
+    assert [by_letters.stride_of(x) for x in "mn"] == [col.stride_of(x) for x in "mn"] == [1, 4]
+    bias = _spec([{"bias": {"letters": "nm", "layout": "col"}}]).epilogue[0].view
+    assert bias.strides == (1, 8)
+
+
+def test_epilogue_layouts_work_in_a_contraction_spec_too():
+    doc = {"name": "c", "dtype": "f16", "contraction": "mk,kn->mn", "sizes": {"m": 4, "n": 8, "k": 16},
+           "epilogue": [{"residual": {"layout": "col"}}]}
+    assert parse_spec(doc).epilogue[0].view.strides == (1, 4)
+    doc["operands"] = {"A": {"layout": "col"}}
+    with pytest.raises(SpecError) as err:  # an operand's letters are its order there: strides say the rest
+        parse_spec(doc)
+    assert err.value.key == "operands.A.layout"
+
+
+def test_d_and_the_epilogue_views_default_to_c_s_dtype():
+    spec = _spec([{"bias": {"letters": "n"}}, {"residual": {"dtype": "f32"}}], C={"dtype": "f32"}, D={})
+    assert (spec.A.dtype, spec.C.dtype, spec.D.dtype) == ("bf16", "f32", "f32")
+    assert [st.view.dtype for st in spec.epilogue] == ["f32", "f32"]
+    assert parse_spec({"name": "d", "gemm": {"m": 4, "n": 8, "k": 16}}).C.dtype == "f16"  # no `dtype:`: f16
+
+
+def _code(text: str) -> list[str]:
+    """A source's lines without its comments and step labels (they name the view's letters)."""
+    return [line for line in text.splitlines() if not line.lstrip().startswith("//") and "DG_STEP_" not in line]
+
+
+@pytest.mark.parametrize("m", [1, 8, 256])
+def test_scalar_views_and_a_col_residual_render_in_every_family_that_takes_them(m):
+    """A scalar bias is a bias broadcast over every letter: each family renders it as it renders a stride-0 bias."""
+    from dgemm_cli.baseline import plan_baseline
+    from dgemm_cli.families import FAMILIES
+    from dgemm_cli.plan import family_gates
+    from dgemm_cli.render import render_sources
+
+    arch = get_arch("sm_90a")
+
+    def render(bias, family):
+        spec = parse_spec({"name": "s", "dtype": "bf16", "gemm": {"m": m, "n": 4096, "k": 4096},
+                           "operands": {"B": {"layout": "col"}},
+                           "epilogue": [{"bias": bias}, {"scale": {"letters": ""}}, {"residual": {"layout": "col"}}]})
+        views = analyse(spec)
+        if family_gates(views, arch)[family]:
+            return None
+        return render_sources(spec, views, make_plan(views, arch, family), plan_baseline(views), arch)
+
+    rendered = 0
+    for family in FAMILIES:
+        scalar, broadcast = render({"letters": ""}, family), render({"letters": "n", "strides": [0]}, family)
+        if scalar is None:
+            continue
+        assert _code(scalar["s.cu"]) == _code(broadcast["s.cu"]), family
+        assert "bias     bf16, read: [(scalar)]" in scalar["s.h"]
+        rendered += 1
+    assert rendered >= 2
