@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgemm_cli.errors import PlanError
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 
 ROLES = ("batch", "m", "n", "k")
@@ -285,3 +286,13 @@ def analyse(spec: Spec) -> ProblemViews:
     spans = [o.span for o in operands.values()]
     biggest = max(spans + [r.size for r in roles.values()])
     return ProblemViews(spec, roles, operands, needs_int64=biggest > INT32_MAX)
+
+
+def grid_too_large(views: ProblemViews, count: int, what: str) -> PlanError:
+    """The error for a plan whose `count` blocks or tiles exceed a 32-bit launch index: it names the size keys of the
+    output's letters and how to split the problem."""
+    spec = views.spec
+    keys = ", ".join(spec.size_key(x) for x in spec.output.letters if spec.sizes[x] > 1) or "the output's sizes"
+    return PlanError(f"{spec.source}: {keys}: {count} {what} exceed a 32-bit launch index (2^31 - 1). Fix: split the "
+                     f"problem into several specs, each a slice of {keys} with fewer {what}")
+

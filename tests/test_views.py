@@ -567,3 +567,15 @@ def test_property_grouped_views_merge_to_one_segment_per_role(raw, data):
             _check_vector_runs(spec, views, name, facts.vector_elems, data)
         if facts.vector_elems_aligned > 1:
             _check_vector_runs(spec, views, name, facts.vector_elems_aligned, data)
+
+
+def test_a_grid_past_a_32_bit_index_names_the_size_keys_and_the_fix():
+    from dgemm_cli.arch import ARCHES
+    from dgemm_cli.errors import PlanError
+    from dgemm_cli.plan import make_plan
+
+    spec = parse_spec({"name": "huge", "dtype": "f16", "gemm": {"m": 2**24, "n": 2**24, "k": 16}})
+    with pytest.raises(PlanError) as err:
+        make_plan(analyse(spec), ARCHES["sm_80"])
+    text = str(err.value)
+    assert "gemm.m, gemm.n:" in text and "exceed a 32-bit launch index" in text and "Fix: split" in text

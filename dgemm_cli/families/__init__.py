@@ -8,8 +8,8 @@
                                                     the plan of a tuned assignment
 
 A family's plan has `family`, `summary`, `cost_us` (the cost model's estimate, comparable across
-families), `decisions`, `feasible`, `smem_bytes`, `threads`, `requires_arch` (the one arch its instructions need,
-or None), `runtime_align` (operand -> bytes the
+families), `decisions`, `feasible`, `smem_bytes`, `threads`, `arch_features` (what its instructions and launch
+need, names from `arch.FEATURES`), `runtime_align` (operand -> bytes the
 plan needs at run time beyond what the spec promises) and `to_dict()`. `dgemm_cli.plan` chooses among
 the families through a constraint graph; render dispatches on `family` through one table.
 """

@@ -18,9 +18,8 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, solve
-from dgemm_cli.errors import PlanError
 from dgemm_cli.families.solving import Problem
-from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews
+from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews, grid_too_large
 
 NAME = "cta"
 SUMMARY = "CTA-tiled mma.sync m16n8k16 (f16/bf16) or FFMA (f32), cp.async / gather loaders, any arch, any view"
@@ -121,7 +120,7 @@ class TilePlan:
         extent = self.block_m if ld.operand == "A" else self.block_n
         return smem_tile(ld.operand, ld.smem_inner, extent, self.block_k, self.elem_bytes)
 
-    requires_arch = None  # mma.sync / FFMA and cp.async: every arch in the table
+    arch_features = frozenset()  # mma.sync / FFMA, ldmatrix and cp.async: every arch in the table
 
     @property
     def register_cap(self) -> int:
@@ -479,7 +478,7 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         mem_us = streamed / (arch.dram_gbps * 1e3 * min(1.0, busy_sms / (arch.sms / 2)))
         # The small latency term breaks ties towards deeper pipelines and fewer k-tiles. LAUNCH_US is
         # what every launch pays before the first tile's data arrives and after its last store; it
-        # only matters against the other families (docs/DESIGN.md: calibrated on measured tunes).
+        # only matters against the other families (docs/design/cta.md, "Cost": calibrated on measured tunes).
         return max(math_us, mem_us, latency_us) + 0.05 * latency_us + LAUNCH_US
 
     return cost
@@ -606,8 +605,7 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
     tiles_m, tiles_n = math.ceil(views.m / bm), math.ceil(views.n / bn)
     tiles = views.batch * tiles_m * tiles_n
     if tiles > INT32_MAX:
-        raise PlanError(f"{views.spec.source}: {tiles} blocks exceed one launch's grid (2^31 - 1); "
-                        "split the problem into several specs")
+        raise grid_too_large(views, tiles, "blocks")
     dec = {d.node: d for d in decisions}
     loaders = {x: _loader(views.operands[x], a[f"loader_{x.lower()}"], a[f"smem_inner_{x.lower()}"],
                           dec[f"loader_{x.lower()}"].summary()) for x in ("A", "B")}

@@ -119,9 +119,11 @@ class GemvPlan:
     dependent_launch: bool = False
 
     @property
-    def requires_arch(self) -> str | None:
-        """A K split runs over a thread-block cluster (sm_90a in the arch table); one block runs anywhere."""
-        return "sm_90a" if self.splits > 1 else None
+    def arch_features(self) -> frozenset[str]:
+        """A K split runs over a thread-block cluster; the dependent launch needs griddepcontrol; one block
+        launched plainly runs anywhere."""
+        return frozenset({"clusters"} if self.splits > 1 else set()) | (
+            frozenset({"griddepcontrol"}) if self.dependent_launch else frozenset())
 
     @property
     def warps(self) -> int:

@@ -45,10 +45,9 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.errors import PlanError
 from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.spec import DTYPE_BYTES
-from dgemm_cli.views import ProblemViews, ViewSegment, output_unit_role
+from dgemm_cli.views import ProblemViews, ViewSegment, grid_too_large, output_unit_role
 
 NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
@@ -279,7 +278,15 @@ class HopperPlan:
     # Accumulator sets the k16 steps alternate between (ACC_CHAINS), summed after the tile's last wgmma.
     acc_chains: int = 1
 
-    requires_arch = "sm_90a"  # wgmma, TMA, setmaxnreg
+    @property
+    def arch_features(self) -> frozenset[str]:
+        """What the kernel's instructions and launch need (arch.FEATURES)."""
+        used = {"tma", "wgmma", "setmaxnreg", "griddepcontrol"}
+        if self.k_splits > 1 or self.a_multicast > 1:
+            used.add("clusters")
+        if self.packed_store:
+            used.add("stmatrix")
+        return frozenset(used)
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -977,5 +984,5 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         l2_promotion=a["l2_promotion"], a_multicast=a["a_multicast"], acc_chains=a["acc_chains"],
     )
     if plan.tiles > 2**31 - 1:
-        raise PlanError(f"{views.spec.source}: {plan.tiles} tiles exceed a 32-bit tile index")
+        raise grid_too_large(views, plan.tiles, "output tiles")
     return plan

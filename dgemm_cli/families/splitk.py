@@ -34,10 +34,9 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.errors import PlanError
 from dgemm_cli.families import cta
 from dgemm_cli.families.solving import Problem, gated
-from dgemm_cli.views import INT32_MAX, ProblemViews
+from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
 
 NAME = "splitk"
 SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block cluster (DSMEM reduction) and "
@@ -98,7 +97,7 @@ class SplitKPlan:
     tile_elems: int = 0  # floats of one group's partial tile in the scratch buffer: min(BM, M) x min(BN, N)
     at_once: int = 0  # blocks the GPU holds at once in clusters of `splits` (Arch.resident_blocks); 0: not planned
 
-    requires_arch = "sm_90a"  # thread-block clusters (the arch table's only one with them)
+    arch_features = frozenset({"clusters", "griddepcontrol"})  # the K split's cluster; the reduce's dependent launch
     shape = "tile"
 
     @property
@@ -179,7 +178,7 @@ class DotPlan:
     cost_us: float
     assignment: dict[str, Any] = field(default_factory=dict)
 
-    requires_arch = "sm_90a"  # griddepcontrol (programmatic dependent launch); the family is sm_90+
+    arch_features = frozenset({"griddepcontrol"})  # the second kernel is a programmatic dependent launch
 
     @property
     def splits(self) -> int:
@@ -599,8 +598,7 @@ def _dot_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
     groups = a["groups"]
     blocks = views.batch * groups
     if blocks > INT32_MAX:
-        raise PlanError(f"{views.spec.source}: {blocks} blocks exceed one launch's grid (2^31 - 1); "
-                        "split the problem into several specs")
+        raise grid_too_large(views, blocks, "blocks")
     return DotPlan(
         threads=a["threads"], chunk=dot_chunk(views), unroll=a["unroll"], groups=groups,
         k_slice=dot_slice(views, groups), tiles=views.batch, blocks=blocks, vec=vec, vec_aligned=aligned,

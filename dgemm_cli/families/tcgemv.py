@@ -138,8 +138,9 @@ class TcGemvPlan:
     assignment: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def requires_arch(self) -> str | None:
-        return "sm_90a"  # gated to it (measured there alone)
+    def arch_features(self) -> frozenset[str]:
+        """The staged activation comes by TMA; the register-stream kernel is a programmatic dependent launch."""
+        return frozenset({"tma"}) if self.shared_act else frozenset({"griddepcontrol"})
 
     @property
     def min_blocks(self) -> int:
