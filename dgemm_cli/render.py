@@ -8,6 +8,7 @@ harness and baseline tables), dispatches each kernel of the plan to its family's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -18,7 +19,7 @@ import jinja2
 import yaml
 
 from dgemm_cli import __version__
-from dgemm_cli.arch import ARCHES, Arch
+from dgemm_cli.arch import ARCHES, Arch, lowest_arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
 from dgemm_cli.errors import SpecError
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket, make_plan
@@ -92,6 +93,11 @@ class Generated:
     baseline: CublasPlan
     files: list[Path] = field(default_factory=list)
     content_hash: str = ""
+    prototype: str = ""  # the C entry point, as <name>.h declares it
+
+    @property
+    def header(self) -> Path:
+        return self.directory / f"{self.name}.h"
 
 
 def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
@@ -116,6 +122,12 @@ def _signature(spec: Spec, ops: dict[str, OperandCtx]) -> str:
     if spec.run_time_letter:
         params.append("int64_t m")
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
+
+
+def c_prototype(spec: Spec, views: ProblemViews) -> str:
+    """The entry point's C declaration, as <name>.h has it."""
+    ops = {x: _operand_ctx(spec, views, x) for x in ("A", "B", "C", *(op.name for op in spec.extra_operands))}
+    return f"cudaError_t {spec.name}({_signature(spec, ops)})"
 
 
 def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
@@ -165,6 +177,41 @@ def _segments_desc(seg, op: str) -> dict:
             "desc": f"{seg.label}*{seg.stride(op)}"}
 
 
+# The element types of the header's C API: f16 and bf16 as 16-bit structs a C compiler accepts, which are
+# cuda_fp16.h's __half and cuda_bf16.h's __nv_bfloat16 in C++ (templates/header.h.j2 defines both).
+C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16"}
+
+
+def _header_signature(spec: Spec) -> str:
+    """The entry point's parameters as <name>.h declares them: _signature's, with C_API_TYPES' element types."""
+    params = [f"const {C_API_TYPES[spec.A.dtype]}* A", f"const {C_API_TYPES[spec.B.dtype]}* B",
+              f"{'const ' if spec.D is not None else ''}{C_API_TYPES[spec.C.dtype]}* C"]
+    params += [f"{'' if op.name == 'D' else 'const '}{C_API_TYPES[op.dtype]}* {op.name}" for op in spec.extra_operands]
+    if spec.run_time_letter:
+        params.append("int64_t m")
+    return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
+
+
+def _header_views(spec: Spec) -> list[dict]:
+    """Each pointer's view as the header describes it: letters, sizes (the run-time letter's range), element
+    strides, offset, dtype, promised alignment, and the elements its buffer must hold (at the largest size)."""
+    run_time = spec.run_time_letter
+    rows = []
+    for op in (*spec.operands, *spec.extra_operands):
+        if op.name == "C" and spec.D is not None:
+            role = "read for beta (may be null when beta == 0)"
+        elif op is spec.output:
+            role = "written"
+        else:
+            role = "read"
+        sizes = [f"{x}={run_time[1]}..{run_time[2]}" if run_time and x == run_time[0] else f"{x}={n}"
+                 for x, n in zip(op.letters, op.sizes)]
+        rows.append({"name": op.name, "role": role, "letters": op.letters or "(scalar)", "dtype": op.dtype,
+                     "sizes": ", ".join(sizes) or "-", "strides": ", ".join(map(str, op.strides)) or "-",
+                     "offset": op.offset, "align": op.align, "span": op.span})
+    return rows
+
+
 def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Arch) -> dict:
     """What every family's template and the shared files (header, harness, build files) use."""
     ops = {x: _operand_ctx(spec, views, x) for x in ("A", "B", "C", *(op.name for op in spec.extra_operands))}
@@ -204,6 +251,9 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
+        # The header's C API: its parameters, the 16-bit types it defines, each pointer's view.
+        "c_signature": _header_signature(spec), "views_doc": _header_views(spec),
+        "half_types": sorted({o.dtype for o in ops.values()} & {"f16", "bf16"}),
     }
 
 
@@ -357,7 +407,9 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
     }
 
 
+@functools.cache
 def environment() -> jinja2.Environment:
+    """The one template environment: it keeps each template compiled (recompiled when its file changes)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
@@ -381,6 +433,7 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
     }
     if baseline.alternative is not None:  # a header-only baseline beside the harness (e.g. cuBLASLt's epilogues)
         out[baseline.alternative.header] = (template_dir() / baseline.alternative.header).read_text()
+    features = frozenset().union(*(p.arch_features for p in plan.kernels))
     digest = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
     plan_json = {
         "generator": f"deepgemm {__version__}",
@@ -391,7 +444,9 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "plan": plan.to_dict(),
         "baseline": _baseline_ctx(baseline),
         "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()},
-                  "requires_arch": sorted({p.requires_arch for p in plan.kernels if p.requires_arch})},
+                  # What the kernels' instructions and launches need (arch.FEATURES), and the first arch with all of it.
+                  "arch_features": sorted(features),
+                  "requires_arch": [needed] if (needed := lowest_arch(features)) else []},
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"
     return out
@@ -428,5 +483,5 @@ def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, 
         path.write_text(text)
         written.append(path)
     return Generated(spec.name, arch.name, directory, spec, views, plan, baseline, written,
-                     json.loads(files["plan.json"])["content_hash"])
+                     json.loads(files["plan.json"])["content_hash"], c_prototype(spec, views))
 

@@ -236,3 +236,11 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
             "candidate": win["id"], "measured": len(entry.get("measured", [])),
             # candidates timed: a budget that ran out, a failed build or verify leave the others untimed
             "timed": sum(isinstance(m.get("us"), (int, float)) for m in entry.get("measured", []))}
+
+
+def already_tuned(db: dict[str, Any], spec: Spec, arch: str, gpu: str, level: int, families: tuple[str, ...]) -> bool:
+    """`tune --resume`: the database holds this problem, measured on this GPU by this generator at `level` or
+    higher, over the same families."""
+    entry = lookup(db, spec, arch, gpu)
+    return (entry is not None and entry.get("gpu") == gpu and entry.get("level", 0) >= level
+            and entry.get("families") == (sorted(families) if families else "all"))

@@ -149,3 +149,45 @@ def test_build_reports_resources_json(tmp_path):
     (row,) = json.loads(out.stdout)
     assert row["ok"] and row["arch"] == "sm_80" and row["kernels"]
     assert all(k["spill_store_bytes"] == 0 and k["registers"] > 0 for k in row["kernels"])
+
+
+def test_gen_ends_with_the_folders_their_prototypes_and_the_next_command(tmp_path):
+    spec = next(p for p in SPECS if p.stem == "decode_qk")
+    out = dg("gen", spec, "-o", tmp_path)
+    assert out.returncode == 0, out.stderr
+    tail = out.stdout[out.stdout.index("\nwrote 1 folder(s) for sm_90a"):]
+    header = tmp_path / "decode_qk" / "decode_qk.h"
+    assert str(header) in tail and f"next: deepgemm build {tmp_path}" in tail
+    (prototype,) = [line.strip() for line in tail.splitlines() if line.strip().startswith("cudaError_t")]
+    assert prototype.rstrip(";") in " ".join(header.read_text().split())
+    rows = json.loads(dg("gen", spec, "-o", tmp_path, "--json").stdout)
+    assert rows[0]["header"] == str(header) and rows[0]["prototype"] == prototype.rstrip(";")
+
+
+def test_two_specs_with_one_name_in_one_gen_are_an_error(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("name: same\ngemm: {m: 8, n: 8, k: 8}\n")
+    b.write_text("name: same\ngemm: {m: 16, n: 16, k: 16}\n")
+    out = dg("gen", a, b, "-o", tmp_path / "g")
+    assert out.returncode == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: {b}: name: 'same' is also the name of {a}") and "Fix:" in line
+    plan = json.loads((tmp_path / "g" / "same" / "plan.json").read_text())
+    assert plan["spec"]["sizes"]["m"] == 8  # the first spec's folder, not overwritten
+
+
+def test_build_for_an_arch_the_plan_cannot_run_on_refuses_in_one_line(tmp_path):
+    """A one-block gemv planned for sm_90a launches dependently (griddepcontrol); sm_80 is refused before nvcc."""
+    spec = tmp_path / "g.yaml"
+    spec.write_text("name: g\ndtype: f16\ngemm: {m: 1, n: 32768, k: 64}\n")
+    assert dg("gen", spec, "-o", tmp_path / "g", "--family", "gemv").returncode == 0
+    out = dg("build", tmp_path / "g", "--arch", "sm_80")
+    if "nvcc" in out.stderr and "refused" not in out.stderr:
+        pytest.skip("no nvcc here: build stops before it looks at the plans")
+    assert out.returncode == 1
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("refused: ") and "griddepcontrol" in line and "sm_80 lacks" in line
+    assert "--arch sm_80" in line
+    assert out.stdout.strip().splitlines()[-1] == "0 built, 0 cached, 0 failed, 1 refused; no spills"
+    rows = json.loads(dg("build", tmp_path / "g", "--arch", "sm_80", "--json").stdout)
+    assert rows[0]["ok"] is False and "griddepcontrol" in rows[0]["refused"]

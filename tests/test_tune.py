@@ -159,14 +159,17 @@ def test_tune_merges_databases(tmp_path):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """tune's compiler and GPU faked: one H200, every build ok; each test fakes the harness runs."""
-    from dgemm_cli import cli
+    from dgemm_cli import tune_run
     from dgemm_cli.build import BuildResult
+    from dgemm_cli.cli import gen_cmd, tune_cmd
     from dgemm_cli.toolchain import GpuInfo
 
-    monkeypatch.setattr(cli, "find_gpus", lambda: [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")])
-    monkeypatch.setattr(cli, "find_nvcc", lambda path=None: object())
-    monkeypatch.setattr(cli, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
-    monkeypatch.setattr(cli, "harness_path", lambda d, arch: d / "build" / arch / "harness")
+    gpus = [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04")]
+    monkeypatch.setattr(tune_cmd, "find_gpus", lambda: gpus)
+    monkeypatch.setattr(gen_cmd, "find_gpus", lambda: gpus)
+    monkeypatch.setattr(tune_cmd, "find_nvcc", lambda path=None: object())
+    monkeypatch.setattr(tune_run, "build", lambda d, arch, nvcc: BuildResult(d, d.name, arch, True, 0.1))
+    monkeypatch.setattr(tune_run, "harness_path", lambda d, arch: d / "build" / arch / "harness")
 
 
 def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypatch, fake_gpu):
@@ -174,7 +177,7 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
     candidate's harness "runs" at a time derived from its rank, one candidate fails verify."""
     from click.testing import CliRunner
 
-    from dgemm_cli import cli
+    from dgemm_cli import cli, tune_run
     from dgemm_cli.run import HarnessRun
 
 
@@ -189,7 +192,7 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
         if "--baseline" not in args:
             report.update(ratio=0.5, baseline_us=us / 2, baseline_formulation="C^T=BA")
         return HarnessRun(directory, arch, 0, report, "")
-    monkeypatch.setattr(cli, "run_harness", fake_run)
+    monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(db), "-o",
@@ -208,7 +211,8 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
     ranges whose winners agree."""
     from click.testing import CliRunner
 
-    from dgemm_cli import cli
+    from dgemm_cli import cli, tune_run
+    from dgemm_cli.cli.gen_cmd import _tuned
     from dgemm_cli.plan import BucketPlan
     from dgemm_cli.run import HarnessRun
     from dgemm_cli.tune import tuning_problems
@@ -231,7 +235,7 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
         us = 10.0 + int(rank) + (0.0 if family == "cta" else 3.0)  # cta-00 wins every bucket
         rows = [{"m": 1, "us": us}, {"m": 2, "us": us}] if "--m" in args else []
         return HarnessRun(directory, arch, 0, {"us": us, "m_rows": rows, "ratio": 0.9}, "")
-    monkeypatch.setattr(cli, "run_harness", fake_run)
+    monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(path), "--level", "1", "--db", str(db), "-o",
@@ -248,7 +252,7 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
     ranges = [(b["min"], b["max"]) for b in plan["buckets"] if b["min"] < b["max"]]
     assert ranges == [(5, 32)]  # the three ranges' winners are the same cta plan: one kernel
     assert all(b["tuned"] for b in plan["buckets"])
-    assert isinstance(cli._tuned(load_db(db), parse_spec(doc), analyse(parse_spec(doc)), get_arch("sm_90a"),
+    assert isinstance(_tuned(load_db(db), parse_spec(doc), analyse(parse_spec(doc)), get_arch("sm_90a"),
                                  "NVIDIA H200"), BucketPlan)
 
 
@@ -276,7 +280,7 @@ def test_resume_skips_what_the_database_holds_at_this_level_and_measures_the_res
     an entry of a lower level, or of a narrower family choice, is tuned again."""
     from click.testing import CliRunner
 
-    from dgemm_cli import cli
+    from dgemm_cli import cli, tune_run
     from dgemm_cli.run import HarnessRun
 
     doc = {"name": "dyn", "gemm": {"m": {"min": 1, "max": 2}, "n": 4096, "k": 4096},
@@ -290,7 +294,7 @@ def test_resume_skips_what_the_database_holds_at_this_level_and_measures_the_res
             measured.append(directory.parent.name)
             return HarnessRun(directory, arch, 0, {"passed": True}, "")
         return HarnessRun(directory, arch, 0, {"us": 10.0, "ratio": 1.0}, "")
-    monkeypatch.setattr(cli, "run_harness", fake_run)
+    monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     tune = ["tune", str(path), "--db", str(db), "-o", str(tmp_path / "w"), "--json"]

@@ -1,0 +1,37 @@
+"""The `deepgemm` command line: click wiring and printing around the stages, one module a command
+(gen, build, verify and bench, tune, explain and doctor, random-specs)."""
+
+from __future__ import annotations
+
+import click
+
+from dgemm_cli import __version__
+from dgemm_cli.cli.build_cmd import build_cmd
+from dgemm_cli.cli.gen_cmd import gen
+from dgemm_cli.cli.harness_cmds import bench, verify
+from dgemm_cli.cli.inspect_cmds import doctor, explain
+from dgemm_cli.cli.random_specs_cmd import random_specs_cmd
+from dgemm_cli.cli.tune_cmd import tune
+
+EPILOG = """\b
+Exit codes: 0 ok, 1 a kernel failed (build or verify), 2 bad spec or command line,
+3 no GPU (verify/bench), 4 no usable nvcc or nothing built.
+\b
+Typical session:
+  deepgemm gen specs/*.yaml            # -> generated/<name>/ (sources, plan.json, build files)
+  deepgemm build                       # nvcc for each folder's arch; prints registers / spills per kernel
+  deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
+  deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
+  deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
+"""
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="deepgemm")
+def main() -> None:
+    """Generate standalone CUDA kernels for GEMMs and tensor contractions over strided views,
+    build them with nvcc, verify them on a GPU and benchmark them against cuBLAS."""
+
+
+for command in (gen, build_cmd, verify, bench, tune, explain, doctor, random_specs_cmd):
+    main.add_command(command)

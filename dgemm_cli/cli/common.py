@@ -1,0 +1,49 @@
+"""What every command shares: the default folder, the arch choice, errors, the generated folders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dgemm_cli.arch import ARCHES
+from dgemm_cli.errors import DeepGemmError, NotBuiltError
+from dgemm_cli.tune import default_db_path, load_db
+
+DEFAULT_OUT = Path("generated")
+ARCH_CHOICE = click.Choice(list(ARCHES), case_sensitive=False)  # `--arch SM_90A` reads as sm_90a
+
+
+def fail(err: DeepGemmError) -> None:
+    click.echo(f"error: {err}", err=True)
+    sys.exit(err.exit_code)
+
+
+def generated_dirs(dirs: tuple[Path, ...]) -> list[Path]:
+    """The directories named, or every generated one under ./generated."""
+    if dirs:
+        found = []
+        for d in dirs:
+            if (d / "plan.json").is_file():
+                found.append(d)
+            elif d.is_dir() and any(d.glob("*/plan.json")):
+                found.extend(sorted(p.parent for p in d.glob("*/plan.json")))
+            else:
+                raise NotBuiltError(f"{d}: not a generated directory (no plan.json); run `deepgemm gen` first")
+        return found
+    found = sorted(p.parent for p in DEFAULT_OUT.glob("*/plan.json"))
+    if not found:
+        raise NotBuiltError(f"nothing generated under {DEFAULT_OUT}/; run `deepgemm gen SPEC.yaml` first")
+    return found
+
+
+def fmt(x) -> str:
+    if not isinstance(x, (int, float)):
+        return str(x)
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.3g}"  # 3580, not 3.58e+03
+
+
+def tuning_db(db_path: Path | None) -> tuple[Path, dict]:
+    path = db_path or default_db_path()
+    return path, load_db(path)

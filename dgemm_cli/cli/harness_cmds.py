@@ -1,0 +1,241 @@
+"""`deepgemm verify` and `deepgemm bench`: run built folders' harnesses on the GPU and print their reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from dgemm_cli.build import built_arches, harness_path, read_plan
+from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
+from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
+from dgemm_cli.toolchain import find_gpus
+
+
+def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path]]:
+    """(directory, arch, harness) for each built directory; NotBuiltError with the fix otherwise."""
+    out = []
+    for d in generated_dirs(dirs):
+        plan = read_plan(d)
+        if arch:
+            target = arch
+        else:
+            built = built_arches(d)
+            target = plan["arch"] if plan["arch"] in built or not built else built[0]
+        out.append((d, target, harness_path(d, target)))
+    return out
+
+
+def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
+                   sizes_text: str | None = None) -> tuple[int, Iterator[HarnessRun]]:
+    """How many harnesses, and their runs with `args`, one at a time (they share the GPU), produced
+    as each finishes so that progress can be printed. `sizes_text`: --m, the run-time sizes to run
+    (kernels of a fixed size take none)."""
+    try:
+        sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
+        _require_gpu()
+        targets = _targets(dirs, arch)
+        extra, left_out = size_args({d: read_plan(d) for d, _, _ in targets}, sizes)
+        if sizes and not any(extra.values()):
+            raise DeepGemmError(f"--m {sizes_text}: none of these kernels has a run-time size (a `{{min, max}}` "
+                                "size in its spec). Fix: leave --m out")
+    except DeepGemmError as err:
+        fail(err)
+    for d, skipped in left_out.items():
+        if skipped:
+            ran = ",".join(str(m) for m in sizes if m not in skipped)
+            click.echo(f"note: {d.name} runs --m {ran} only ({','.join(map(str, skipped))} outside its run-time range)",
+                       err=True)
+
+    def runs() -> Iterator[HarnessRun]:
+        env = harness_env()
+        for d, target, harness in targets:
+            try:
+                yield run_harness(d, harness, target, args + extra[d], env)
+            except DeepGemmError as err:
+                fail(err)
+
+    return len(targets), runs()
+
+
+def _require_gpu() -> None:
+    if not find_gpus():
+        raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
+                         "gen and build work without")
+
+
+@click.command()
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
+@click.option("--seeds", default="1,2,3", show_default=True, help="Comma-separated seeds; fresh data for each.")
+@click.option("--samples", type=click.IntRange(1), default=256, show_default=True,
+              help="Outputs also recomputed on the CPU in float64 to check the GPU reference.")
+@click.option("--repeat", type=click.IntRange(0), default=0, show_default=True,
+              help="Launch N more times on the first seed's data: C must come out bit-identical every time "
+                   "(run-to-run determinism; at every run-time size).")
+@click.option("--m", "sizes", metavar="LIST",
+              help="Run-time sizes to verify, e.g. 1,8,64, for kernels whose spec sizes a row letter at run time "
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
+                   "inside its range (a note names those left out; a size inside no kernel's range is refused). "
+                   "Default: 1, 2, 3, 7, 8, 9, 16, 17, 63, 64, min and max, every bucket's first and last size and "
+                   "their neighbours, and 3 random sizes, within the range.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
+def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
+           as_json: bool) -> None:
+    """Check built kernels on the GPU against an independent float64 reference.
+
+    For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
+    a sentinel, a naive reference kernel that walks the spec's strides, plus a CPU check of sampled
+    outputs. Prints max abs error, relative Frobenius error and the first failing index.
+
+    Pass: no NaN, no element off by more than max(8 tol (|ref| + rms), float32 accumulation bound),
+    relative Frobenius error <= tol (1e-5 f32, 1e-2 f16/bf16) or within the accumulation bound,
+    padding untouched, null / misaligned pointers rejected, and with --repeat N, N more launches
+    bit-identical to the first. docs/design/verify-and-bench.md has the details.
+
+    A kernel whose spec sizes a row letter at run time is verified at each size of --m (one line a
+    size): the rows past the size are padding then, and must stay untouched; sizes outside the range
+    (-1, 0, min - 1, max + 1) must be refused with cudaErrorInvalidValue."""
+    rows, all_ok = [], True
+    total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
+                                 + (["--repeat", str(repeat)] if repeat else []), sizes)
+    for i, run in enumerate(runs, 1):
+        d, target = run.directory, run.arch
+        r = run.report
+        ok = run.exit_code == 0 and bool(r.get("passed"))
+        all_ok &= ok
+        row = {"name": r.get("name", d.name), "arch": target, "passed": ok, "max_abs_err": r.get("max_abs_err"),
+               "rel_err": r.get("rel_err"), "tol": r.get("tol"), "first_fail": r.get("first_fail"),
+               "error": r.get("error"), "directory": str(d), "report": r,
+               # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
+               "dynamic": r.get("dynamic"), "m_cases": r.get("m_cases"),
+               # A fused epilogue: its steps as text, and which view is written (C, or D).
+               "epilogue": r.get("epilogue"), "output": r.get("output")}
+        rows.append(row)
+        if not as_json:
+            click.echo(_verify_line(i, total, row))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    elif len(rows) > 1:
+        click.echo(f"{sum(r['passed'] for r in rows)}/{len(rows)} passed")
+    sys.exit(EXIT_OK if all_ok else EXIT_FAILED)
+
+
+def _verify_line(i: int, total: int, row: dict) -> str:
+    head = f"[{i}/{total}] {row['name']} ({row['arch']}) "
+    if row["error"]:
+        return head + f"ERROR: {row['error']}"
+    status = "PASS" if row["passed"] else "FAIL"
+    line = head + (f"{status}  max_abs_err {fmt(row['max_abs_err'])}  rel_err {fmt(row['rel_err'])} "
+                   f"(tol {fmt(row['tol'])})")
+    if row["first_fail"]:
+        line += f"\n    first failure: {row['first_fail']}"
+    rep = row["report"]
+    for key in ("api_null_rejected", "api_misaligned_rejected"):
+        if rep.get(key) is False:
+            line += f"\n    {key}: false"
+    if rep.get("repeat_differed"):
+        line += (f"\n    not deterministic: {rep['repeat_differed']} of {rep['repeat']} repeated launches "
+                 "changed C's bits")
+    elif rep.get("repeat"):
+        line += f"  ({rep['repeat']} repeats bit-identical)"
+    return line + "".join(_size_lines(rep))
+
+
+def _size_lines(rep: dict) -> list[str]:
+    """A kernel with a run-time size: which sizes outside its range it accepted, then one line a size."""
+    if not rep.get("dynamic"):
+        return []
+    letter, lo, hi = (rep["dynamic"][k] for k in ("letter", "lo", "hi"))
+    lines = []
+    accepted = [p["m"] for p in rep.get("api_m_probes", []) if not p["rejected"]]
+    if accepted:
+        lines.append(f"\n    {letter} outside {lo}..{hi} accepted (must be cudaErrorInvalidValue): "
+                     + ", ".join(f"{letter}={m}" for m in accepted))
+    for case in rep.get("m_cases", []):
+        size = f"{letter}={case['m']}"
+        line = (f"\n    {size:<8} {'PASS' if case['passed'] else 'FAIL'}  max_abs_err {fmt(case['max_abs_err'])}  "
+                f"rel_err {fmt(case['rel_err'])}")
+        if case.get("repeat_differed"):
+            line += f"  not deterministic: {case['repeat_differed']} repeated launches changed C's bits"
+        if case.get("first_fail"):
+            line += f"\n        first failure: {case['first_fail']}"
+        lines.append(line)
+    return lines
+
+
+@click.command()
+@click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
+@click.option("--reps", type=click.IntRange(5), default=50, show_default=True, help="Timed samples (median).")
+@click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed launches first.")
+@click.option("--m", "sizes", metavar="LIST",
+              help="Run-time sizes to time, e.g. 1,8,16,64, for kernels whose spec sizes a row letter at run time "
+                   "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
+                   "inside its range (a note names those left out; a size inside no kernel's range is refused). "
+                   "Default: 1, 8, 16, 64, 128, 256, min and max, within the range.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
+def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, sizes: str | None, as_json: bool) -> None:
+    """Time built kernels and cuBLAS on the same problem in the same run.
+
+    Both sides are timed the same way, as a serving engine runs them: many launches captured into
+    one CUDA graph, the graph replayed REPS times between CUDA events, the median replay divided by
+    the launches (`method: graph`). Inputs rotate over enough buffer sets to exceed L2; data is random.
+    Back-to-back stream launches are timed too (`us_stream`; host launch cost shows there).
+    Each size runs in the order ours, cuBLAS, cuBLAS, ours, and each side reports the mean of its two
+    passes (`us_passes`, `baseline_us_passes`): near the board's power cap a kernel timed right after
+    a hungrier one starts below full clock, and a fixed order would hand that to one side.
+    A kernel whose launcher makes a programmatic dependent launch (its README's "Requirements" says
+    where) starts each launch while the previous one finishes, so both numbers are those of launches
+    chained back to back; run alone, a kernel can take microseconds longer (docs/design/verify-and-bench.md, "Bench").
+
+    The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
+    swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
+    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS. With a fused
+    epilogue the baseline is the cheapest a user would run: cuBLAS then one elementwise kernel
+    (`baseline_epilogue: elementwise`), or cuBLASLt with the epilogue fused where it has it
+    (BIAS / RELU_BIAS / GELU_BIAS), whichever is faster.
+    ratio = baseline time / kernel time (> 1: faster than cuBLAS). `copy_gbps` is a device-to-device
+    copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach.
+
+    A kernel whose spec sizes a row letter at run time is timed at each size of --m, one line a size
+    (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size."""
+    rows, any_error = [], False
+    _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)], sizes)
+    if not as_json:
+        click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
+                   f"{'µs':>10} {'ratio':>7}")
+    for run in runs:
+        r = run.report
+        any_error |= run.exit_code != 0 or "error" in r
+        row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
+            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
+            "baseline_formulation", "us_stream", "baseline_us_stream", "us_passes", "baseline_us_passes",
+            "baseline_candidates", "copy_gbps",
+            # A run-time size: its range, the size of the numbers above (the largest) and every size's row.
+            "m", "dynamic", "m_rows",
+            # A fused epilogue: its steps, the view written, and what the baseline ran after (or fused into)
+            # the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's fused epilogue).
+            "epilogue", "output", "baseline_epilogue")}}
+        rows.append(row)
+        if as_json:
+            continue
+        if row["error"]:
+            click.echo(f"{row['name']:<24} {row['arch']:<7} ERROR: {row['error']}")
+            continue
+        letter = (row["dynamic"] or {}).get("letter")
+        for size in row["m_rows"] or [row]:
+            label = f"{row['name']} {letter}={size['m']}" if letter else row["name"]
+            click.echo(f"{label:<24} {row['arch']:<7} {fmt(size['us']):>10} {fmt(size['tflops']):>9} "
+                       f"{fmt(size['gbps']):>8}   {str(size['baseline'])[:14]:<14} {fmt(size['baseline_us']):>10} "
+                       f"{fmt(size['ratio']):>7}")
+        if row["baseline_formulation"]:
+            click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}"
+                       + (f", then {row['baseline_epilogue']}" if row["baseline_epilogue"] else ""))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    sys.exit(EXIT_FAILED if any_error else EXIT_OK)

@@ -1,0 +1,74 @@
+"""`deepgemm random-specs`: random valid specs for a verification sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dgemm_cli.randspec import (
+    A_VECTORS_SHARE,
+    DYNAMIC_SHARE,
+    EPILOGUE_SHARE,
+    ROW_BLOCKS_SHARE,
+    SMALL_M_SHARE,
+    TMA_SHARE,
+    WIDE_BATCH_SHARE,
+    WIDE_DECODE_SHARE,
+    WIDE_SHORT_K_SHARE,
+    WIDE_STAGED_SHARE,
+)
+
+
+@click.command(name="random-specs")
+@click.argument("count", type=click.IntRange(1, 100000))
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Folder for the YAML files.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="The same seed writes the same specs (a failing sweep can be drawn again).")
+@click.option("--tma-share", type=click.FloatRange(0.0, 1.0), default=TMA_SHARE, show_default=True,
+              help="Share of 16-bit specs with TMA-friendly views (16-byte strides, sizes in the hundreds).")
+@click.option("--small-m-share", type=click.FloatRange(0.0, 1.0), default=SMALL_M_SHARE, show_default=True,
+              help="Share of decode-shaped specs (M = 1..64 rows, K in the hundreds to thousands), drawn first.")
+@click.option("--dynamic-share", type=click.FloatRange(0.0, 1.0), default=DYNAMIC_SHARE, show_default=True,
+              help="Share of specs with a row letter sized at run time ({min, max}: one kernel a bucket of sizes); "
+                   "applies to specs whose A and C strides are explicit.")
+@click.option("--epilogue-share", type=click.FloatRange(0.0, 1.0), default=EPILOGUE_SHARE, show_default=True,
+              help="Share of specs with a fused epilogue (bias / scale / residual views, activations, clamps) and "
+                   "sometimes an output view D. Drawn apart from the product: the other specs stay the same.")
+@click.option("--row-blocks-share", type=click.FloatRange(0.0, 1.0), default=ROW_BLOCKS_SHARE, show_default=True,
+              help="Share of TMA specs with two row letters, one sized in whole 64-row blocks: the hopper family's "
+                   "tiles then run across the other (flat rows). Drawn apart: 0 leaves every spec as before.")
+@click.option("--a-vectors-share", type=click.FloatRange(0.0, 1.0), default=A_VECTORS_SHARE, show_default=True,
+              help="Share of decode-shaped specs whose A is redrawn k-contiguous, rows a whole number of 16-, 8- or "
+                   "4-byte vectors apart (or not): reaches the small-M families' vector loads of A. Drawn apart.")
+@click.option("--wide-decode-share", type=click.FloatRange(0.0, 1.0), default=WIDE_DECODE_SHARE, show_default=True,
+              help="Share of decode-shaped specs redrawn wide (N = 2112..16384, K = 512..8192, tails included; f16 or "
+                   "bf16, B mostly nn.Linear [N, K]): reaches the tcgemv family. Drawn apart.")
+@click.option("--wide-batch-share", type=click.FloatRange(0.0, 1.0), default=WIDE_BATCH_SHARE, show_default=True,
+              help="Share of the wide decode specs drawn over a batch of 2..8 products (attention heads over a KV "
+                   "cache, MoE experts): reaches tcgemv over a batch. Drawn apart.")
+@click.option("--wide-short-k-share", type=click.FloatRange(0.0, 1.0), default=WIDE_SHORT_K_SHARE, show_default=True,
+              help="Share of the wide decode specs with a short K: 8..192 in whole 64s, 8s or not (split over two "
+                   "letters, up to 256): reaches tcgemv's short-K path (2 warps a block, warps with no 64-k segment, "
+                   "K tails), which K = 512..8192 never does. Drawn apart.")
+@click.option("--wide-staged-share", type=click.FloatRange(0.0, 1.0), default=WIDE_STAGED_SHARE, show_default=True,
+              help="Share of the wide decode specs shaped for tcgemv's staged activation: one product, M = 9..16, "
+                   "N = 6..8 groups of 16 columns x 119..132 blocks (some with the last block's columns past N), K = "
+                   "512..6656 in whole 512s. The planner prices that kernel above hopper: generate these with `gen "
+                   "--family tcgemv` to reach it. Drawn apart.")
+def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
+                     dynamic_share: float, epilogue_share: float, row_blocks_share: float,
+                     a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
+                     wide_short_k_share: float, wide_staged_share: float) -> None:
+    """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
+    all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
+    import yaml
+
+    from dgemm_cli.randspec import random_specs
+
+    out.mkdir(parents=True, exist_ok=True)
+    for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
+                             a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
+                             wide_staged_share):
+        (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
+    click.echo(f"wrote {count} specs to {out}/")

@@ -1,0 +1,170 @@
+"""`deepgemm tune`'s measuring loop, the I/O half of `dgemm_cli.tune`: generate every candidate, compile them in
+parallel, verify and time each problem's candidates on the GPUs as soon as they are built, keep the fastest in
+the tuning database.
+
+Candidates are queued for the compiler in the problems' order, and a problem is measured as soon as its own
+candidates are built while the next ones compile. With several GPUs, one worker a GPU (CUDA_VISIBLE_DEVICES)
+measures candidates in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.build import BuildResult, build, harness_path
+from dgemm_cli.errors import DeepGemmError
+from dgemm_cli.families import FAMILIES
+from dgemm_cli.render import generate
+from dgemm_cli.run import harness_env, run_harness
+from dgemm_cli.spec import Spec
+from dgemm_cli.toolchain import GpuInfo, Nvcc
+from dgemm_cli.tune import Candidate, candidates, make_entry, pick, save_db, tuning_problems
+from dgemm_cli.views import ProblemViews, analyse
+
+RUN_TIMEOUT_S = 120  # one candidate's verify or bench; a hung candidate loses instead of stalling the tune
+
+# (label, total) -> a context whose value advances the bar by n; the command line draws it, tests pass a no-op.
+Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+
+
+@dataclass(frozen=True)
+class TuneProblem:
+    """One spec, or one bucket of a run-time spec's sizes, and the candidates to measure for it."""
+
+    spec: Spec
+    arch: Arch
+    views: ProblemViews
+    candidates: list[Candidate]
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    level: int
+    families: tuple[str, ...]  # only these families' candidates (every family when empty)
+    budget_s: float  # seconds of measuring a problem
+    reps: int  # timed graph replays a candidate
+    jobs: int  # parallel candidate builds
+    work: Path  # candidates go to work/<problem>/<candidate>/
+
+
+def tune_problems(specs: list[Spec], arch: Callable[[Spec], Arch], level: int,
+                  families: tuple[str, ...]) -> list[TuneProblem]:
+    """Every spec's tuning problems (a run-time spec: one a bucket of its sizes) with their candidates."""
+    out = []
+    for spec in specs:
+        target = arch(spec)
+        for problem in tuning_problems(spec):
+            views = analyse(problem)
+            out.append(TuneProblem(problem, target, views, candidates(views, target, level, families)))
+    return out
+
+
+def measure(problems: list[TuneProblem], settings: TuneSettings, db: dict[str, Any], db_path: Path,
+            gpus: list[GpuInfo], nvcc: Nvcc, progress: Progress,
+            warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    """Measures each problem and yields its database entry, saved into `db_path` first; a problem whose
+    candidates all fail verify yields nothing (`warn` says so)."""
+    dirs: dict[tuple[str, str], tuple[Path, str]] = {}
+    for p in problems:
+        for c in p.candidates:
+            d = settings.work / p.spec.name / c.ident
+            generate(p.spec, p.arch, settings.work, plan=c.plan, directory=d)
+            dirs[(p.spec.name, c.ident)] = (d, p.arch.name)
+    env = harness_env()
+    pool = ThreadPoolExecutor(max_workers=settings.jobs, initializer=_lower_build_priority)
+    try:
+        pending = {key: pool.submit(build, d, a, nvcc) for key, (d, a) in dirs.items()}
+        for p in problems:
+            built = _wait_built(p, pending, progress)
+            rows = _measure_candidates(p, dirs, built, gpus, env, settings, progress)
+            winner = pick(rows)
+            if winner is None:
+                warn(f"{p.spec.name}: no candidate passed verify; nothing recorded")
+                continue
+            d, arch_name = dirs[(p.spec.name, winner["id"])]
+            final = run_harness(d, harness_path(d, arch_name), arch_name,
+                                ["bench", "--reps", str(settings.reps), *_range_ends(p.spec)], env).report
+            key, entry = make_entry(p.spec, p.arch.name, gpus[0].name, gpus[0].driver_version, settings.level, rows,
+                                    winner, final, settings.families)
+            db["entries"][key] = entry
+            save_db(db_path, db)  # after every problem: an interrupted tune keeps what it measured
+            yield entry
+    finally:  # an interrupted tune does not wait for the compiles it no longer needs
+        pool.shutdown(cancel_futures=True)
+
+
+def _lower_build_priority() -> None:
+    """The compiler threads run at nice 10 (Linux keeps a nice value per thread, and the nvcc a thread starts
+    inherits it), so that the harness runs measuring earlier problems meanwhile keep their CPU."""
+    if hasattr(os, "setpriority"):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+def _wait_built(p: TuneProblem, pending: dict[tuple[str, str], Future[BuildResult]],
+                progress: Progress) -> dict[str, bool]:
+    """Candidate -> built without spills, once every candidate of the problem is compiled."""
+    built = {}
+    with progress(f"building {p.spec.name}", len(p.candidates)) as advance:
+        for c in p.candidates:
+            res = pending[(p.spec.name, c.ident)].result()
+            built[c.ident] = res.ok and not any(k.spills for k in res.kernels)
+            advance(1)
+    return built
+
+
+def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, str]], built: dict[str, bool],
+                        gpus: list[GpuInfo], env: dict[str, str], settings: TuneSettings,
+                        progress: Progress) -> list[dict[str, Any]]:
+    """Verify (one seed) and time each built candidate in the cost model's order, one worker a GPU, until the
+    budget is spent: a row each (Candidate.row)."""
+    order = sorted(p.candidates, key=lambda c: (c.model_rank, list(FAMILIES).index(c.family)))
+    todo = [c for c in order if built.get(c.ident)]
+    ends = _range_ends(p.spec)
+    start = time.monotonic()
+    results: dict[str, dict[str, Any]] = {}
+
+    def measure_one(c: Candidate, gpu_env: dict[str, str]) -> dict[str, Any]:
+        d, arch_name = dirs[(p.spec.name, c.ident)]
+        if time.monotonic() - start > settings.budget_s:
+            return c.row(skipped="budget spent")
+        row = c.row()
+        try:
+            exe = harness_path(d, arch_name)
+            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32", *ends], gpu_env,
+                              timeout=RUN_TIMEOUT_S)
+            row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
+            if row["verified"]:
+                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(settings.reps), "--baseline", "0", *ends],
+                                gpu_env, timeout=RUN_TIMEOUT_S)
+                # A range of run-time sizes is timed at both ends; the candidate is ranked by their mean.
+                sizes = [r["us"] for r in b.report.get("m_rows", []) if isinstance(r.get("us"), (int, float))]
+                row["us"] = sum(sizes) / len(sizes) if sizes else b.report.get("us")
+        except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
+            row["error"] = str(err)
+        return row
+
+    queues = [todo[i::len(gpus)] for i in range(len(gpus))]
+    with progress(f"measuring {p.spec.name}", len(todo)) as advance:
+        def worker(i: int) -> None:
+            gpu_env = {**env, "CUDA_VISIBLE_DEVICES": str(gpus[i].index)}
+            for c in queues[i]:
+                results[c.ident] = measure_one(c, gpu_env)
+                advance(1)
+        with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+            list(pool.map(worker, range(len(gpus))))
+    return [results.get(c.ident) or c.row(skipped="build failed or spilled") for c in order]
+
+
+def _range_ends(spec: Spec) -> list[str]:
+    """--m for a tuning problem that is a range of run-time sizes: its first and last size."""
+    rt = spec.run_time_letter
+    return ["--m", f"{rt[1]},{rt[2]}"] if rt else []
