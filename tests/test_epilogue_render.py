@@ -1,10 +1,9 @@
 """Epilogue fusion (issue 8), kernel side: the views of D and the epilogue, every family's rendering of
-the steps, the C API's argument order, and a spec without an epilogue rendering byte-identical to
-before the epilogue existed. The GPU checks (verify, bench) run through the harness."""
+the steps and the C API's argument order (tests/test_render_snapshots.py keeps specs without an epilogue as they
+render). The GPU checks (verify, bench) run through the harness."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import re
@@ -18,78 +17,16 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.plan import make_plan
 from dgemm_cli.render import render_sources
-from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
-from .conftest import REPO
 from .test_build import nvcc_or_skip
-
-# sha256 (first 16 hex digits) of the kernel source and header of specs without an epilogue, rendered at
-# cca8d2f, the commit before the epilogue reached the templates: one spec per family (hopper, cta with
-# mma.sync, cta with FFMA, gemv) and one with run-time M (splitk, gemv and cta buckets). A change here is
-# a change to every generated kernel: refresh the digests only on purpose. Refreshed in the sixth session for
-# the hopper K split: a `k_splits` decision line, the store phase's tail loop unrolled (one macro for the unsplit
-# and the split kernel), the hopper cost of other families' headers, decode_dynamic's buckets now on hopper,
-# and the deeper pipeline depths' count in the `stages` decision line. Refreshed in the seventh session: the
-# persistent hopper kernel became a programmatic dependent launch (one launch macro with the clusters'), and
-# its store phase gained the packed store (beta == 0) beside the f32 staging; conv1x1_nchw's tiles run across
-# its batch (flat rows). Refreshed in the eighth session: the hopper `stages` decision line counts 5 depths (10
-# and 12 dropped), decode_dynamic's hopper buckets take 112-wide tiles at 8 stages, and decode_qk's gemv plan
-# has 128-thread blocks (the launch-bound terms of the gemv cost). Refreshed in the ninth session: gemv stages A's
-# K slice in 16-byte vectors (decode_qk, decode_dynamic's one-row bucket). Refreshed in the tenth session: every
-# header names the new tcgemv family among the rejected (its gate or cost), and decode_dynamic's buckets of 2..16
-# rows are tcgemv kernels. Refreshed in the twelfth session: decode_dynamic's tcgemv buckets (2, 3, 4, 5..8) take
-# 2-warp blocks (measured faster at N = 14336). Refreshed in the fourteenth session: hopper's mbarrier and TMA
-# helpers come from common/_tma.j2 (their comment moved, a blank line), tcgemv plans name their activation staging
-# and row groups (and their headers price the staged one), and decisions forced by the constraint "measured
-# configurations" no longer read as tune timings. Refreshed in the fifteenth session: hopper plans carry an
-# `l2_promotion` decision (in the plan line, the decisions and each tensor map's comment), and decode_dynamic's
-# 9..64 bucket encodes its maps without promotion. Refreshed in the sixteenth session (comments only): a decision
-# whose other allowed values tie on cost reads "ties by the cost model", not "cheapest of"; the hopper estimate's
-# cluster reduce (0.8 µs) and busy-DRAM stream bound change the other families' "costs +x%" lines. Refreshed in the
-# nineteenth session: hopper's persistent launch is dependent by a wider rule (`dependent`: a full grid, or one tile
-# row leaving at most a sixteenth of the SMs idle), and gemv without a split and tcgemv's register-stream kernel are
-# dependent launches that wait first and never trigger (decode_dynamic's buckets). Refreshed in the twentieth
-# session: hopper's persistent kernel prefetches B's boxes of its first STAGES k-iterations into L2 before the
-# wait for the previous grid where every block has one tile (the producer's loads now come from one macro, its
-# `#pragma unroll` lines indented), and the K-split kernel waits after its barriers are set up. Refreshed in the
-# twenty-second session: decode_dynamic's hopper bucket (one tile row: the weight streams once) issues each stage's
-# B box before its A box, with a `loads:` line in its header. Refreshed in the twenty-third session: that bucket's
-# B loads take L2's evict_first priority (the hinted load function, its `loads:` line says so), and the B prefetch's
-# comment in every unsplit hopper kernel says what the hint does for it (square_bf16, conv1x1_nchw: comment only).
-# Refreshed in the twenty-fourth session (comments only): the B prefetch's comment says its safety is measured, for
-# TMA loads, and that tcgemv's `.nc` loads read stale lines behind such a prefetch. Refreshed in the twenty-fifth
-# session: decode_dynamic's tcgemv buckets (2, 3, 4, 5..8 rows; 16 rounds a warp) prefetch their weight's first 2
-# rounds before the wait (which moved after the row pointers in every register-stream kernel), load it coherently and
-# trigger after their last load. Refreshed in the twenty-seventh session (comments only): hopper's header decisions
-# count 10 tile widths and 8 pipeline depths and list the new `a_multicast` and `acc_chains` nodes (each 1 here);
-# decode_qk's header prices hopper's K split with two accumulator sets (+108%, not +110%). Refreshed (headers only)
-# when the .h came to describe each view, the fast path, thread and graph safety, and to declare C types for C.
-BEFORE_EPILOGUE = {
-    "square_bf16": ("6935b1ef306c3f10", "ccc447aaa9e4287c"),
-    "odd_tails": ("4e5d31b0e9b361d8", "ce32781ff960fd90"),
-    "nhwc_padded_f32": ("73823980391916ed", "ad4ab481c775080a"),
-    "decode_qk": ("a555c7203c97720d", "c64f50c5abe578b0"),
-    "decode_dynamic": ("4f0c71d2ae6d9c21", "f8871619feb6cf90"),
-    "conv1x1_nchw": ("c0f0ea275499054a", "1f89333c52f98446"),
-}
 
 
 def _render(spec, family=None, arch="sm_90a"):
     views = analyse(spec)
     return render_sources(spec, views, make_plan(views, get_arch(arch), family), plan_baseline(views),
                           get_arch(arch))
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@pytest.mark.parametrize("name", sorted(BEFORE_EPILOGUE))
-def test_a_spec_without_epilogue_renders_as_before(name):
-    spec = load_spec(REPO / "specs" / f"{name}.yaml")
-    files = _render(spec)
-    assert (_digest(files[f"{name}.cu"]), _digest(files[f"{name}.h"])) == BEFORE_EPILOGUE[name]
 
 
 # Every step, an output view D in another layout, a bias of another dtype, odd sizes: the families
