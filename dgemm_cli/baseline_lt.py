@@ -14,15 +14,15 @@ have D's type (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: "the same type a
 output matrix (Dtype)", the exceptions being int8 and fp8 kernels). C and D must have the same type and
 shape; their leading dimensions and batch strides may differ. C is not read when beta == 0.
 
-`lt_epilogue(spec, call)` says whether one cuBLAS formulation of the problem (baseline.py's
+`lt_epilogue(spec, call)` says whether one cuBLAS formulation of the problem (cublas_formulations.py's
 `CublasCall`: the views' segments assigned to cuBLAS's rows, cols, batch and k without a copy) can run
 the spec's WHOLE epilogue through cuBLASLt, and with what: which of the spec's letters the call's rows,
 cols and batch are is recomputed here from the views (the same enumeration as
-`baseline.formulations`), then the bias view must be exactly the rows (dense, in the rows' letter order),
-broadcast over the cols (stride 0 or absent), and over the batch either broadcast or one chained stride;
-the output view (D, or C in place) must be column-major in the call's orientation. Everything else
-(scale, clamp, residual, another activation, a bias over the cols) is the other baseline's: cuBLAS and
-one elementwise kernel.
+`cublas_formulations.formulations`), then the bias view must be exactly the rows (dense, in the rows'
+letter order), broadcast over the cols (stride 0 or absent), and over the batch either broadcast or one
+chained stride; the output view (D, or C in place) must be column-major in the call's orientation.
+Everything else (scale, clamp, residual, another activation, a bias over the cols) is the other
+baseline's: cuBLAS and one elementwise kernel.
 
 A formulation may have been planned on the spec's own views or, as baseline.py plans a spec with D or an
 epilogue, on the product written into the output view: `formulation_letters` recognises both, and the
@@ -40,7 +40,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from dgemm_cli.baseline import SUPPORTED, CublasCall, _chain, _fit, _key, _run_time_letter, _seg_stride, _single
+from dgemm_cli.cublas_formulations import (
+    SUPPORTED,
+    CublasCall,
+    call_key,
+    chain,
+    fit,
+    run_time_letter,
+    seg_stride,
+    single,
+)
 from dgemm_cli.spec import OperandView, Spec
 from dgemm_cli.views import ProblemViews, ViewSegment, analyse
 
@@ -160,28 +169,28 @@ def fused_epilogue(spec: Spec) -> tuple[str | None, str]:
 
 def call_letters(views: ProblemViews, call: CublasCall) -> CallLetters | None:
     """Which letters form the rows, cols and batch of `call`, a no-copy formulation that
-    `baseline.formulations` lists; None for any other call (a copy plan's, say). The same enumeration as
-    `formulations`, over every number of moved segments, matched on the call's fields."""
+    `cublas_formulations.formulations` lists; None for any other call (a copy plan's, say). The same
+    enumeration as `formulations`, over every number of moved segments, matched on the call's fields."""
     roles = views.roles
-    run_time = _run_time_letter(views)
-    k = _single(roles["k"].segments, run_time)
+    run_time = run_time_letter(views)
+    k = single(roles["k"].segments, run_time)
     if k is None:
         return None
     movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
-    want = _key(call)
+    want = call_key(call)
     for moved in product((False, True), repeat=len(movable)):
         to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
         left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
         batch_segs = list(roles["batch"].segments) + to_batch
-        batch = _chain(batch_segs, run_time)
-        m, n = _single(left["m"], run_time), _single(left["n"], run_time)
+        batch = chain(batch_segs, run_time)
+        m, n = single(left["m"], run_time), single(left["n"], run_time)
         if batch is None or m is None or n is None:
             continue
         for swap in (False, True):
-            fitted = _fit(batch, m, n, k, swap)
-            if fitted is None or _key(fitted) != want:
+            fitted = fit(batch, m, n, k, swap)
+            if fitted is None or call_key(fitted) != want:
                 continue
-            order: list[ViewSegment] = sorted(batch_segs, key=lambda s: -_seg_stride(s, "C"))
+            order: list[ViewSegment] = sorted(batch_segs, key=lambda s: -seg_stride(s, "C"))
             rows, cols = (left["n"], left["m"]) if swap else (left["m"], left["n"])
             return CallLetters(_letters(rows), _letters(cols), _letters(tuple(order)))
     return None

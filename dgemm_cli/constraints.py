@@ -3,7 +3,8 @@
 Nodes are the plan's choices, each with a finite domain. Constraints are named predicates over a
 few nodes, each tagged with where it comes from (arch, view, problem, instruction). The solver
 enumerates every assignment that satisfies all constraints (backtracking, checking each
-constraint as soon as its nodes are assigned), then keeps the one with the lowest cost.
+constraint as soon as its nodes are assigned, each verdict remembered for the values it read),
+then keeps the one with the lowest cost.
 
 For `explain`, every node gets a `Decision`: for each value it did not take, either the first
 constraint that rules it out with the other choices held fixed, or how much more it would cost.
@@ -135,49 +136,107 @@ class Unsatisfiable(Exception):
 
 
 def solve(graph: ConstraintGraph, cost: Callable[[Assignment], float], keep: int = 1) -> Solution:
-    """The cheapest assignment (with every node's decision) and the `keep` cheapest, ranked."""
-    order = [n.name for n in graph.nodes]
-    position = {name: i for i, name in enumerate(order)}
-    # Check each constraint right after the last of its nodes is assigned.
-    due: dict[int, list[Constraint]] = {i: [] for i in range(len(order))}
-    for c in graph.constraints:
-        due[max(position[n] for n in c.nodes) if c.nodes else 0].append(c)
-    pruned_by: dict[str, int] = {}
+    """The cheapest assignment (with every node's decision) and the `keep` cheapest, ranked.
 
+    The search visits every assignment that satisfies all constraints in enumeration order (the nodes' order,
+    each domain in its order), so `feasible` counts them all and ties rank as a plain enumeration ranks them."""
+    steps = _steps(graph)
     # The `keep` cheapest assignments (a max-heap on cost; the counter breaks ties by enumeration order,
     # so the ranking is deterministic).
     kept: list[tuple[float, int, Assignment]] = []
     feasible = 0
     assignment: Assignment = {}
+    last = len(steps) - 1
 
     def visit(depth: int) -> None:
         nonlocal feasible
-        if depth == len(order):
-            feasible += 1
-            c = cost(assignment)
-            entry = (-c, -feasible, dict(assignment))
-            if len(kept) < keep:
-                heapq.heappush(kept, entry)
-            elif entry > kept[0]:
-                heapq.heapreplace(kept, entry)
-            return
-        node = graph.nodes[depth]
-        for value in node.domain:
-            assignment[node.name] = value
-            failed = next((c for c in due[depth] if c.check(assignment) is not None), None)
-            if failed is None:
+        step = steps[depth]
+        for value in step.allowed(assignment):
+            assignment[step.name] = value
+            if depth < last:
                 visit(depth + 1)
-            else:
-                pruned_by[failed.name] = pruned_by.get(failed.name, 0) + 1
-        del assignment[node.name]
+                continue
+            feasible += 1
+            entry = (-cost(assignment), -feasible)
+            if len(kept) < keep:
+                heapq.heappush(kept, (*entry, dict(assignment)))
+            elif entry > kept[0][:2]:
+                heapq.heapreplace(kept, (*entry, dict(assignment)))
+        assignment.pop(step.name, None)
 
-    visit(0)
+    if steps:
+        visit(0)
+    else:  # no node: the empty assignment is the one candidate
+        feasible = 1
+        kept.append((-cost(assignment), -1, {}))
     if not kept:
-        top = sorted(pruned_by.items(), key=lambda kv: -kv[1])[:3]
-        raise Unsatisfiable([f"{name} (pruned {count} candidates)" for name, count in top])
+        raise _unsatisfiable(steps)
     ranked = tuple((-c, a) for c, _, a in sorted(kept, reverse=True))
     best_cost, chosen = ranked[0]
     return Solution(chosen, best_cost, tuple(_explain(graph, chosen, best_cost, cost)), feasible, ranked)
+
+
+class _Step:
+    """One node of the search and the constraints due once it is assigned (those whose last node it is). Their
+    verdicts on its values are remembered per tuple of the earlier nodes they name: a check sees only the nodes
+    the step's constraints name, so one that reads any other node fails loudly (KeyError) instead of being
+    remembered wrongly."""
+
+    def __init__(self, node: Node, due: list[Constraint], parents: list[str]):
+        self.name, self.domain, self.due, self.parents = node.name, node.domain, due, tuple(parents)
+        # parents' values -> (the values every due constraint allows, each value with the first it breaks or None)
+        self.memo: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[tuple[Any, str | None], ...]]] = {}
+
+    def allowed(self, assignment: Assignment) -> tuple[Any, ...]:
+        return self._verdicts(assignment)[0]
+
+    def outcomes(self, assignment: Assignment) -> tuple[tuple[Any, str | None], ...]:
+        return self._verdicts(assignment)[1]
+
+    def _verdicts(self, assignment: Assignment) -> tuple[tuple[Any, ...], tuple[tuple[Any, str | None], ...]]:
+        key = tuple([assignment[n] for n in self.parents])
+        hit = self.memo.get(key)
+        if hit is None:
+            trial = dict(zip(self.parents, key))
+            outcomes = []
+            for value in self.domain:
+                trial[self.name] = value
+                failed = next((c.name for c in self.due if c.check(trial) is not None), None)
+                outcomes.append((value, failed))
+            hit = self.memo[key] = tuple(v for v, failed in outcomes if failed is None), tuple(outcomes)
+        return hit
+
+
+def _steps(graph: ConstraintGraph) -> list[_Step]:
+    """The search's steps in node order; each constraint is due right after the last of its nodes is assigned."""
+    order = [n.name for n in graph.nodes]
+    position = {name: i for i, name in enumerate(order)}
+    due: dict[int, list[Constraint]] = {i: [] for i in range(len(order))}
+    for c in graph.constraints:
+        due[max(position[n] for n in c.nodes) if c.nodes else 0].append(c)
+    return [_Step(node, due[i], [n for n in order[:i] if any(n in c.nodes for c in due[i])])
+            for i, node in enumerate(graph.nodes)]
+
+
+def _unsatisfiable(steps: list[_Step]) -> Unsatisfiable:
+    """No assignment fits: name the three constraints that ruled out the most values, each value counted at the
+    first constraint it breaks as the enumeration meets it (ties in the order they first ruled one out)."""
+    pruned_by: dict[str, int] = {}
+    assignment: Assignment = {}
+
+    def walk(depth: int) -> None:
+        step = steps[depth]
+        for value, failed in step.outcomes(assignment):
+            if failed is not None:
+                pruned_by[failed] = pruned_by.get(failed, 0) + 1
+            elif depth < len(steps) - 1:
+                assignment[step.name] = value
+                walk(depth + 1)
+        assignment.pop(step.name, None)
+
+    walk(0)
+    top = sorted(pruned_by.items(), key=lambda kv: -kv[1])[:3]
+    return Unsatisfiable([f"{name} (pruned {count} candidates)" for name, count in top])
 
 
 def explain_assignment(graph: ConstraintGraph, chosen: Assignment, cost: Callable[[Assignment], float]) -> tuple[

@@ -26,6 +26,19 @@ DECODE = {"name": "d", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 4096
           "operands": {"A": {"dtype": "f32"}, "B": {"dtype": "f32", "layout": "col"}, "C": {"dtype": "f32"}}}
 
 
+@pytest.fixture(scope="module")
+def decode_plan() -> BucketPlan:
+    """DECODE planned on sm_90a, shared by the tests that only read it (planning it takes seconds)."""
+    return make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+
+
+@pytest.fixture(scope="module")
+def decode_sources(decode_plan) -> dict[str, str]:
+    spec = parse_spec(DECODE)
+    views = analyse(spec)
+    return render_sources(spec, views, decode_plan, plan_baseline(views), get_arch("sm_90a"))
+
+
 def test_buckets_are_single_sizes_then_ranges_up_to_powers_of_two():
     assert row_buckets(1, 256) == [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128),
                                    (129, 256)]
@@ -44,8 +57,8 @@ def test_buckets_cover_the_range_once_and_at_most_double(lo, width):
         assert a <= b and (a == b if b <= EXACT_ROWS else b <= 2 * a)
 
 
-def test_decode_buckets_are_single_sizes_then_ranges_on_run_time_families():
-    plan = make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+def test_decode_buckets_are_single_sizes_then_ranges_on_run_time_families(decode_plan):
+    plan = decode_plan
     assert isinstance(plan, BucketPlan) and (plan.letter, plan.lo, plan.hi) == ("m", 1, 64)
     assert [(b.lo, b.hi) for b in plan.buckets][:4] == [(1, 1), (2, 2), (3, 3), (4, 4)]
     assert plan.buckets[0].plan.family == "gemv"  # one row: the weight streamed into registers
@@ -56,8 +69,8 @@ def test_decode_buckets_are_single_sizes_then_ranges_on_run_time_families():
     assert plan.to_dict()["run_time"] == {"letter": "m", "min": 1, "max": 64, "why": plan.why}
 
 
-def test_neighbouring_ranges_with_the_same_plan_share_one_kernel():
-    plan = make_plan(analyse(parse_spec(DECODE)), get_arch("sm_90a"))
+def test_neighbouring_ranges_with_the_same_plan_share_one_kernel(decode_plan):
+    plan = decode_plan
     ranges = [b for b in plan.buckets if not b.exact]
     for left, right in zip(ranges, ranges[1:]):
         assert (left.plan.family, left.plan.primary.assignment) != (right.plan.family, right.plan.primary.assignment)
@@ -90,8 +103,8 @@ def _sources(doc: dict, arch: str = "sm_90a") -> dict[str, str]:
     return render_sources(spec, views, make_plan(views, get_arch(arch)), plan_baseline(views), get_arch(arch))
 
 
-def test_entry_point_takes_m_checks_its_range_and_picks_buckets_in_order():
-    src = _sources(DECODE)
+def test_entry_point_takes_m_checks_its_range_and_picks_buckets_in_order(decode_sources):
+    src = decode_sources
     cu, header = src["d.cu"], src["d.h"]
     assert "cudaError_t d(const float* A, const float* B, float* C, int64_t m, float alpha, float beta, " \
            "cudaStream_t stream)" in header
@@ -105,8 +118,8 @@ def test_entry_point_takes_m_checks_its_range_and_picks_buckets_in_order():
     assert entry.rstrip().endswith("}") and entry.count("return m") == entry.count("::launch(")
 
 
-def test_range_kernels_take_m_as_an_argument_and_exact_ones_keep_the_constant():
-    cu = _sources(DECODE)["d.cu"]
+def test_range_kernels_take_m_as_an_argument_and_exact_ones_keep_the_constant(decode_sources):
+    cu = decode_sources["d.cu"]
     bodies = dict(re.findall(r"namespace (m\w+) \{\n(.*?)\}  // namespace \1", cu, re.S))
     assert "constexpr index_t M = 1;" in bodies["m1_gemv"]
     ranged = [body for name, body in bodies.items() if re.match(r"m\d+_\d+_", name)]
@@ -152,8 +165,8 @@ def test_every_random_run_time_spec_plans_buckets_that_cover_its_range(seed):
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_sm_80_and_sm_90a_both_plan_run_time_specs(arch):
-    plan = make_plan(analyse(parse_spec(DECODE)), get_arch(arch))
+def test_sm_80_and_sm_90a_both_plan_run_time_specs(arch, decode_plan):
+    plan = decode_plan if arch == "sm_90a" else make_plan(analyse(parse_spec(DECODE)), get_arch(arch))
     assert {k.family for k in plan.kernels} <= set(FAMILIES)
     if arch == "sm_80":
         assert all(k.family in ("gemv", "cta") for k in plan.kernels)

@@ -12,6 +12,7 @@ Every choice keeps the constraint or cost comparison that decided it, for `deepg
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -533,6 +534,7 @@ def _loader_work(facts: OperandFacts, kind: str, inner: str, extent: int, bk: in
     return slots, data_bytes / DATA_PATH_BYTES_PER_CLK
 
 
+@functools.cache  # pure in its four ints; the FFMA cost model asks for the same few tilings many times
 def transposed_store_ways(extent: int, bk: int, vec: int, pitch: int) -> int:
     """Bank conflicts (ways) of a transposing loader's shared stores: lane l of a warp loads chunk l of
     the tile (chunks of `vec` along k, a row's BK / vec chunks consecutive) and stores element j of it at
