@@ -1,8 +1,8 @@
-"""Stage 4: Spec + ProblemViews + Plan -> files, through the jinja2 templates in templates/.
+"""Stage 4: Spec + ProblemViews + Plan -> files (text, not written), through the jinja2 templates in templates/.
 
 This module builds the shared part of the templates' context (names, types, the C API, the
 harness and baseline tables), dispatches each kernel of the plan to its family's renderer
-(renderers/, one table) and writes files; every decision was made by the planner.
+(renderers/, one table); every decision was made by the planner, and `pipeline.emit` writes the files.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
@@ -20,9 +20,9 @@ import yaml
 
 from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch, lowest_arch
-from dgemm_cli.baseline import CublasPlan, plan_baseline
+from dgemm_cli.baseline import CublasPlan
 from dgemm_cli.errors import SpecError
-from dgemm_cli.plan import BucketPlan, Plan, RowsBucket, make_plan
+from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.renderers import gemv as gemv_renderer
@@ -30,7 +30,7 @@ from dgemm_cli.renderers import hopper as hopper_renderer
 from dgemm_cli.renderers import splitk as splitk_renderer
 from dgemm_cli.renderers import tcgemv as tcgemv_renderer
 from dgemm_cli.spec import Spec
-from dgemm_cli.views import ROLES, ProblemViews, analyse, output_unit_role, role_holders, role_of
+from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
 
 
 def template_dir() -> Path:
@@ -78,26 +78,6 @@ class OperandCtx:
 
     def from_float(self, expr: str) -> str:
         return {"f32": expr, "f16": f"__float2half_rn({expr})", "bf16": f"__float2bfloat16_rn({expr})"}[self.dtype]
-
-
-@dataclass
-class Generated:
-    """What `gen` produced for one spec."""
-
-    name: str
-    arch: str
-    directory: Path
-    spec: Spec
-    views: ProblemViews
-    plan: Plan
-    baseline: CublasPlan
-    files: list[Path] = field(default_factory=list)
-    content_hash: str = ""
-    prototype: str = ""  # the C entry point, as <name>.h declares it
-
-    @property
-    def header(self) -> Path:
-        return self.directory / f"{self.name}.h"
 
 
 def _operand_ctx(spec: Spec, views: ProblemViews, name: str) -> OperandCtx:
@@ -464,24 +444,3 @@ def _views_dict(views: ProblemViews) -> dict:
                      for x, f in views.operands.items()},
         "needs_int64": views.needs_int64,
     }
-
-
-def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, plan: Plan | None = None,
-             directory: Path | None = None, views: ProblemViews | None = None) -> Generated:
-    """Analyse, plan and write one spec's directory (`out_root/<name>/` unless `directory` is given).
-    `family`: prefer this kernel family wherever its gates allow; `plan`: use this plan (tuned);
-    `views`: the spec's analysis, when the caller has it."""
-    views = views or analyse(spec)
-    plan = plan or make_plan(views, arch, family)
-    baseline = plan_baseline(views)
-    files = render_sources(spec, views, plan, baseline, arch)
-    directory = directory or out_root / spec.name
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        path = directory / name
-        path.write_text(text)
-        written.append(path)
-    return Generated(spec.name, arch.name, directory, spec, views, plan, baseline, written,
-                     json.loads(files["plan.json"])["content_hash"], c_prototype(spec, views))
-

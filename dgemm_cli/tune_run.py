@@ -23,7 +23,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.build import BuildResult, build, harness_path
 from dgemm_cli.errors import DeepGemmError
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.render import generate
+from dgemm_cli.pipeline import generate
 from dgemm_cli.run import harness_env, run_harness
 from dgemm_cli.spec import Spec
 from dgemm_cli.toolchain import GpuInfo, Nvcc

@@ -28,8 +28,9 @@ from dgemm_cli.build import (
     parse_ptxas,
 )
 from dgemm_cli.errors import ToolchainError
+from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import make_plan
-from dgemm_cli.render import generate, render_sources
+from dgemm_cli.render import render_sources
 from dgemm_cli.spec import Spec, load_spec, parse_spec
 from dgemm_cli.toolchain import Nvcc, find_nvcc
 from dgemm_cli.views import analyse

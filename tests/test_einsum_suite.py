@@ -16,8 +16,9 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.build import build
 from dgemm_cli.errors import SpecError
+from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import make_plan
-from dgemm_cli.render import generate, render_sources
+from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 

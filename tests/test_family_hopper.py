@@ -135,14 +135,14 @@ def test_a_tuned_assignment_from_before_the_k_split_reads_back_unsplit():
     from dgemm_cli.families.solving import of_assignment
 
     views, arch = _gemm(8, 14336, 4096), get_arch("sm_90a")
-    old = {"block_m": 64, "block_n": 128, "consumers": 1, "ctas_per_sm": 1, "stages": 6}  # a fifth-session entry
+    old = {"block_m": 64, "block_n": 128, "consumers": 1, "ctas_per_sm": 1, "stages": 6}  # from before the K split
     plan = of_assignment(hopper.problem(views, arch), old)
     assert plan.k_splits == 1 and plan.tiles == 112 and "persistent" in plan.summary
 
 
 def test_an_assignment_outside_the_views_domain_is_refused():
-    """A 112-wide tile with an n-major B (64-wide boxes) rendered a kernel whose stage barrier never completed
-    (eighth session, call 5): an assignment from a database or a tool must not go past the domain."""
+    """A 112-wide tile with an n-major B (64-wide boxes) renders a kernel whose stage barrier never completes: an
+    assignment from a database or a tool must not go past the domain."""
     from dgemm_cli.errors import PlanError
     from dgemm_cli.families.solving import of_assignment
 
@@ -167,8 +167,8 @@ def test_a_box_holds_only_the_rows_present_for_k_major_a(m, a_layout, rows):
 
 
 def test_pipelines_at_most_8_stages():
-    """8 stages were the fastest depth of every decode tiling measured where they fit; 10 and 12 were slower
-    (H200, sixth and eighth sessions): no plan goes past 8, and the decode picks take 8."""
+    """8 stages are the fastest depth of every decode tiling measured on the H200 where they fit (deeper rings only in
+    A-multicast clusters): no plan of these shapes goes past 8, and the decode picks take 8."""
     arch = get_arch("sm_90a")
     for m, n in ((1, 4096), (16, 4096), (64, 4096), (8, 14336), (300, 4096)):
         for p in ranked(hopper.problem(_gemm(m, n, 4096), arch), 3000):
@@ -371,8 +371,8 @@ def test_a_112_wide_tile_renders_its_wgmma_and_16_column_stores():
     (4096, 4096, "256B"), (4096, 14336, "256B"), (512, 14336, "256B"),  # both re-read across tiles
 ])
 def test_the_maps_drop_l2_promotion_only_where_the_weight_streams_once(m, n, want):
-    """Measured on the H200 (fifteenth session, calls 2-3): the decode plans ran 0-2.7% faster without
-    promotion, sq4096 bf16 8% slower, one tile column 7% slower, 128-row tiles 1% slower."""
+    """Measured on the H200: the decode plans run up to 3% faster without promotion; re-read operands (square
+    GEMMs, one tile column, 128-row tiles) run slower."""
     p = ranked(hopper.problem(_gemm(m, n, 4096), get_arch("sm_90a")), 1)[0]
     assert p.l2_promotion == want, p.summary
     assert f"L2 promotion {want}" in p.summary
@@ -401,8 +401,7 @@ def test_the_promotion_reaches_both_tensor_maps_and_old_assignments_keep_256_byt
                                            (16, 4096, False)])                     # a K split over a cluster
 def test_the_promotion_gain_is_counted_only_where_it_was_measured(m, n, counted):
     """The model credits no promotion only on unsplit plans with 9..64 rows of A: elsewhere it already prices
-    hopper 4-11% too low against gemv and tcgemv (fifteenth session, calls 3 and 9), so the costs tie and the
-    plan still takes no promotion."""
+    hopper too low against gemv and tcgemv, so the costs tie and the plan still takes no promotion."""
     from dgemm_cli.families.solving import of_assignment
 
     problem = hopper.problem(_gemm(m, n, 4096), get_arch("sm_90a"))
@@ -421,11 +420,8 @@ def test_the_promotion_gain_is_counted_only_where_it_was_measured(m, n, counted)
                                              (16, 14336, 4096, "hopper"), (64, 4096, 4096, "hopper"),
                                              (17, 4096, 2048, "hopper"), (64, 4096, 2048, "hopper")])
 def test_the_measured_family_picks_stay(m, n, k, family):
-    """Measured in the same runs (fifteenth session, calls 3, 5, 9, 10): gemv 9.73 / 28.49 µs against hopper's
-    10.46 / 29.7 at one row; at [12 / 16,2048]x[2048,4096] bf16 (beta 0.5) tcgemv 6.60 / 6.70 against hopper's
-    7.35 / 7.47, and that artifact's gemv and tcgemv buckets 1..16 at 1.07-1.13x cuBLAS where hopper ran 0.96-0.98x
-    (until the sixteenth session the model gave hopper rows 1..8 and 12 there); tcgemv 28.8 against 30.3 at 8 rows
-    of N = 14336; hopper where nothing else was faster."""
+    """The family each size measured fastest at on the H200, same run: gemv at one row, tcgemv at 2..16 rows of
+    [., 2048]x[2048, 4096] and 8 rows of N = 14336, hopper where nothing else was faster."""
     views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": m, "n": n, "k": k},
                                 "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}},
                                 "beta": 0.5 if k == 2048 else 0.0}))
@@ -434,10 +430,9 @@ def test_the_measured_family_picks_stay(m, n, k, family):
 
 @pytest.mark.parametrize("m", [17, 32, 64])
 def test_a_k_split_is_kept_where_the_unsplit_tiles_leave_half_the_gpu_idle(m):
-    """[17..64, 2048]x[2048, 4096] bf16: the unsplit 64x64 plan (64 tiles on 132 SMs) ran 9.05-10.54 µs (0.71-0.80x
-    cuBLAS; fifteenth session, call 10) where the split ran 7.35-7.47 at 12 and 16 rows (call 9). Pricing the
-    split's cluster reduce at its measured cost turned the split off there until the model stopped letting 64 SMs
-    stream DRAM's whole bandwidth (STREAM_LATENCY_US)."""
+    """[17..64, 2048]x[2048, 4096] bf16: the unsplit 64x64 plan (64 tiles on 132 SMs) measured about 1.3x slower than
+    the split. The stream bound (STREAM_LATENCY_US) keeps 64 SMs from streaming DRAM's whole bandwidth in the model, so
+    the split's cluster reduce, priced at its measured cost, does not turn it off."""
     from dgemm_cli.families.solving import of_assignment
 
     views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": m, "n": 4096, "k": 2048},
@@ -495,8 +490,8 @@ def _producer_loads(cu: str) -> list[str]:
     (4096, 4096, "A"), (512, 14336, "A"),                   # both re-read across tiles
 ])
 def test_each_stage_loads_the_weight_first_only_where_it_streams_once(m, n, first):
-    """Twenty-second session, call 3: B's box before A's ran the K-split kernel of [64,4096]x[4096,4096] 0.8%
-    faster and left 16, 64 and 128 rows of N = 14336 level; elsewhere the order stays A first."""
+    """B's box before A's measured faster on the K-split kernel and level unsplit (one tile row); elsewhere the
+    order stays A first."""
     from dgemm_cli.baseline import plan_baseline
     from dgemm_cli.render import render_sources
 
@@ -515,9 +510,9 @@ def test_each_stage_loads_the_weight_first_only_where_it_streams_once(m, n, firs
     (14336, 16, False), (4096, 4096, False), (512, 14336, False),  # B read again by other tiles
 ])
 def test_the_weight_takes_l2s_evict_first_priority_only_where_it_streams_once(m, n, hinted):
-    """Twenty-third session, calls 4 and 5: B's loads marked evict_first ran [16 / 64 / 128,4096]x[4096,14336]
-    1.5-1.9 µs faster (graph replays); where B's tiles are read again by other tiles the lines must stay: no hint.
-    A's loads never take it (every block reads A again)."""
+    """B's loads marked evict_first measured faster where the weight streams once (kernels chained in a graph);
+    where B's tiles are read again by other tiles the lines must stay: no hint. A's loads never take it (every block
+    reads A again)."""
     from dgemm_cli.baseline import plan_baseline
     from dgemm_cli.render import render_sources
 
@@ -549,8 +544,8 @@ def test_a_weight_broadcast_over_a_batch_is_not_loaded_first():
 
 def test_gqa_pv_over_a_kv_cache_stays_on_the_split_hopper_plan():
     """GQA P.V over a V cache in place (32 KV heads, 8 query heads, 4096 tokens, head dim 128): the split hopper
-    plan ran 11.45-11.48 µs against splitk's best 12.52 (twelfth session, call 5). It bounds the split's reduce cost
-    from above: splitk prices its own cluster reduce at 0.4 µs."""
+    plan measured faster than splitk's best. It bounds the split's reduce cost from above: splitk prices its own
+    cluster reduce at 0.4 µs."""
     views = analyse(parse_spec({"name": "gqa_pv", "arch": "sm_90a", "dtype": "f16",
                                 "gemm": {"batch": 32, "m": 8, "n": 128, "k": 4096},
                                 "operands": {"A": {"layout": "row"}, "B": {"strides": [128, 4096, 1]},
@@ -563,7 +558,7 @@ def test_gqa_pv_over_a_kv_cache_stays_on_the_split_hopper_plan():
 SWAPPED = {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "col"}}
 
 
-# The multicast plan timed in the twenty-seventh session (10 stages).
+# The multicast plan measured on the swapped decode sizes (10 stages).
 MULTICAST_64X32 = {"block_m": 64, "block_n": 32, "consumers": 1, "ctas_per_sm": 1, "stages": 10, "k_splits": 1,
                    "a_multicast": 2}
 
@@ -593,7 +588,7 @@ def test_a_multicast_only_where_one_cluster_covers_n_with_whole_k_major_a_boxes(
 
 
 def test_issue_7_sizes_with_the_roles_swapped_keep_the_k_split_as_measured():
-    # Call 4 of the twenty-seventh session: the multicast plan 13.03-13.07 µs, the split 11.89-11.90.
+    # The K split measured faster than the multicast plan at these sizes.
     for tokens in (33, 44, 60, 64):
         problem = hopper.problem(_swapped(4096, tokens, 4096), get_arch("sm_90a"))
         pick = ranked(problem, 1)[0]
@@ -603,8 +598,8 @@ def test_issue_7_sizes_with_the_roles_swapped_keep_the_k_split_as_measured():
 
 
 def test_a_multicast_kernel_loads_its_part_into_the_cluster_and_releases_stages_in_both_blocks(tmp_path):
+    from dgemm_cli.pipeline import generate
     from dgemm_cli.plan import make_plan
-    from dgemm_cli.render import generate
 
     spec = parse_spec({"name": "mc", "dtype": "bf16", "gemm": {"m": 2000, "n": 40, "k": 1000}, "beta": 0.5,
                        "operands": SWAPPED})

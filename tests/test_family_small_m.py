@@ -146,8 +146,7 @@ def test_gemv_f32_stages_four_element_vectors():
 
 def test_gemv_without_a_split_is_a_dependent_launch_without_a_cluster():
     """No cluster; a programmatic dependent launch whose kernel waits for its predecessor before any memory access
-    and never triggers its dependents itself (they come in as its blocks exit: measured faster, nineteenth
-    session)."""
+    and never triggers its dependents itself (they come in as its blocks exit: measured faster)."""
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
                        "operands": {"B": {"layout": "col", "align": 16}}})
     views = analyse(spec)
@@ -229,8 +228,8 @@ def test_a_vectors_share_draws_k_contiguous_activations(seed):
 
 def test_a_vectors_share_reaches_the_vector_staging():
     """The share exists to reach gemv's vector loads of A: among 80 drawn decode specs, gemv plans 16-byte vectors
-    of A both where the spec promises the alignment and where the kernel checks the pointer (without the share:
-    one of 14 gemv plans in the ninth session's small-M suite)."""
+    of A both where the spec promises the alignment and where the kernel checks the pointer (without the share,
+    about one gemv plan in 14 of a small-M suite)."""
     import random
 
     rng, reached = random.Random(21), set()
@@ -253,7 +252,7 @@ def test_a_vectors_share_zero_leaves_the_draws_as_before():
 
 
 # Digests of draws made before --wide-decode-share existed (sha256 of the specs as sorted JSON): its default of 0 must
-# leave every draw as it was (seeds 41 and 43 are call 13's random decode sets).
+# leave every draw as it was (seeds 41 and 43 draw random decode sets that have run on the GPU).
 DRAWS_BEFORE_WIDE_DECODE = [
     ((40, 41), {"small_m_share": 1.0, "a_vectors_share": 0.5},
      "49fff7f411e0be3b71bb4bf7502af3f8776d8ab91297344780c01e1546f256d8"),
@@ -313,7 +312,7 @@ def test_wide_decode_share_draws_wide_columns_in_its_share():
 @settings(max_examples=80, deadline=None)
 @given(st.integers(0, 10**9), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]),
        st.sampled_from([0.0, 1.0]))
-# Found by hypothesis (seventeenth session): 5 products of [74 x 64, 2816] weights, rows padded past the weight bound.
+# Found by hypothesis: 5 products of [74 x 64, 2816] weights, rows padded past the weight bound.
 @example(seed=2141, a_vectors_share=0.0, dynamic_share=0.0, wide_batch_share=1.0, wide_short_k_share=0.0)
 def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_share, dynamic_share, wide_batch_share,
                                                             wide_short_k_share):
@@ -350,7 +349,7 @@ def test_wide_decode_share_draws_bounded_wide_decode_shapes(seed, a_vectors_shar
 def test_wide_decode_specs_load_plan_and_reach_tcgemv(tmp_path):
     """Written by `deepgemm random-specs --wide-decode-share`, every spec loads and plans (each bucket of a run-time
     M), other families keep their share, and tcgemv is planned with 8 and with 16 tokens, with and without whole
-    64-k segments, for a run-time M (without the option: 1 of call 13's 99 random decode kernels, 8 tokens, fixed
+    64-k segments, for a run-time M (without the option: about 1 random decode kernel in 100, 8 tokens, fixed
     M). The seed is one whose 40 specs reach every one of those paths; the share over seeds is about 1 kernel in 10."""
     from click.testing import CliRunner
 
@@ -385,7 +384,7 @@ def test_random_decode_kernels_compile_without_spills(family, tmp_path):
     import random
 
     from dgemm_cli.build import build
-    from dgemm_cli.render import generate
+    from dgemm_cli.pipeline import generate
     from dgemm_cli.toolchain import find_nvcc
     rng = random.Random(17)
     built = 0
@@ -401,7 +400,7 @@ def test_random_decode_kernels_compile_without_spills(family, tmp_path):
 
 
 # Digests of draws made before --wide-batch-share existed: its default of 0 must leave every draw as it was (seed 12
-# is the twelfth session's call 8 set).
+# draws a random set that has run on the GPU).
 DRAWS_BEFORE_WIDE_BATCH = [
     ((80, 12), {"small_m_share": 1.0, "wide_decode_share": 0.6, "a_vectors_share": 0.5, "dynamic_share": 0.25},
      "a1fa21423ad73711627e508d1d55aa96aefc2cb8b3d56d6a9c54896cb5a91f48"),
@@ -551,8 +550,8 @@ def _splitk_tiling(block_n: int, block_k: int, warps_n: int, stages: int, splits
 
 
 def test_clusters_fill_fewer_sms_on_the_h200():
-    """cudaOccupancyMaxActiveClusters on the H200 (seventeenth session, call 3): 78 KB blocks, two an SM, hold 224
-    blocks at once in clusters of 16 (112 SMs), 240 in clusters of 8, 264 alone or in pairs."""
+    """cudaOccupancyMaxActiveClusters on the H200: 78 KB blocks, two an SM, hold 224 blocks at once in clusters of 16
+    (112 SMs), 240 in clusters of 8, 264 alone or in pairs."""
     h200 = get_arch("sm_90a")
     assert h200.resident_blocks(2, 16) == 224
     assert h200.resident_blocks(2, 8) == 240
@@ -562,8 +561,8 @@ def test_clusters_fill_fewer_sms_on_the_h200():
 
 @pytest.mark.parametrize("name", sorted(SPLITK_MEASURED))
 def test_splitk_model_ranks_the_measured_tilings(name):
-    """Among the eight splitk tilings measured per shape, the model's cheapest runs within 3% of the fastest. The
-    old model (no cluster waves, 8 warps an SM to stream) picked 16x128x128 split 16 at N = 2048, the slowest but
+    """Among the eight splitk tilings measured per shape, the model's cheapest runs within 3% of the fastest. A
+    model without cluster waves (8 warps an SM to stream) picks 16x128x128 split 16 at N = 2048, the slowest but
     one: 256 blocks of 78 KB are two waves of the 224 that clusters of 16 hold."""
     measured = dict(zip(SPLITK_TILINGS, SPLITK_MEASURED[name]))
     views = analyse(load_spec(REPO / "tests/data/specs" / f"{name}.yaml"))
@@ -573,9 +572,9 @@ def test_splitk_model_ranks_the_measured_tilings(name):
     assert measured[picked] <= 1.03 * min(measured.values()), (picked, measured[picked], estimate)
 
 
-# f32 splitk tilings timed in one run (eighteenth session, call 2; µs): the tiling the model picks now (FFMA k-tiles
-# priced as the cta family's) against the one session 17's model picked (one 256-thread block an SM, 6 stages, FFMA
-# at the peak rate). Assignments as the tiling graph names them.
+# f32 splitk tilings timed in one run on the H200 (µs): the tiling the model picks (FFMA k-tiles priced as the cta
+# family's) against the one a model with FFMA at the peak rate picks (one 256-thread block an SM, 6 stages).
+# Assignments as the tiling graph names them.
 def _ffma(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, splits: int, registers: int = 128,
           loader_a: str = "cp_async") -> dict:
     return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "stages": stages,
@@ -595,8 +594,8 @@ FFMA_MEASURED = {
 
 @pytest.mark.parametrize("path", sorted(FFMA_MEASURED))
 def test_splitk_ffma_model_ranks_the_measured_tilings(path):
-    """The faster of two measured f32 splitk tilings is the cheaper by the model. At the FMA peak rate (session 17)
-    the model priced the 2.1-3.3x slower one below it: a 1x2 thread tile runs far under the peak, issue- and
+    """The faster of two measured f32 splitk tilings is the cheaper by the model. At the FMA peak rate a model
+    prices the 2.1-3.3x slower one below it: a 1x2 thread tile runs far under the peak, issue- and
     shared-memory-bound, which the cta family's FFMA k-tile model prices."""
     problem = splitk.problem(analyse(load_spec(REPO / path)), get_arch("sm_90a"))
     (fast, fast_us), (slow, slow_us) = FFMA_MEASURED[path]

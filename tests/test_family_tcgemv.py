@@ -68,10 +68,9 @@ def test_gates_name_what_rules_the_family_out():
     (16, 8192, "hopper"),
 ])
 def test_the_model_picks_it_where_the_probe_measured_it_faster(m, n, family):
-    """The fit to the register-stream probe's timings on the H200: faster than hopper at 2..8 tokens for both widths
-    and at 16 for N = 4096 (10.51 against 10.95 µs), not at 16 for N = 14336: through L1 33.85 against 30.5, and with A
-    staged in shared memory alike within the runs' spread (fourteenth session, calls 8-9: -2.7% to +1.4%), so hopper
-    stays and tune decides."""
+    """The fit to the register-stream kernel's H200 timings: faster than hopper at 2..8 tokens for both widths and at
+    16 for N = 4096, not at 16 for N = 14336 (slower through L1, alike with A staged in shared memory): hopper stays
+    there and tune decides."""
     assert make_plan(_views(m, n, 4096), SM90).family == family
 
 
@@ -85,10 +84,10 @@ def _staged(views):
 
 def test_measured_configurations_only():
     assert _tilings(_views(8, 4096, 4096)) == {(2, 2), (2, 4), (2, 8)}
-    # 16 tokens at 2 octets x 2 warps (168 registers) ran slower at K = 4096 (twelfth session, call 7)
+    # 16 tokens at 2 octets x 2 warps (168 registers) is measured slower at K = 4096
     assert _tilings(_views(16, 4096, 4096)) == {(1, 4), (2, 4)}
     # the wave model: at N = 4096, 256 blocks of 8 warps fill 132 SMs x 2 in one wave; at N = 14336, 896 blocks of
-    # 2 warps fill 132 SMs x 8 in one (measured, call 7: 28.88-28.95 µs against 29.37-29.38 at 4 warps)
+    # 2 warps fill 132 SMs x 8 in one (measured faster than 4 warps)
     assert best(tcgemv.problem(_views(8, 4096, 4096), SM90))[0].k_warps == 8
     assert best(tcgemv.problem(_views(8, 14336, 4096), SM90))[0].k_warps == 2
 
@@ -103,8 +102,8 @@ def test_every_problem_the_gates_pass_has_a_tiling():
 
 
 def test_short_k_leaves_no_warp_idle():
-    """K = 128 is two 64-k segments: only 2-warp blocks (measured, call 6: 10.60 µs against 13.05 at 4 warps for
-    [32 x 8, 128] x [128, 4096] over a KV cache), for 8 and for 16 tokens."""
+    """K = 128 is two 64-k segments: only 2-warp blocks (4 warps, two idle, measured slower over a KV cache), for 8
+    and for 16 tokens."""
     assert _tilings(_views(8, 4096, 128)) == {(2, 2)}
     assert _tilings(_views(16, 8192, 128)) == {(2, 2)}
     assert _tilings(_views(8, 4096, 192)) == {(2, 2)}
@@ -175,7 +174,7 @@ def _kernel_and_body(name):
 def test_the_register_stream_kernel_is_a_dependent_launch():
     """The kernel reads memory only after its wait for its predecessor. Without the prefetch (a warp's 4 rounds at
     [8,4096]x[4096,4096]) it never triggers: the next grid comes in as its blocks exit (a trigger at the kernel's start
-    measured 3.2 µs slower at [8,4096]x[4096,14336], nineteenth session), and its weight loads are `.nc`."""
+    measured slower), and its weight loads are `.nc`."""
     kernel, body = _kernel_and_body("decode_8x4096x4096")
     wait = kernel.index("griddepcontrol.wait;")
     assert wait < kernel.index("load_stream(") and wait < kernel.index("__ldg(") and "prefetch" not in body
@@ -185,8 +184,8 @@ def test_the_register_stream_kernel_is_a_dependent_launch():
 
 
 def test_a_long_stream_prefetches_its_first_rounds_and_lets_the_next_grid_in_after_its_loads():
-    """16 rounds a warp at [8,4096]x[4096,14336]: the first 2 into L2 before the wait (27.41-27.76 µs against
-    28.00-28.65 chained), the trigger after the last load, and nothing but prefetches before the wait."""
+    """16 rounds a warp at [8,4096]x[4096,14336]: the first 2 into L2 before the wait (measured faster chained), the
+    trigger after the last load, and nothing but prefetches before the wait."""
     kernel, body = _kernel_and_body("decode_8x4096x14336")
     head, tail = kernel.split("griddepcontrol.wait;")
     assert "prefetch_l2(" in head and "for (int r = 0; r < PREFETCH_ROUNDS; ++r)" in head
@@ -227,7 +226,7 @@ def test_run_time_tokens_are_a_kernel_argument():
 @pytest.mark.slow
 def test_tcgemv_kernels_compile_without_spills(tmp_path):
     from dgemm_cli.build import build
-    from dgemm_cli.render import generate
+    from dgemm_cli.pipeline import generate
     from dgemm_cli.toolchain import find_nvcc
 
     from .test_build import nvcc_or_skip
@@ -238,7 +237,7 @@ def test_tcgemv_kernels_compile_without_spills(tmp_path):
         spec = parse_spec({"name": f"t{m}", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
                            "operands": LINEAR})
         g = generate(spec, SM90, tmp_path, family="tcgemv")
-        assert g.plan.primary.shared_act == (n == 14336)
+        assert g.planned.plan.primary.shared_act == (n == 14336)
         report = build(g.directory, "sm_90a", find_nvcc())
         assert report.ok, report.error
         kernels = [x for x in report.kernels if "tcgemv" in x.kernel]
@@ -272,7 +271,7 @@ def test_a_staged_in_shared_memory_where_one_block_an_sm_fills_the_sms():
     staged, hop = best(tcgemv.problem(views, SM90))[0], make_plan(views, SM90).primary
     assert staged.shared_act and hop.family == "hopper" and 1.0 < staged.cost_us / hop.cost_us < 1.02
     assert not _staged(_views(16, 8192, 4096)) and not _staged(_views(8, 14336, 4096))
-    # K must be 2 slices of whole round pairs (a multiple of 512): the guarded loop ran 35.9 µs at K = 4040.
+    # K must be 2 slices of whole round pairs (a multiple of 512): a guarded loop is measured slower than hopper.
     for k in (1000, 4040, 4160):
         assert not _staged(_views(16, 14336, k)), k
     (p,) = _staged(_views(16, 14336, 1024))

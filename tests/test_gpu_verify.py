@@ -14,8 +14,8 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.build import build
 from dgemm_cli.families import hopper
 from dgemm_cli.families.solving import of_assignment
+from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import Plan, make_plan
-from dgemm_cli.render import generate
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.toolchain import find_nvcc
 from dgemm_cli.views import analyse
@@ -56,7 +56,7 @@ def test_broken_hopper_kernel_fails_verification(tmp_path):
     spec = parse_spec({"name": "broken_h", "dtype": "bf16", "gemm": {"m": 192, "n": 128, "k": 320},
                        "operands": {x: {"align": 16} for x in "ABC"}})
     g = generate(spec, get_arch("sm_90a"), tmp_path, family="hopper")
-    assert g.plan.family == "hopper" and g.plan.fallback is None
+    assert g.planned.plan.family == "hopper" and g.planned.plan.fallback is None
     cu = g.directory / "broken_h.cu"
     loop = "for (int kt = 0; kt < K_ITERS; ++kt)"
     assert cu.read_text().count(loop) == 2
@@ -73,14 +73,14 @@ SWAPPED_ALIGNED = {"A": {"layout": "row", "align": 16}, "B": {"layout": "col", "
 
 
 def _multicast_generated(tmp_path, doc):
-    """The spec generated with the multicast plan the twenty-seventh session timed (64x32 tiles, 10 stages): the
-    model takes the K split at these sizes."""
+    """The spec generated with the multicast plan MULTICAST_64X32 (64x32 tiles, 10 stages): the model takes the K
+    split at these sizes."""
     spec = parse_spec(doc)
     views = analyse(spec)
     primary = of_assignment(hopper.problem(views, get_arch("sm_90a")), MULTICAST_64X32)
     g = generate(spec, get_arch("sm_90a"), tmp_path, "hopper",
                  plan=Plan(primary, None, make_plan(views, get_arch("sm_90a")).family_decision), views=views)
-    assert g.plan.primary.a_multicast == 2 and g.plan.fallback is None
+    assert g.planned.plan.primary.a_multicast == 2 and g.planned.plan.fallback is None
     return g
 
 
@@ -165,20 +165,18 @@ def _repeated_20_times(directory):
 def test_summing_kernels_are_bit_identical_run_to_run(tmp_path, name, family, gemm, summed):
     spec = parse_spec({"name": f"det_{name}", "dtype": "f16", "gemm": gemm, "operands": NN_LINEAR, "beta": 0.5})
     g = generate(spec, get_arch("sm_90a"), tmp_path, family=family)
-    assert g.plan.family == family and summed(g.plan.primary), g.plan.primary.summary
+    assert g.planned.plan.family == family and summed(g.planned.plan.primary), g.planned.plan.primary.summary
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     _repeated_20_times(g.directory)
 
 
 def test_run_time_m_artifact_is_bit_identical_run_to_run(tmp_path):
     # One artifact, every bucket's kernel (gemv / tcgemv / hopper / splitk as the plan picks): each m verify runs
-    # is launched 20 more times and must reproduce C's bits. K = 4096 takes gemv, tcgemv and hopper buckets (at
-    # K = 2048 the buckets were hopper's but one tcgemv bucket priced even with it, and hopper's L2 promotion in the
-    # fifteenth session tipped that one too).
+    # is launched 20 more times and must reproduce C's bits. K = 4096 takes gemv, tcgemv and hopper buckets.
     spec = parse_spec({"name": "det_dyn", "dtype": "bf16", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 4096},
                        "operands": NN_LINEAR, "beta": 0.5})
     g = generate(spec, get_arch("sm_90a"), tmp_path)
-    assert len({b.plan.primary.family for b in g.plan.buckets}) > 1
+    assert len({b.plan.primary.family for b in g.planned.plan.buckets}) > 1
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     report = _repeated_20_times(g.directory)
     assert len(report["m_cases"]) >= 10 and all(c["passed"] for c in report["m_cases"])

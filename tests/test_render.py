@@ -10,8 +10,9 @@ import pytest
 
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import family_gates, make_plan
-from dgemm_cli.render import generate, render_sources
+from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dgemm_cli.arch import get_arch
-from dgemm_cli.render import generate
+from dgemm_cli.pipeline import generate
 from dgemm_cli.spec import parse_spec
 
 from .conftest import REPO

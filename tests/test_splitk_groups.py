@@ -1,6 +1,6 @@
 """The splitk family's K split over several clusters (`groups`) and its block shape `dot` for M = N = 1:
 where the planner takes them, that it never does where output tiles fill the GPU, plan invariants, that one
-group renders as before, and (slow) that the kernels compile without spills."""
+group renders the cluster kernel alone, and (slow) that the kernels compile without spills."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def test_one_group_renders_the_cluster_kernel_alone():
     plan = make_plan(views, SM90, "splitk")
     assert plan.primary.groups == 1
     cu = _render(views, plan)["decode_8x4096x4096.cu"]
-    # No scratch, no second kernel, no groups line in the header: what the family rendered before groups.
+    # No scratch, no second kernel, no groups line in the header.
     for absent in ("GROUPS", "partials", "cudaMallocAsync", "_finish", "groups ="):
         assert absent not in cu, absent
     assert "return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);" in cu
@@ -263,7 +263,7 @@ def test_a_tuned_assignment_from_before_groups_reads_back_with_one_group():
 @pytest.mark.slow
 def test_group_and_dot_kernels_compile_without_spills(tmp_path):
     from dgemm_cli.build import build
-    from dgemm_cli.render import generate
+    from dgemm_cli.pipeline import generate
     from dgemm_cli.toolchain import find_nvcc
     specs = [load_spec(p) for p in (*FULL_REDUCTIONS, *SKINNY)]
     specs.append(parse_spec({"name": "dot_perm", "dtype": "f16", "contraction": "abc,cab->",

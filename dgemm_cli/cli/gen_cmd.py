@@ -12,8 +12,8 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, tuning_db
 from dgemm_cli.errors import DeepGemmError, PlanError, SpecError
 from dgemm_cli.families import FAMILIES
+from dgemm_cli.pipeline import Artifact, generate
 from dgemm_cli.plan import BucketPlan, Plan, plan_buckets
-from dgemm_cli.render import generate
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import find_gpus
 from dgemm_cli.tune import lookup, tuned_buckets, tuned_plan
@@ -77,9 +77,9 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
     if as_json:
         click.echo(json.dumps([{"name": g.name, "directory": str(g.directory), "arch": g.arch,
                                 "header": str(g.header), "prototype": g.prototype,
-                                "content_hash": g.content_hash, "notes": list(g.spec.notes),
-                                "warnings": list(g.spec.warnings),
-                                "plan": g.plan.to_dict()} for g in results],
+                                "content_hash": g.content_hash, "notes": list(g.planned.spec.notes),
+                                "warnings": list(g.planned.spec.warnings),
+                                "plan": g.planned.plan.to_dict()} for g in results],
                               indent=2))
     elif results:
         click.echo(_gen_footer(results, out, failed))
@@ -87,7 +87,7 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
         sys.exit(2)
 
 
-def _gen_footer(results: list, out: Path, failed: int) -> str:
+def _gen_footer(results: list[Artifact], out: Path, failed: int) -> str:
     """What gen wrote, each folder's C entry point, and the command to run next."""
     arches = sorted({g.arch for g in results})
     lines = [f"\nwrote {len(results)} folder(s) for {', '.join(arches)} (`--arch` or the spec's `arch:` to change)"
@@ -108,9 +108,9 @@ def _tuned(db: dict, spec, views, target, gpu: str | None) -> Plan | BucketPlan 
     return plan_buckets(views, target, tuned=tuned) if tuned else None
 
 
-def _gen_summary(g) -> str:
-    v, p = g.views, g.plan
-    lines = [f"{g.name}: {g.spec.contraction}  batch={v.batch} M={v.m} N={v.n} K={v.k}  -> {g.directory}/"]
+def _gen_summary(g: Artifact) -> str:
+    v, p = g.planned.views, g.planned.plan
+    lines = [f"{g.name}: {g.planned.spec.contraction}  batch={v.batch} M={v.m} N={v.n} K={v.k}  -> {g.directory}/"]
     for r in ("batch", "m", "n", "k"):
         rv = v.roles[r]
         if rv.segments:
