@@ -75,9 +75,8 @@ ARCHES: dict[str, Arch] = {
         Arch("sm_89", "compute_89", "sm_89", (8, 9), 101376, 102400, 65536, 1536, 24, 142, 1024, 256, 2.52,
              864.0, "L40S"),
         # mma.sync on Hopper runs at about half of wgmma's peak (4096 FLOP/clk/SM dense 16-bit).
-        # Clusters measured on the H200 (cudaOccupancyMaxActiveClusters, seventeenth session, call 3): one block an
-        # SM holds 30 clusters of 4 (120 SMs), 15 of 8 (120) and 7 of 16 (112); two to eight blocks an SM hold up
-        # to 124 SMs' worth at 4 and 8 and 112-116 at 16. The one-block counts, the lower ones, are kept.
+        # cluster_sms: cudaOccupancyMaxActiveClusters on the H200 at one block an SM (30 clusters of 4, 15 of 8,
+        # 7 of 16); more blocks an SM fit slightly more, so these, the lower counts, are kept.
         Arch("sm_90a", "compute_90a", "sm_90a", (9, 0), 232448, 233472, 65536, 2048, 32, 132, 2048, 256, 1.98,
              4800.0, "H200-SXM", wgmma_flops_per_sm_clk=4096, cluster_sms=((4, 120), (8, 120), (16, 112)),
              features=_HOPPER),

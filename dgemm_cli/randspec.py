@@ -28,30 +28,30 @@ DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`
 EPILOGUE_SHARE = 0.3
 # TMA specs with two row letters, one sized in whole 64-row blocks (64 or 192) and the other 2..5:
 # where the blocked letter is the inner m segment, the hopper family's tiles run across the other (flat rows).
-# Drawn from a generator of the spec's own (0: the draws are those of before).
+# Drawn from a generator of the spec's own (at 0, no other draw changes).
 ROW_BLOCKS_SHARE = 0.0
 # Decode-shaped specs whose A is redrawn k-contiguous, its rows a whole number of 16-, 8- or 4-byte vectors apart (or
 # not), so that the small-M families' vector loads of A (and their K tails and run-time pointer checks) are reached.
-# Drawn from a generator of the spec's own (0: the draws are those of before).
+# Drawn from a generator of the spec's own (at 0, no other draw changes).
 A_VECTORS_SHARE = 0.0
 # Decode-shaped specs redrawn wide (N = 2112..16384 columns, tails included; K = 512..8192), f16 or bf16 for A and B,
 # B mostly in the nn.Linear layout [N, K] and A mostly k-contiguous: the shapes the tensor-core GEMV family (tcgemv)
-# needs. Drawn from a generator of the spec's own (0: the draws are those of before).
+# needs. Drawn from a generator of the spec's own (at 0, no other draw changes).
 WIDE_DECODE_SHARE = 0.0
 # Wide decode specs redrawn over a batch of 2..8 products (a batch letter in A, B and C, added where the spec has
-# none): batched decode (attention heads over a KV cache, MoE experts), which tcgemv takes since the twelfth session.
-# Drawn from a generator of the spec's own (0: the draws are those of before).
+# none): batched decode (attention heads over a KV cache, MoE experts), which tcgemv takes.
+# Drawn from a generator of the spec's own (at 0, no other draw changes).
 WIDE_BATCH_SHARE = 0.0
 # Wide decode specs whose K total is drawn short, 8..192 (in whole 64s, 8s or not; split over two K letters it may
 # round up to 256): tcgemv's short-K path (K <= 192: 2 warps a block, a block's last warps with no 64-k segment, K
-# tails), which the wide draws' K = 512..8192 never reach. Drawn from a generator of the spec's own (0: the draws are
-# those of before).
+# tails), which the wide draws' K = 512..8192 never reach. Drawn from a generator of the spec's own (at 0, no other draw
+# changes).
 WIDE_SHORT_K_SHARE = 0.0
 # Wide decode specs shaped for tcgemv's staged activation (`a_stage` "shared"): one product, M = 9..16, N = 6..8 row
 # groups of 16 columns x 119..132 blocks (a third of them with the last block's columns past N), K = 512..6656 in
 # whole 512s. The planner prices that kernel above hopper, so the sweep reaches it with `gen --family tcgemv`; the
-# wide draws' N and K hit its windows about once in a thousand. Drawn from a generator of the spec's own (0: the
-# draws are those of before).
+# wide draws' N and K hit its windows about once in a thousand. Drawn from a generator of the spec's own (at 0, no
+# other draw changes).
 WIDE_STAGED_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9

@@ -1,5 +1,5 @@
 // dg_cublaslt.cuh -- cuBLASLt with a fused epilogue (bias, relu, GELU), the bench baseline of a spec whose
-// whole epilogue cuBLASLt has (issue 8). Self-contained: it builds with the CUDA runtime and libdl only,
+// whole epilogue cuBLASLt has. Self-contained: it builds with the CUDA runtime and libdl only,
 // like dg_harness.cuh's cuBLAS, because cuBLASLt is dlopen'ed at run time and the few cublasLt.h types
 // and values it needs are declared below (the CUDA 12 and 13 headers agree on every one of them;
 // tests/lt_selftest/abi_check.cu checks them against a real cublasLt.h where one is installed).
@@ -26,8 +26,8 @@
 // d = the output view's first element (D's, or C's when the spec has no D), bias = the bias view's first
 // element (nullptr without a bias). With c_is_d, c is ignored. A run-time-sized problem re-prepares at
 // each size: dg_lt_at_size(call, m, hi) scales the fields Python marked (`scaled`, DG_LT_SCALE_* bits).
-// The heuristic is told each matrix's alignment as its pointer, ld and batch stride leave it (cuBLASLt 13.1,
-// told the pointer's alone, picked a 16-byte-store GELU kernel for ld = 68 halves, which faulted).
+// The heuristic is told each matrix's alignment as its pointer, ld and batch stride leave it: told the
+// pointer's alone, cuBLASLt can pick a vector-store kernel that faults on an ld that is not as aligned.
 //
 // For the bench, DgCublasLtAlternative<DgAltBaseline, DgProblem> (at the end) wraps all of it as
 // dg_harness.cuh's alternative baseline; baseline_lt.lt_alternative renders its construction.
@@ -275,9 +275,8 @@ static inline unsigned dg_lt_alignment(const void* p) {
 }
 
 // The alignment (bytes) every matrix of a batch has: the pointer's, the columns' (ld elements apart) and,
-// with a batch, the matrices' (stride elements apart). cuBLASLt 13.1's heuristic was seen to pick a
-// 16-byte-vector GELU kernel for a 256-byte-aligned D with ld = 68 halves, which then faulted on a misaligned
-// store: it must be told the alignment that ld and the batch stride leave, not the pointer's alone.
+// with a batch, the matrices' (stride elements apart). The heuristic must be told this, not the pointer's
+// alone: for a 256-byte-aligned D with ld = 68 halves it can pick a 16-byte-store kernel, which faults.
 static inline unsigned dg_lt_matrix_alignment(const void* p, long long ld, long long cols, long long stride,
                                               long long batch, int elem_bytes) {
   unsigned align = dg_lt_alignment(p);
@@ -518,7 +517,7 @@ class DgCublasLtAlternative : public Base {
       // A pointer exactly as aligned as the harness's buffers (cudaMalloc: 256 bytes) and the view's offset
       // leave, as a user calling the heuristic with these pointers gets (our kernels, too, check the real
       // pointers at run time). The heuristic reads the value only; dg_lt_run checks the real pointers. Told
-      // the spec's promise instead (2 bytes for a plain f16 spec), it picked a 19x slower GELU_BIAS kernel.
+      // the spec's promise instead (2 bytes for a plain f16 spec), it picks a far slower kernel.
       const unsigned a = std::min(256u, dg_lt_alignment(reinterpret_cast<const void*>(offset_bytes_[i])));
       sample_[i] = reinterpret_cast<void*>(static_cast<uintptr_t>(a) + 4096u * 256u);
     }

@@ -35,7 +35,7 @@
 // Semantics checked, for each element c of the output's letters (C's):
 //   t = alpha * sum over the K letters of A[..] * B[..] + beta * C_old[c]   (C not read at all when beta == 0)
 // then each step in order: bias: t += bias[c]; scale: t *= scale[c]; residual: t += residual[c];
-// activation: t = f(t) (docs/DESIGN.md's formulas; relu(t) = t < 0 ? 0 : t); clamp: t = t < lo ? lo :
+// activation: t = f(t) (docs/design/epilogue.md's formulas; relu(t) = t < 0 ? 0 : t); clamp: t = t < lo ? lo :
 // (t > hi ? hi : t) -- NaN stays NaN through every one. t is written to D[c] when the problem has D (C is
 // then only read, and may be null when beta == 0), else to C[c]. The element address of slot X for a
 // full letter assignment idx is
@@ -391,8 +391,8 @@ __host__ __device__ inline float dg_uniform(unsigned long long bits) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The epilogue, as the reference applies it (double) -- written from docs/DESIGN.md's definitions, not
-// from any kernel's code
+// The epilogue, as the reference applies it (double) -- written from docs/design/epilogue.md's definitions,
+// not from any kernel's code
 // ------------------------------------------------------------------------------------------------
 
 __host__ __device__ inline double dg_activation(int activation, double t) {
@@ -498,7 +498,7 @@ __global__ void dg_fill_random_kernel(void* buf, int dtype, long long n, unsigne
 // For the next grid's blocks to share its SMs: one warp a block, at most 32 registers (next to a block of 384
 // threads at 168, the whole register file), and the largest shared-memory carveout (set once, dg_launch_predecessor):
 // an SM changes its carveout only when empty, so behind a kernel run at a smaller one, a dependent launch needing
-// shared memory started only when that kernel completed (tools/session20/pdl_probe.cu).
+// shared memory starts only when that kernel completes.
 struct DgRestoreList {
   int n;
   char* dst[DG_SLOTS];
@@ -1295,10 +1295,9 @@ static void dg_upload_element(DgVerifyState& st, int x, long long i) {
 // Saves every buffer, launches the kernel under test once, fills every buffer with NaN bits and queues
 // dg_restore_after_idle_kernel, which puts the saved images back after 50 µs: the kernel launched next in st.stream
 // runs right behind a kernel that writes all its buffers. The launch before is there because a kernel's first
-// launch loads it (CUDA's lazy module loading) and then starts late: measured (session 20, call 5; kernel block 0
-// against the predecessor's start), a first launch 130-430 µs late, past the restore, so a case whose kernel (an
-// alignment fallback, a run-time bucket) had not run before never overlapped; with this launch every case's
-// started 0.6-12 µs in. Its output is overwritten by the restore.
+// launch loads it (CUDA's lazy module loading) and starts hundreds of µs late, past the restore, so a kernel not
+// run before (an alignment fallback, a run-time bucket) would never overlap the writer. Its output is overwritten
+// by the restore.
 static void dg_launch_predecessor(DgVerifyState& st, float alpha, float beta) {
   DgRestoreList list = {};
   for (int x = 0; x < DG_SLOTS; ++x) {
@@ -2311,9 +2310,9 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
     // Both sides run twice at each size, in the order ours, the baseline's candidates, the candidates again
     // in reverse, ours: so each is timed once right after itself and once right after the other side. Both
     // sides draw near the board's power cap, and a kernel timed after a hungrier one starts below full
-    // clock (DESIGN.md, "Bench"); one fixed order would hand that to the side that runs second. Each
-    // number reported is the mean of its two passes (`us_passes` in the JSON). With no baseline timed,
-    // ours runs once.
+    // clock (docs/design/verify-and-bench.md, "Bench"); one fixed order would hand that to the side that runs
+    // second. Each number reported is the mean of its two passes (`us_passes` in the JSON). With no baseline
+    // timed, ours runs once.
     void* bufs[DG_SLOTS];
     const auto run_ours = [&](int i) {
       sets.bases(i, bufs);

@@ -252,7 +252,7 @@ def test_register_decision_bounds_the_thread_tile():
     # Under the cap, a deeper k-tile's staged elements spill (ptxas): the live-register bound says so.
     deep = {**big, "thread_n": 8, "block_k": 32, "registers": REGISTER_CAP}
     assert any(v.startswith("live registers") for v in graph.violations(deep))
-    # Gathers keep the whole register file (they spilled under the cap).
+    # Gathers keep the whole register file (they spill under the cap).
     gather = {**big, "thread_n": 8, "block_k": 8, "loader_b": "gather", "registers": REGISTER_CAP}
     assert any(v.startswith("gathers keep the register file") for v in graph.violations(gather))
 

@@ -30,8 +30,8 @@ def test_every_verify_case_launches_the_kernel_behind_a_writer_of_its_buffers():
     launch = text[text.index("static void dg_launch_predecessor("):]
     launch = launch[:launch.index("\n}\n")]
     assert "cudaMemsetAsync(list.dst[i], 0xFF, list.bytes[i], st.stream)" in launch  # NaN in every dtype
-    # Saved, then one launch of the kernel (its first launch loads it, and a first launch waited for the work
-    # ahead of it: session 20, call 5), then the NaN and the writer; the restore overwrites that launch's output.
+    # Saved, then one launch of the kernel (its first launch loads it and starts too late to overlap the writer),
+    # then the NaN and the writer; the restore overwrites that launch's output.
     assert launch.index("cudaMemcpyAsync(st.saved[x].ptr") < launch.index("st.kernel(st.ptr, st.m, alpha, beta") \
         < launch.index("cudaMemsetAsync") < launch.index("dg_restore_after_idle_kernel<<<")
     # The largest carveout: an SM changes it only when empty, so a dependent launch needing shared memory would

@@ -21,7 +21,7 @@ from dgemm_cli.views import analyse
 
 # f32: the hopper family is gated out (wgmma runs 16-bit inputs here), so the buckets show the small-M
 # families' run-time forms (gemv for single rows, splitk ranges). In f16 the hopper family takes every bucket of
-# this shape since its K split and cut A box (measured faster, sixth session; tests/test_render.py covers it).
+# this shape with its K split and cut A box (measured faster on the H200; tests/test_render.py covers it).
 DECODE = {"name": "d", "gemm": {"m": {"min": 1, "max": 64}, "n": 4096, "k": 4096},
           "operands": {"A": {"dtype": "f32"}, "B": {"dtype": "f32", "layout": "col"}, "C": {"dtype": "f32"}}}
 
@@ -145,7 +145,7 @@ def test_fixed_size_specs_keep_their_signature():
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10**6))
-@example(492954)  # K = 144 (3 segments), N = 2002: tcgemv's gates passed where no tiling fit (CI, nineteenth session)
+@example(492954)  # K = 144 (3 segments), N = 2002: tcgemv's gates passed where no tiling fit (found by CI)
 def test_every_random_run_time_spec_plans_buckets_that_cover_its_range(seed):
     doc = random_spec(random.Random(seed), "r", small_m_share=0.5, dynamic_share=1.0)
     spec = parse_spec(doc)
@@ -188,7 +188,7 @@ def test_hopper_ranges_encode_a_for_the_run_time_rows_and_count_tiles_from_them(
     assert "e.a == A && e.b == B && e.m_inner == m_inner" in body  # a cached map is per M too
     assert "tile_at(t, TILES_M)" in body and "constexpr int TILES_M" not in body.split("namespace")[1]
     # Ranges whose primary plans agree share one kernel even where their misaligned-pointer fallbacks differ
-    # (9..64 on hopper; 5..8 is a tcgemv kernel since the tenth session).
+    # (9..64 on hopper; 5..8 is a tcgemv kernel).
     assert [(b.lo, b.hi) for b in plan.buckets if not b.exact] == [(5, 8), (9, 64), (65, 128)]
     assert [b.plan.family for b in plan.buckets if not b.exact] == ["tcgemv", "hopper", "hopper"]
 

@@ -226,8 +226,8 @@ def test_kernels_that_load_through_the_sms_prefetch_only_ahead_of_coherent_loads
     """Besides hopper (TMA loads), only tcgemv's register-stream kernel prefetches ahead of its wait, and only where
     a warp streams PREFETCH_MIN_ROUNDS rounds (16 a warp at [8,4096]x[4096,14336], its 4 buckets of 2..8 rows in the
     run-time artifact; not 4 or 8 rounds at N = 4096). A prefetching kernel's weight loads are coherent: with the
-    first rounds prefetched into L2 before the wait, `.nc` loads read the NaN image the harness's predecessor had
-    since replaced (twenty-fourth session, calls 1 and 2). Before the wait it only prefetches; it lets the next grid
+    first rounds prefetched into L2 before the wait, `.nc` loads can read the NaN image the harness's predecessor
+    has since replaced. Before the wait it only prefetches; it lets the next grid
     in after its loads, and a kernel without the prefetch keeps its `.nc` loads and never triggers."""
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
     cu = render(spec)[f"{spec.name}.cu"]
@@ -267,7 +267,7 @@ def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     launch = cu[cu.index("cudaError_t launch("):]
     assert "programmaticStreamSerializationAllowed = 1" in launch
     # Dependent where the grid takes every block slot, or all but a sixteenth of them over one tile row (measured:
-    # grids leaving more SMs idle ran slower dependent, nineteenth session).
+    # grids leaving more SMs idle run slower dependent).
     assert ("const bool dependent = grid == resident || (TILES == TILES_N && 16 * (resident - grid) <= resident);"
             in launch)
     assert "config.numAttrs = (dependent) ? 1 : 0;" in launch
@@ -335,8 +335,8 @@ def test_split_hopper_kernels_compile_without_spills(case, tmp_path):
 
 
 def test_two_consumer_warpgroups_meet_before_the_partial_tile_goes_over_the_stages():
-    """One warpgroup's last wgmma can still read a stage while the other parks its rows there (call 2 of the
-    sixth session: a 128-row split tile changed bits between repeats until they met at a barrier first)."""
+    """One warpgroup's last wgmma can still read a stage while the other parks its rows there (a 128-row split tile
+    changed bits between repeats until the two met at a barrier first)."""
     from dataclasses import replace
 
     from dgemm_cli.families import hopper

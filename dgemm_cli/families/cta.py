@@ -34,27 +34,24 @@ MAX_ACCUM_PER_THREAD = 64  # f32 accumulators a thread keeps in registers withou
 MAX_GATHER_PER_THREAD = 16  # elements a thread stages in registers per gathered operand and k-tile
 MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across the math
 # Registers per thread a plan without register-staged gathers is compiled for
-# (__launch_bounds__(threads, 65536 / (threads * cap))). Measured on the H200 (docs/RESULTS.md):
-# square_bf16 ran 450 µs with 128 (two 256-thread blocks an SM) against 638 µs uncapped (ptxas took
-# 144, one block an SM). Gathers stage their next k-tile in registers and spilled under that cap in
-# 10 of 150 random specs, so their plans keep the full register file (min blocks 1).
+# (__launch_bounds__(threads, 65536 / (threads * cap))): two 256-thread blocks an SM instead of one, measured
+# faster on the H200. Gathers stage their next k-tile in registers and spill under it, so their plans keep the
+# full register file (min blocks 1).
 REGISTER_CAP = 128
 REGISTERS_PER_SM = 65536  # every arch in the table
 FULL_REGISTER_FILE = 255  # the most registers one thread can have
 # FFMA, by the `registers` decision: the accumulators a thread may own, and what it keeps across a k
-# step (accumulators + staged elements + the step's TM + TN values of A and B) without spilling. Under
-# the 128 cap (ptxas, CUDA 13.0, sm_90a): the 128x128x32 tile with an 8x8 thread tile and a transposing
-# A loader, 96 such values, spilled 28 bytes; 128x128x16, 88, did not. The whole file takes the thread
-# tiles of 128 accumulators cuBLAS's SGEMM runs (128x128 tiles of 4 warps).
+# step (accumulators + staged elements + the step's TM + TN values of A and B) without spilling: under the
+# 128 cap ptxas spills at 96 live values and not at 88. The whole file takes the thread tiles of 128
+# accumulators cuBLAS's SGEMM runs (128x128 tiles of 4 warps).
 FFMA_MAX_ACCUM = {REGISTER_CAP: MAX_ACCUM_PER_THREAD, FULL_REGISTER_FILE: 128}
 FFMA_MAX_LIVE = {REGISTER_CAP: 88, FULL_REGISTER_FILE: 176}
-# Under the 128 cap, loads a thread issues a k-tile into registers (transposes, gathers): 16 element loads
-# of A (f32_nn_tails, 128x32x16 tiles of 128 threads) spilled 4 bytes; 8 (sq4096_f32's fallback) did not.
+# Under the 128 cap, loads a thread issues a k-tile into registers (transposes, gathers): ptxas spills at 16
+# and not at 8.
 MAX_STAGED_LOADS_UNDER_CAP = 8
 OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
-# Fixed cost of a launch in the cost model (µs). Measured on the H200 (deepgemm tune, 2026-11-30): with
-# none, the model preferred this family on conv 32x64x56x56 (20.6 µs measured against the Hopper
-# family's 11.9) and on batched_broadcast (6.6 against 3.8).
+# Fixed cost of a launch in the cost model (µs), fitted to tunes on the H200: without it the model picks this
+# family on memory-bound mid-size problems where hopper is faster.
 LAUNCH_US = 2.5
 K_TILE_LATENCY_US = 0.8  # a k-tile's loads, issued to landed, that the pipeline must cover
 
@@ -420,8 +417,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
     g.constrain("pipeline depth", "problem", ["loader_a", "loader_b", "stages"], pipeline_depth)
     if not mma:
         g.constrain("gathers keep the register file", "arch", ["loader_a", "loader_b", "registers"],
-                    lambda a: f"register-staged gathers spilled under the {REGISTER_CAP}-register cap (10 of 150 "
-                              "random specs)" if a["registers"] == REGISTER_CAP
+                    lambda a: f"register-staged gathers spill under the {REGISTER_CAP}-register cap"
+                    if a["registers"] == REGISTER_CAP
                     and "gather" in (a["loader_a"], a["loader_b"]) else None)
     return g
 

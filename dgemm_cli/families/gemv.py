@@ -4,7 +4,7 @@ streaming B straight from memory into registers (pure).
 With M <= 4 a product reads every byte of B once and does at most 4 FMAs per element of it: the
 memory system bounds it, and shared-memory staging or tensor-core fragments only add latency. Each
 block stages its K slice of A in shared memory once (16-byte vectors where A's view and pointer allow:
-one round trip, where element loads took several), then its warps stream B with 16-byte vector
+one round trip, where element loads take several), then its warps stream B with 16-byte vector
 loads, several in flight per thread, and multiply-add in f32:
   - lanes along k when B is k-contiguous (nn.Linear's [N, K] weights) or has no contiguous dim: each
     warp walks a few columns at a time over the K slice and sums its lanes with shuffles;
@@ -32,57 +32,45 @@ SUMMARY = "M <= 4 rows on the CUDA cores: B streamed with 16-byte loads into reg
 # arrays sized at compile time (acc[M][...]); it serves exact-size buckets.
 RUNTIME_ROWS = False
 # Rows: beyond this the FMAs (and conversions) per byte of B outgrow what the CUDA cores hide behind
-# memory. Measured on the H200 (2026-11-30): [8,4096]x[4096,14336] ran 65 µs here against 34-36 µs
-# on the tensor-core families, while M = 1 streamed 3.6 TB/s. M = 2..4 is not measured yet.
+# memory (8 rows measured about twice the tensor-core families' time on the H200).
 MAX_M = 4
 SPLITS = (1, 2, 4, 8, 16)
 RED_PAD = 4  # floats of padding per row of a partial tile
 MAX_LIVE_REGS = 80  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
 # Cost model constants (µs), only to rank candidates and families. Set a priori, then checked against
-# the level-1 tunes of the decode benchmarks (docs/RESULTS.md, 2026-11-30 second session).
-LAUNCH_US = 1.5  # as the hopper family: measured, gemv and hopper start alike ([1,4096]x[4096,14336])
+# the level-1 tunes of the decode benchmarks.
+LAUNCH_US = 1.5  # as the hopper family: gemv and hopper measure the same start
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
 # The share of DRAM bandwidth the register pipeline streams at, against the hopper family's TMA pipeline
-# (whose estimate takes the whole). Measured on the H200 (ninth session, docs/RESULTS.md), A staged in 16-byte
-# vectors: [1,4096]x[4096,14336] 28.5 µs (4.12 TB/s) against hopper's 29.9; [1,4096]x[4096,4096] 9.7 against
-# 10.5. (Sixth session, A staged element by element: 0.96.)
+# (whose estimate takes the whole): with A staged in 16-byte vectors gemv measured a few percent faster than
+# hopper at M = 1 on the H200.
 STREAM_SHARE = 1.05
-# Lanes along n (B n-contiguous, [K, N] weights) were not timed with the vector staging: their share stays the
-# sixth session's.
+# Lanes along n (B n-contiguous, [K, N] weights) are untimed with the vector staging: they keep the share
+# measured with A staged element by element.
 STREAM_SHARE_LANES_N = 0.96
-# ...for one column a warp; each doubling of a warp's columns streamed less (two columns: 28.95 against 28.50 µs
-# with 128 threads, 29.70 against 28.70 with 256; wider not measured).
+# ...for one column a warp; each doubling of a warp's columns streams less (two columns measured slower; wider
+# untimed).
 COLS_SHARE = 0.975
-# ...and for 128-thread blocks; 256-thread ones with the same columns a warp streamed 0.7% slower (28.70 against
-# 28.50 µs at N = 14336, one column a warp).
+# ...and for 128-thread blocks; 256-thread ones with the same columns a warp measured 0.7% slower.
 THREADS_SHARE = 0.993
-# Staging A: one round trip (L2) a batch of 4 loads a thread, batches in sequence, a wave of blocks after another.
-# Measured on the H200 (ninth session): element loads of a 2048-element slice (4 batches a 128-thread block) ran
-# 1.1-1.25 µs slower than 16-byte ones (1 batch), a 1024-element slice 0.4, a 512-element one 0.1.
+# Staging A: one round trip (L2) a batch of 4 loads a thread, batches in sequence, a wave of blocks after another
+# (fitted to element against 16-byte staging on the H200).
 STAGE_TRIP_US = 0.28
 STAGE_BATCH = 4  # loads a thread issues before it stores (templates/gemv/body.cu.j2, A_BATCH)
-# What a byte of A re-read from L2 (every column tile stages its slice) costs against a byte of B from DRAM.
-# Fitted (ninth session): at [1,4096]x[4096,14336] 4-column blocks (3584 stagings of A) ran 0.7% faster than
-# 8-column ones (1792), so the re-reads cost little beside the stream (0.1 before, set a priori).
+# What a byte of A re-read from L2 (every column tile stages its slice) costs against a byte of B from DRAM:
+# little beside the stream (4-column blocks, twice the stagings of 8-column ones, measured slightly faster).
 A_L2_SHARE = 0.03
-# Share of the FMA peak a loop of loads, conversions and FMAs reaches. Measured on the H200 (third session,
-# docs/RESULTS.md): each row past the first added 2.2 µs at [m,4096]x[4096,4096] and 3.6 µs at N = 14336,
-# about 22% of the FMA peak; with 0.5 the model put gemv ahead of splitk at M = 2..4, where splitk ran
-# 12.4-12.7 µs against gemv's 13.5-17.7.
-# Ninth session: with A staged in vectors (the stream 5% faster), [2,4096]x[4096,14336] ran 31.3 µs on gemv against
-# 30.1-30.3 on hopper, and 0.22 put gemv 1% ahead; 0.19 puts the two rows' FMAs at the 31.3 µs measured.
+# Share of the FMA peak a loop of loads, conversions and FMAs reaches: fitted to the time each row past the first
+# adds on the H200, so that two rows at N = 14336 price gemv behind hopper, as measured.
 FMA_ISSUE = 0.19
 # Launch-bound terms, counted only where the loads in flight hold all of B (one round trip: nothing streams
-# beside the fixed work to hide it). Fitted to the 32 gemv candidates that the level-2 tunes timed at
-# [1,4096]x[4096,128] and [1,2048]x[2048,512] on the H200 (eighth session, docs/RESULTS.md):
-#  - a block's barriers (A staged, the cluster's two) wait for its slowest warp: 256-thread blocks ran 0.2-0.4 µs
-#    slower than 128-thread ones with the same columns a warp, in all 4 pairs;
-#  - past 2 blocks an SM, each block's fixed work (staging, barriers, the cluster reduction) adds up: 4 blocks an
-#    SM ran 0.35 µs slower than 2 at [1,2048]x[2048,512], 8 ran 2.1 µs slower than 4;
-#  - fewer than 8 warps an SM leave the serial phases (staging, shuffles, barriers) exposed: 4 warps an SM ran
-#    0.3-0.4 µs slower than 8 at [1,4096]x[4096,128] (same threads a block and K slice).
+# beside the fixed work to hide it). Fitted to the gemv candidates timed at [1,4096]x[4096,128] and
+# [1,2048]x[2048,512] on the H200:
+#  - a block's barriers (A staged, the cluster's two) wait for its slowest warp: larger blocks run slower;
+#  - past 2 blocks an SM, each block's fixed work (staging, barriers, the cluster reduction) adds up;
+#  - fewer than 8 warps an SM leave the serial phases (staging, shuffles, barriers) exposed.
 BARRIER_US = 0.35  # per doubling of a block's warps past 4
 BLOCK_US = 0.4  # per block an SM holds past 2
 WARPS_TO_OVERLAP = 8
@@ -274,7 +262,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     if orient == "k":
         step = 32 * chunk
 
-        # Two 16-byte chunks a lane (measured below); element loads keep one warp-wide step (not measured further).
+        # Two 16-byte chunks a lane: shorter slices, down to one chunk a lane, measured markedly slower at the
+        # launch-bound shapes. Element loads keep one warp-wide step.
         rounds = 2 if chunk > 1 else 1
 
         def lanes_busy(a: Assignment) -> str | None:
@@ -282,9 +271,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             if ks >= min(rounds * step, views.k):
                 return None
             return f"a K slice of {ks} gives a lane fewer than {rounds} chunk(s) of the {step}-element warp step"
-        # Measured on the H200 (2026-11-30): [1,2048]x[2048,512] with 128-element slices ran 7.2-8.7 µs, with
-        # 256-element slices (one chunk a lane) 4.1-5.9, with 512-element ones 3.4-4.0; [1,4096]x[4096,128] with
-        # 256-element slices 3.2-3.8, with 512-element ones 2.9-3.6 (eighth session, level-2 tunes).
         g.constrain("lanes busy", "problem", ["splits"], lanes_busy,
                     "a K slice gives every lane two 16-byte chunks (one element a lane for element loads)")
 

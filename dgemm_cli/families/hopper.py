@@ -17,9 +17,8 @@ cluster a tile (not persistent).
 
 Few rows. A K-major A whose rows fit in one tile row (M_INNER < BM) is loaded as a box of only its rows
 (rounded up to the 8-row swizzle atom): wgmma still reads 64 rows, but the rows past the box hold stale
-shared memory whose products land only in accumulator rows the store phase skips. Measured, the hopper
-kernel's time at one row of tiles follows the boxes' bytes, zero-filled rows included: the cut took
-[8,4096]x[4096,14336] from 37.1 to 30.7 µs on the H200 (docs/RESULTS.md, sixth session).
+shared memory whose products land only in accumulator rows the store phase skips. At one row of tiles the
+kernel's time follows the boxes' bytes, zero-filled rows included (measured on the H200), so fewer rows run faster.
 
 Rows across m loops. When the m role has outer segments (a tile loop, like n of an NCHW 1x1 convolution) and its
 tiled segment is a multiple of 64 rows, the m loops and the tiled segment walk as one run of rows: a tile is BM
@@ -71,8 +70,8 @@ EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte
 # The packed store (16-bit output, nothing read beside the accumulators, beta == 0 at run time): the epilogue
 # runs on the accumulators in registers, stmatrix writes 16-bit pairs into a staging tile of PACK_COLS columns
 # by 64 rows, PACK_PAD elements of padding a line (so that stmatrix's eight 16-byte rows hit distinct banks).
-# Measured on the H200 (seventh session, call 3): the f32 staging path's store phase took 60% of the consumer
-# warps' samples on conv 8x256x56x56 (K = 256), latency-bound on its shared-memory round trips.
+# Why: on short-K convs the f32 staging store's shared-memory round trips hold most of the consumer warps' stall
+# samples (measured on the H200).
 PACK_COLS = 64  # at most; a BN that is not a multiple takes the largest of 32 and 16 that divides it
 PACK_PAD = 8
 PACK_PITCH = 64 + PACK_PAD  # elements a line: 64 rows of a column, or PACK_COLS (64) columns of a row
@@ -96,22 +95,13 @@ CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilog
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
 SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
-# TMA pipeline depths: 8 at most. Measured on the H200, 8 stages were the fastest depth of every decode tiling tried
-# where they fit, and 10 or 12 were slower each time: sixth session (call 5), [1,4096]x[4096,4096] on 64x64 split 2
-# 11.10 / 10.56 / 10.72 / 10.97 µs at 6 / 8 / 10 / 12 stages; eighth session (call 3), [64,4096]x[4096,4096] on
-# 64x64 split 2 (64-row boxes, 16 KB a stage) 12.13 / 11.67 / 11.92 / 12.04 at 6 / 8 / 10 / 12, [16,...] 10.92 at
-# 8 against 11.35 at 12, and 64x112 at N = 14336 ran 0.5-1.5% faster at 8 than at 6 for m = 1, 16, 64. (One
-# sixth-session run had 64x128 at [8,4096]x[4096,14336] 2.7% slower at 8 than at 6.) With the epilogue's staging
-# moved over the stages to make room (twenty-first session, call 5), 7 stages at [128,4096]x[4096,14336] (cuBLAS's
-# depth for the same tile) and 10 at [16 / 64,4096]x[4096,14336] ran level with 6 and 8: no deeper ring is offered.
-# (Again in the twenty-third session, calls 2-3: 7 / 9 / 10 stages within 0.15 µs, 5 at 128 rows 0.35-0.8 µs slower.)
-# Rings deeper than DEEP_STAGES only in A-multicast clusters, whose 64x32 stages are 12 KB (twenty-seventh session,
-# calls 1-3, [4096,4096]x[4096,44]): 14.8 µs at 6 stages, 13.2 at 8, 13.07 at 10, 13.17 at 12, 13.42 at 16.
+# TMA pipeline depths: at most DEEP_STAGES. 8 stages are the fastest depth of every decode tiling measured on the H200
+# where they fit; other depths (7, 9, 10, 12) ran level or slower, so none is offered. Rings deeper than DEEP_STAGES
+# only in A-multicast clusters, whose 64x32 stages are 12 KB: there 10 measured fastest.
 STAGES = (3, 4, 5, 6, 8, 10, 12, 16)
 DEEP_STAGES = 8
-# Blocks of a cluster that share one tile's k-iterations. Measured on the H200 (sixth session, decode
-# [16,4096]x[4096,4096]): 64x64 tiles split 2 ran 11.5 µs, 64x128 split 3 12.5 and split 4 17.1 (128 blocks
-# in clusters of 4 with a whole SM's shared memory each did not fit at once); so at most 2, one wave.
+# Blocks of a cluster that share one tile's k-iterations: at most 2, one wave. 3- and 4-way splits measured slower
+# on the H200 (clusters of 4 blocks with a whole SM's shared memory each do not all fit at once).
 K_SPLITS = (1, 2)
 # Blocks of a cluster along n that share one A box a k-iteration, each loading half of its rows and multicasting
 # them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
@@ -121,66 +111,42 @@ K_SPLITS = (1, 2)
 A_MULTICAST = (1, 2)
 # Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
 # on the previous one's accumulators; with two, neighbours are independent and the sets are summed once at the
-# tile's end. Measured on the H200 (twenty-seventh session, calls 7-8, graph replays in turn, 2-3 rounds): the
-# K-split kernel of [64,4096]x[4096,4096] 11.19-11.20 µs against 11.59-11.61, the run-time artifact's 17..64 bucket
-# (the same tiling, rows at run time) 0.0-0.13 µs faster at each of 14 sizes; unsplit, 64x112 at
-# [64,4096]x[4096,14336] 28.30-28.38 against 28.16-28.31, and the A-multicast 64x32 13.68 against 12.95. So two sets
-# only with the K split, where the model takes them (ACC_CHAINS_SPLIT_US).
+# tile's end. Two sets only with the K split (a long chain of k-iterations a slice): measured faster there on the
+# H200, level or slower on the unsplit and A-multicast kernels. The model credits them ACC_CHAINS_SPLIT_US.
 ACC_CHAINS = (1, 2)
 ACC_CHAINS_SPLIT_US = 0.1  # what the K-split kernel gains with two sets in the model (measured 0.05-0.4 µs)
-# The rate A streams at from DRAM through a multicast cluster, at the model's scale (its estimates run at about 0.9 of
-# the measured times). Fitted to one measurement (twenty-seventh session, call 4, graph replays in turn, H200):
-# [4096,4096]x[4096,44] f16 with the roles swapped ran 13.03-13.07 µs as 64x32 tiles in 2-block multicast clusters
-# (10 stages; 13.1-13.4 at 8 to 16) against 11.89-11.90 as 64x64 tiles with the K split; ncu had the multicast
-# kernel's DRAM at 35% of peak against the split's 49%, with every consumer waiting on its stages. Not understood
-# yet; priced so that the split stays ahead and `tune` can still measure the multicast plan.
+# The rate A streams at from DRAM through a multicast cluster, at the model's scale. Fitted to one spec on the H200
+# ([4096,4096]x[4096,44] f16, roles swapped), where the multicast kernel streams slower than the K split, for reasons
+# not yet understood: priced so that the split stays ahead and `tune` can still measure the multicast plan.
 MULTICAST_STREAM_GBPS = 3250
-# And a fixed cost on top, from three measured specs (call 7): the model's picks come out right on two of them.
-# [2048,1024]x[1024,40] with beta, a bias and GELU ran 7.57-7.94 µs multicast against 5.58 as its K split (model: 3.18
-# against 3.83), 3 x [1024,512]x[512,36] with A shared 4.23-4.25 against 4.59-4.70 unsplit 64x64 (model: 2.4 against
-# 2.74; with this cost the model takes the unsplit plan, 8% slower), and the 44-token size above.
+# And a fixed cost on top, fitted to three measured specs: the model's picks come out right on two of them (on
+# 3 x [1024,512]x[512,36] with A shared it takes the unsplit plan, which measured 8% slower).
 MULTICAST_FIXED_US = 2.0
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
 # The K split's reduction and its cluster launch: two cluster barriers and the partial tile's round trip through
-# shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Measured on the H200 (fifteenth session), the
-# 64x64 split plan ran 0.7-0.8 µs over what the model gave it against the register-stream families at 0.4 µs:
-# 7.35-7.47 against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096] bf16 (call 9), 10.46 against gemv's 9.73 at
-# [1,4096]x[4096,4096] (call 3); at 0.9 those buckets went to tcgemv and gemv and ran 1.07-1.13x cuBLAS (call 10).
-# Bounded above by the splitk family, whose own cluster reduce is priced 0.4: at GQA P.V over a KV cache
-# (tools/session12/specs/gqa_pv_b32_m8.yaml) the split plan ran 11.45 µs against splitk's 12.52 (twelfth session,
-# call 5), and at 0.8 the model keeps it by 1%. (At 0.9 alone, in the fifteenth session, the model also turned the
-# split off where it ran 1.4x faster, because it priced the unsplit plan's half-empty GPU as if 64 SMs could stream
-# DRAM's whole bandwidth: STREAM_LATENCY_US below.)
+# shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Priced at what the 64x64 split plan measured
+# over its estimate on the H200, against gemv and tcgemv at 1..16 rows. Bounded above by the splitk family (its own
+# reduce priced 0.4): a higher price hands GQA P.V over a KV cache to splitk, which measured slower there.
 CLUSTER_REDUCE_US = 0.8
 DSMEM_BYTES_PER_CLK = 32
 # The round trip of a TMA load that misses L2 while DRAM is busy (half the SMs or more streaming). Where the weight
 # streams from DRAM once (one tile row), an SM can read it no faster than `stages` boxes a round trip (Little's
 # law), whatever DRAM's whole bandwidth; with fewer SMs streaming the trip shortens towards the idle 0.8 µs (a
-# tile or two of a small weight). (Not counted where A streams, one tile column: not measured there.) Fitted to
-# the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16 (fifteenth session, call 10):
-# 9.05-10.54 µs, 32 k-iterations at 8 stages after the 1.5 µs start, at the model's scale (its estimates run at
-# about 0.88 of the measured times: the DRAM time at 4.8 TB/s); the idle 0.8 µs priced those tiles at under 4 µs.
+# tile or two of a small weight). Not counted where A streams (one tile column): not measured there. Fitted on the
+# H200 to the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16, at the model's scale.
 # At 8 stages this bound stays under the DRAM time wherever the tiles fill the GPU (64x64 split 2 at N = 4096, 128
 # tiles at N = 14336), so those plans keep their estimates.
 STREAM_LATENCY_US = 1.6
-# The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM). Measured on the H200 (fifteenth
-# session, calls 2-3, docs/RESULTS.md), the model's plans with the promotion flipped in the same run: where the
+# The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM), measured on the H200: where the
 # weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
-# bytes), the maps without promotion ran 0.9-2.7% faster on one machine and 0-2.7% on another ([16 / 64,4096]x
-# [4096,14336], a [K, N] weight, the run-time buckets; [64,4096]x[4096,4096] split 2: 1.2%). Everywhere else 256
-# bytes ran as fast or faster: sq4096 bf16 8%, conv 8x256 6%, one tile column (A streamed, [14336,4096]x[4096,16])
-# 7%, 128-row tiles at [128,4096]x[4096,14336] 1%.
+# bytes), the maps run up to 3% faster without promotion; everywhere else 256 bytes runs as fast or faster (up to 8%).
 # First in the domain: where the costs tie (a split plan, below), the plan takes no promotion.
 L2_PROMOTIONS = ("none", "256B")
-# The model's factor on the DRAM time without promotion where the weight streams: below the measured mean (1.5%),
-# since the model already puts hopper within 0.5-1.7% of gemv at one row, where gemv measured 4-7.5% faster.
-# Counted only where it was measured on the kernels, unsplit plans with A boxes of 9..64 rows: split plans (a
-# cluster a tile) measured 1.2% faster without promotion, and A boxes of one swizzle atom (1..8 rows) are what gemv
-# and tcgemv serve, but the model priced hopper 4-11% too low against those families there (call 9: the split
-# plan 7.35-7.47 µs against tcgemv's 6.60-6.70 at [12 / 16, 2048]x[2048, 4096], priced even; call 3: hopper
-# 10.46 / 29.7 against gemv's 9.73 / 28.49 at one row), and counting the gain handed them to hopper. (The sixteenth
-# session priced the split's cluster reduce at its measured cost, CLUSTER_REDUCE_US, which narrowed that.) Those
-# plans still take no promotion: their costs tie and "none" comes first.
+# The model's factor on the DRAM time without promotion where the weight streams: below the measured mean gain (1.5%),
+# since the model already prices hopper close to gemv at one row, where gemv measures faster. Counted only on unsplit
+# plans with A boxes of 9..64 rows: split plans and boxes of one swizzle atom (1..8 rows) are contested by gemv and
+# tcgemv, which the model already prices hopper too low against, so counting the gain there would hand them to hopper.
+# Those plans still take no promotion: their costs tie and "none" comes first.
 STREAM_NO_PROMOTION = 0.99
 STREAM_A_ROWS = (SWIZZLE_ROWS + 1, 64)  # A's box rows beside the streamed weight where the gain is counted
 REUSE_NO_PROMOTION = 1.08  # ... and on the whole (the tiles' or the DRAM time) elsewhere
@@ -372,23 +338,16 @@ class HopperPlan:
     @property
     def b_first(self) -> bool:
         """Each stage issues B's box before A's where the weight streams once: its box is the long load and A's
-        comes from L2. Measured on the H200 (twenty-second session, call 3, 3 rounds in turn): the K-split kernel of
-        [64,4096]x[4096,4096] 11.38-11.40 µs against 11.47-11.48; 16, 64 and 128 rows of N = 14336 level (within
-        0.1 µs; 128 rows noisy both ways). Elsewhere A first, as always (not measured)."""
+        comes from L2. Measured on the H200: faster with the K split, level unsplit. Elsewhere A first."""
         return self.b_streams_once
 
     @property
     def b_evict_first(self) -> bool:
         """B's loads mark the lines they bring into L2 evict_first where the weight streams once: they are read once,
-        so they should not push out what is read again (A, C, the next grid's prefetched boxes). Measured on the
-        H200 (twenty-third session, call 5, graph replays, 3 rounds in turn): [16 / 64 / 128,4096]x[4096,14336]
-        27.44-27.51 / 28.16-28.19 / 31.46-31.73 µs against 29.23-29.27 / 29.97-30.07 / 33.12-33.27 without the hint,
-        the K-split kernel of [64,4096]x[4096,4096] 11.30-11.31 against 11.41. The gain is the next grid's boxes,
-        prefetched before its wait for this grid, kept in L2 while this grid streams: without that prefetch the hint
-        changed nothing (16 rows 29.78-29.80 against 29.86-29.89). One kernel at a time it is not resolved: ncu (caches
-        flushed, call 7) had one settled launch each, hinted against plain 32.38 / 32.00 / 34.72 µs against 31.04 /
-        32.35 / 33.70, and first launches 0.7-3 µs slower than second ones. Elsewhere B's lines are read again: no
-        hint. gemv's and tcgemv's weight loads ran 0.3-0.9 µs slower with it (call 5): they keep none."""
+        so they should not push out what is read again (A, C, the next grid's prefetched boxes). Measured faster on
+        the H200 with kernels chained in a graph: the gain is the next grid's boxes, prefetched before its wait for
+        this grid, kept in L2 while this grid streams (without that prefetch the hint changes nothing). Elsewhere B's
+        lines are read again: no hint. gemv's and tcgemv's weight loads measured slower with it: they keep none."""
         return self.b_streams_once
 
     @property
@@ -914,8 +873,8 @@ def _cost(views: ProblemViews, arch: Arch):
         if parts > 1:  # measured slower than the model had it (MULTICAST_FIXED_US)
             reduce_us += MULTICAST_FIXED_US
         # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
-        # tiling) towards tiles that keep more warps busy and towards deeper pipelines: measured on conv
-        # 32x64x56x56, two consumer warpgroups ran 12 µs where one ran 16.
+        # tiling) towards tiles that keep more warps busy and towards deeper pipelines: two consumer warpgroups
+        # measured much faster than one on a memory-bound conv (32x64x56x56).
         return (reread * max(tiles_per_sm * tile_us, stream_us) + reduce_us + LAUNCH_US
                 + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
 

@@ -54,8 +54,8 @@ TILE_DOMAINS = {
     "block_k": (32, 64, 128),
     "stages": (2, 3, 4, 6, 8),
 }
-# Cost model constants (µs), only to rank candidates and families. Set a priori, then checked against
-# the level-1 tunes of the decode benchmarks (docs/RESULTS.md, 2026-11-30 second session).
+# Cost model constants (µs), only to rank candidates and families. Set a priori, checked against level-1
+# tunes of the decode benchmarks on the H200.
 LAUNCH_US = 2.0  # every launch: start-up, the first load's round trip, the last store
 MEMORY_LATENCY_US = 1.0  # DRAM round trip that bytes in flight must cover (Little's law)
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum of one tile
@@ -69,8 +69,8 @@ GROUPS_US = 2.0
 DOT_THREADS = (128, 256, 512)
 DOT_UNROLL = (1, 2, 4, 8)  # chunks of each input in flight a thread
 DOT_GROUPS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)  # blocks (K slices) of one output
-DOT_BASE_REGISTERS = 32  # registers of a dot thread besides its loaded chunks (ptxas 13.0, sm_90a, unroll 8:
-# 80-100 with vector loads, 80-86 with f32 element loads, 148-168 with 16-bit element loads; estimate 96 / 96 / 160)
+DOT_BASE_REGISTERS = 32  # registers of a dot thread besides its loaded chunks (the estimate stays within about
+# 16 of what ptxas 13.0 allocates on sm_90a at unroll 8)
 FULL_REGISTER_FILE = 255  # registers a thread may hold at most
 DOT_REDUCE_US = 0.2  # the block's shuffle tree and the warps' sums
 # DRAM latency a stream sees when it keeps DRAM busy (about twice the idle round trip, MEMORY_LATENCY_US): the
@@ -356,14 +356,10 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     few warps an SM leave the copies and barriers of each k-tile exposed, as in the cta model), or runs the
     math; plus the serial start-up, the reduction and the launch.
 
-    Measured on the H200 (seventeenth session, call 3): 16x128x128 blocks in clusters of 16 ran 1.5-1.8x their
-    estimate at N = 2048, where 256 blocks are two waves of the 224 that clusters of 16 hold (78 KB each, two an
-    SM, on 112 SMs); the model priced one wave of 264. The tilings it picks now measure 0.88-1.18x their
-    estimate (1.0-1.8x before). MEMORY_LATENCY_US and WARPS_TO_HIDE_LATENCY stay as they were, though they price
-    tilings of 2 warps an SM 2-5x too high (never picked; none of those measured was the fastest): a loaded
-    latency of 2 µs and 2 warps an SM fit all 62 measurements better (log RMS 0.16, against 0.54 here) but moved
-    221 of 956 surveyed picks into tilings never measured (one-warp blocks, 8 stages); docs/RESULTS.md,
-    seventeenth session."""
+    Waves, because a grid of more blocks than its clusters hold at once runs well over a one-wave estimate
+    (measured on the H200).
+    MEMORY_LATENCY_US and WARPS_TO_HIDE_LATENCY overprice tilings of 2 warps an SM (never the fastest measured);
+    constants that fit those better move picks into tilings never measured (docs/design/splitk.md, "Cost")."""
     elem = views.operands["A"].elem_bytes
     m, n, k, batch = views.m, views.n, views.k, views.batch
     rate = (arch.tc_flops_per_sm_clk if instruction == cta.MMA else arch.fma_flops_per_sm_clk) * arch.clock_ghz * 1e3
@@ -395,10 +391,8 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         if instruction == cta.FFMA:
             # An FFMA block's k-tile is the cta family's (cta.ffma_k_tile_clocks: issue or the shared-memory data
             # path, far below the FMA peak at thread tiles of 1 or 2 outputs), the SM's blocks running theirs one
-            # after another, fewer than 8 warps leaving it idle. At the FMA peak the model took one 256-thread
-            # block an SM with 6 stages over many small blocks: 1.04-1.6x slower than the plans before it
-            # (eighteenth session, call 1). Priced so, 15 of 19 moved f32 plans ran 1.13-3.3x faster and 4 slower
-            # (1.04-1.45x; call 2).
+            # after another, fewer than 8 warps leaving it idle. Priced at the FMA peak, the model picks one large
+            # block an SM over many small blocks, which measured slower on the H200.
             on_sm = min(resident, math.ceil(min(blocks, capacity) / min(arch.sms, blocks)))
             occupancy = min(1.0, on_sm * threads / 32 / 8)
             math_us = waves * on_sm * per * cta.ffma_k_tile_clocks(views, a) / (arch.clock_ghz * 1e3 * occupancy)

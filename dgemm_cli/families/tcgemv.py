@@ -2,10 +2,9 @@
 weight B straight from memory into registers (pure).
 
 Why: at M = 2..16 a product still reads every byte of B once, but the FMAs of the `gemv` family no longer
-hide behind the loads (2 rows at N = 14336: 31.3 µs against 28.5 at 1), and the `hopper` family's TMA box
-order reads B at most at 4.03 TB/s with no math at all (tools/read_patterns.cu). Loads of whole 128-byte lines
-read at 4.27-4.35 TB/s (tools/swapmma_probe.cu, tenth session). This family keeps gemv's loads and does the
-math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
+hide behind the loads, and the `hopper` family's TMA box order reads B more slowly, even with no math, than
+plain loads of whole 128-byte lines (measured on the H200; docs/design/tcgemv.md). This family keeps gemv's
+loads and does the math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
   - the mma's B operand is 8 weight rows (columns of C), its A operand 16 tokens (rows of C): rows 8..15 zero
     when M <= 8, and a token past M reads row M - 1 (rows never stored; the loads need no per-lane predicate);
   - a k-sum ignores k's order, so a lane feeds any 8 contiguous k of its row as the k-slots it holds, as long
@@ -14,16 +13,15 @@ math with mma.sync.m16n8k16 in swapped roles (C^T = B^T A^T):
     chunks are swapped between lane and lane ^ 4 with one shuffle a word, so that lane (g, t) ends with chunks
     t and t + 4 of its row g: four mmas a 64-k segment;
   - the activation comes through L1 (the weight's loads do not allocate there), loaded with the weight's round
-    rather than just before its mmas (measured: 4.3 µs of 33 at M = 8 when they waited behind the next round).
+    rather than just before its mmas, where they would wait behind the next round's weight loads.
 The warps of a block split K and sum in order through shared memory: bit-identical run to run, no workspace.
 
-At 9..16 tokens over a wide weight the activation can instead sit in shared memory (`a_stage` "shared",
-fourteenth session, tools/session14/smact_probe.cu): TMA loads A's whole K once a block in 128-byte-swizzled boxes
-of 16 tokens x 64 k, and a block holds `row_groups` groups of 2 warps (2 octets each, K split in two), so that one
-block an SM covers N in one wave and the activation crosses L2 once an SM rather than once every 16 columns (117 MB
-at [16,4096]x[4096,14336] in 2-warp blocks). Its probe ran 29.4-30.2 µs there against hopper's 30.4-30.8; the
-generated kernel ran alike with hopper (29.5-30.8 against 30.2-30.6, calls 8-9), so it is priced just above hopper
-and left to `deepgemm tune`. At 8 tokens it ran 29.4-29.9 against 28.4-28.9 for the L1 kernel: 16 tokens only.
+At 9..16 tokens over a wide weight the activation can instead sit in shared memory (`a_stage` "shared"): TMA
+loads A's whole K once a block in 128-byte-swizzled boxes of 16 tokens x 64 k, and a block holds `row_groups`
+groups of 2 warps (2 octets each, K split in two), so that one block an SM covers N in one wave and the activation
+crosses L2 once an SM rather than once every 16 columns (117 MB at [16,4096]x[4096,14336] in 2-warp blocks). It
+runs alike with hopper (measured), so it is priced just above hopper and left to `deepgemm tune`; at 8 tokens it
+is slower than the L1 kernel: 16 tokens only.
 Needs B and A k-contiguous with 16-byte vectors (the nn.Linear layout; the pointers checked at run time where
 the spec does not promise them), f16 or bf16, and sm_90a (mma.sync runs from sm_80, but the family is measured
 on the H200 only, and for sm_80..sm_89 its register budget leaves a stack frame). One kernel serves M up to 8
@@ -51,59 +49,43 @@ SEGMENT = 64  # k elements of a row one pair of loads covers (a 128-byte line of
 VEC = 8  # elements of a 16-byte chunk
 ROUND_SEGMENTS = 2  # 64-k segments a round per row (two rounds in flight): the measured configurations
 RED_PAD = 4  # floats of padding per row of a partial tile
-# The tilings (octets, k_warps) timed on the H200 for each token count: the only candidates. The tenth session's
-# probe (tools/swapmma_probe.cu) timed 4 and 8 warps; 8 tokens at 1 octet (the activation loaded twice a weight
-# byte) was not measured at 128 registers; 16 tokens at 8 warps ran 13.5 against 10.5-11.0 µs at N = 4096. The
-# twelfth session timed 2 warps (call 6, batched, docs/RESULTS.md): at K = 128 the only tiling with no idle warp
-# (b32 m8 n4096: 10.60 µs against 13.05 at 4 warps; b8 m16 n8192: 7.13 against 8.79 and 10.47), and at K = 4096
-# over 8 experts (b8 m8 n2048) 31.94 against 32.43 at 4 warps and 33.43 at 8. 1 warp and 16 tokens at 1 octet
-# ran slower there (11.09-11.89, 7.63-9.16). The thirteenth session timed 4 octets and one 64-k segment a round
-# (call 1): at 16 tokens, N = 14336 31.35-37.9 µs (hopper 30.64), at 8 tokens 29.8-30.9 (the pick 28.48); not kept.
+# The tilings (octets, k_warps) timed on the H200 for each token count: the only candidates. The others (1 warp,
+# 16 tokens at 8 warps, 4 octets) ran slower; 8 tokens at 1 octet is untimed (docs/design/tcgemv.md).
 MEASURED = {8: ((2, 2), (2, 4), (2, 8)), 16: ((1, 4), (2, 2), (2, 4))}  # 16 x (2, 2): short K only (below)
-# The activation in shared memory (module doc): 16 tokens, 2 octets x 2 warps along K in every row group, as timed.
-# 7 row groups timed at N = 14336 (128 blocks), 6 at N = 12288 (26.3 µs, hopper 26.3-26.4) and 8 at N = 16384
-# (34.0-34.7, hopper 34.5-35.0): the same block at 12, 14 and 16 warps (fourteenth session, calls 5, 8, 9).
+# The activation in shared memory (module doc): 16 tokens, 2 octets x 2 warps along K in every row group, and
+# 6, 7 or 8 row groups (12, 14, 16 warps) a block: the timed configurations.
 SHARED_TILING = (16, 2, 2)  # tokens, octets, k_warps
 ROW_GROUPS = (6, 7, 8)
 SHARED_FILL = 0.9  # the least share of the SMs one wave of such blocks must reach (128 of 132 at N = 14336)
-# 64-k segments an mbarrier of the staged activation covers: a round's (fourteenth session, call 6: groups of 8 ran
-# 31.0 µs at [16,4096]x[4096,14336], of 2 30.5).
+# 64-k segments an mbarrier of the staged activation covers: a round's (groups of 8 measured slower).
 SHARED_GROUP_SEGMENTS = 2
 SHARED_ALIGN = 1024  # the 128-byte swizzle's atom: the staged activation starts 1024-byte aligned
 SHARED_REGS = 128  # 14 warps an SM: 4 on some sub-partition, 16K registers each
 # The register-stream kernel's first rounds of the weight, prefetched into L2 before its wait for the previous grid
 # (with coherent loads after it, and a trigger for the next grid after its last load), where a warp streams at least
-# PREFETCH_MIN_ROUNDS rounds. Measured on the H200 (twenty-fourth and twenty-fifth sessions, graph-replayed chains;
-# ncu one kernel at a time, 8 launches): at 16 rounds a warp ([8,4096]x[4096,14336]) 27.41-27.76 µs against
-# 28.00-28.65 chained, 0.26-0.51 µs slower alone (30.18 / 30.53 against 29.92 / 30.02); at 8 rounds ([16,4096]x
-# [4096,4096]) level chained; at 4 ([8,4096]x[4096,4096]) 0.05-0.17 faster chained but 0.86 slower alone (11.84
-# against 10.98). 4 or 8 rounds prefetched, or 2 rounds without the trigger, ran slower (twenty-fourth session).
+# PREFETCH_MIN_ROUNDS rounds: there it measured about 2% faster chained on the H200; shorter streams gain nothing,
+# and more rounds prefetched or the prefetch without the trigger ran slower.
 PREFETCH_ROUNDS = 2
 PREFETCH_MIN_ROUNDS = 16
 # Registers a thread may use (the launch bound): two rounds of the weight (32 words a round at 2 octets), the
 # activation's chunks of those rounds (8 or 16 words each), accumulators and addresses. With 16 tokens and 2
 # octets 128 spilled; 168 leaves 3 blocks of 128 threads an SM.
 REGS = {(8, 1): 128, (8, 2): 128, (16, 1): 128, (16, 2): 168}
-# Cost model constants (µs and shares), only to rank candidates and families. Fitted on the H200 (tenth session,
-# docs/RESULTS.md, tools/swapmma_probe.cu call 10) to eight timings of the probe this template follows, on the
-# hopper family's scale (its estimates run at 0.88-0.90 of its measured times at these shapes):
-#   N = 14336: 8 tokens, 2 octets, 4 / 8 warps along K: 29.42 / 30.71 µs; 16 tokens, 2 / 1 octets: 33.85 / 34.23;
-#   N = 4096: 8 tokens, 2 octets, 4 / 8 warps: 10.59 / 10.21; 16 tokens, 2 / 1 octets: 11.00 / 10.51.
-# (hopper at the same shapes: 30.5 and 10.72-10.95 µs.)
+# Cost model constants (µs and shares), only to rank candidates and families. Fitted to eight H200 timings of the
+# register-stream kernel at N = 4096 and 14336 (8 and 16 tokens), on the hopper family's scale (its estimates run
+# at about 0.9 of its measured times there).
 LAUNCH_US = 1.5  # as gemv and hopper
 MEMORY_LATENCY_US = 1.0
 STREAM_SHARE = {8: 1.063, 16: 1.02}  # of the DRAM bandwidth hopper's estimate takes whole, by tokens a kernel
 # A partly filled last wave of blocks leaves bandwidth unused: time x (1 + WAVE_TAIL x the idle share of it).
 WAVE_TAIL = 0.212
-# With 16 tokens the activation's reads through L1 match the weight's; past one wave of blocks they cost more
-# (N = 14336: 33.85 µs where the wave model alone says 31): x (1 + this x the share of blocks after the first wave).
+# With 16 tokens the activation's reads through L1 match the weight's; past one wave of blocks they cost more than
+# the wave model says: x (1 + this x the share of blocks after the first wave).
 EXTRA_WAVES_16 = 0.18
-THREADS_SHARE = 0.96  # 256-thread blocks against 128-thread ones at the same wave fill (30.71 against 29.42 µs)
-# The shared-activation kernel's share. Its probe ran 0.965-0.98 of hopper's same-run times at [9 / 12 / 16,4096]x
-# [4096,14336] (fourteenth session, calls 3-4), but the generated kernel, benched beside hopper's plan in calls 8-9,
-# ran from 2.7% faster to 1.4% slower (M = 16: 29.54-30.83 against 30.17-30.57 µs; M = 12: 30.89-30.92 against
-# 30.48): alike within the runs' spread. So its estimate sits just above hopper's (27.6 against 27.4 at N = 14336):
-# the model keeps hopper, and `deepgemm tune`, which times both, takes it where it measures faster.
+THREADS_SHARE = 0.96  # 256-thread blocks against 128-thread ones at the same wave fill (measured slower)
+# The shared-activation kernel's share: it runs alike with hopper within the runs' spread (measured), so its
+# estimate sits just above hopper's: the model keeps hopper, and `deepgemm tune`, which times both, takes it where
+# it measures faster.
 STREAM_SHARE_SHARED = 1.005
 
 
@@ -216,7 +198,7 @@ def _k_contiguous(views: ProblemViews, name: str) -> str | None:
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     out = []
     if arch.cc < (9, 0):
-        out.append(("measured arch", f"sm_90a only ({arch.name}): the family was measured on the H200 alone, and "
+        out.append(("measured arch", f"sm_90a only ({arch.name}): the family is measured on the H200 alone, and "
                                      "compiled for sm_80..sm_89 its 128-register budget leaves an 8-byte stack "
                                      "frame"))
     dtypes = {views.operands[x].dtype for x in "AB"}
@@ -225,8 +207,7 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if views.m > MAX_M:
         out.append(("few rows", f"M = {views.m} rows: more than the {MAX_M} tokens of one mma tile"))
     if views.m == 1:
-        out.append(("one row", "M = 1: no mma work to share; gemv's FMA stream is measured faster (28.5 against "
-                               "28.7 µs at N = 14336, 9.8 against 10.1 at N = 4096)"))
+        out.append(("one row", "M = 1: no mma work to share; gemv's FMA stream is measured faster"))
     for x in "AB":
         why = _k_contiguous(views, x)
         if why:
@@ -329,27 +310,27 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 return "a staged activation is shared by row groups: one block an SM holds several"
             if (a["tokens"], *tiling) != SHARED_TILING:
                 return (f"A in shared memory is timed at {SHARED_TILING[0]} tokens, {SHARED_TILING[1]} octets x "
-                        f"{SHARED_TILING[2]} warps a row group only (at 8 tokens it ran 29.4-29.9 µs against "
-                        "28.4-28.9 through L1, N = 14336)")
+                        f"{SHARED_TILING[2]} warps a row group only (at 8 tokens it is measured slower than "
+                        "through L1)")
             return None
         if a["row_groups"] != 1:
             return "row groups share a staged activation: through L1 a block is one group"
         if _short_k_only(a["tokens"], tiling, segments):
-            return ("16 tokens at 2 octets x 2 warps (168 registers) is measured only where 4 warps would idle (K = "
-                    "128); at K = 4096 it ran 37.6 µs against 34.8 at 1 x 4 (N = 14336), 14.2 against 10.3 (N = 4096)")
+            return ("16 tokens at 2 octets x 2 warps (168 registers) is measured only where 4 warps would idle (K "
+                    "under 4 segments); at long K it is measured slower than 1 octet x 4 warps")
         if tiling in MEASURED[a["tokens"]]:
             return None
         return (f"{a['tokens']} tokens: {tiling[0]} octet(s) x {tiling[1]} warps is not among the timed tilings "
                 f"{MEASURED[a['tokens']]}")
     g.constrain("measured configurations", "problem", ["tokens", "octets", "k_warps", "a_stage", "row_groups"],
-                measured, "the tilings timed on the H200 (tools/swapmma_probe.cu, tenth session; batched, twelfth; "
-                          "A in shared memory, tools/session14/smact_probe.cu)")
+                measured, "the tilings timed on the H200 (single and batched products; A through L1 or staged in "
+                          "shared memory)")
 
     def a_segment_a_warp(a: Assignment) -> str | None:
         if a["k_warps"] <= segments:
             return None
         return (f"K = {views.k} is {segments} 64-k segment(s): {a['k_warps']} warps would leave "
-                f"{a['k_warps'] - segments} without one (measured: 4 warps at K = 128 ran 13.05 µs against 10.60 at 2)")
+                f"{a['k_warps'] - segments} without one (idle warps measured slower)")
     # Not stricter: the slices are whole segments of one size, so with more segments than warps the last warp may
     # still get none (K = 264 at 4 warps: 128, 128, 8, 0); ruling that out left 16 tokens at K = 576 no tiling.
     g.constrain("a segment a warp", "problem", ["k_warps"], a_segment_a_warp,
@@ -367,7 +348,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return None
         return None if blocks >= arch.sms else f"{blocks} blocks leave SMs idle ({arch.sms})"
     g.constrain("blocks", "arch", ["octets", "row_groups", "a_stage"], fills,
-                "a block for every SM at least (the cost model has no launch-floor terms: measured at N >= 4096); "
+                "a block for every SM at least (the cost model has no launch-floor terms: it is fitted at N >= 4096); "
                 "with A in shared memory one block an SM, in one wave")
 
     a_tma = _a_by_tma(views)
@@ -380,8 +361,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         k_slice = _k_slice(views.k, SHARED_TILING[2])
         if views.k != SHARED_TILING[2] * k_slice or k_slice % (2 * ROUND_SEGMENTS * SEGMENT):
             return (f"K = {views.k} is not {SHARED_TILING[2]} slices of whole round pairs (a multiple of "
-                    f"{2 * SHARED_TILING[2] * ROUND_SEGMENTS * SEGMENT}): the guarded loop ran 35.9 µs at "
-                    "[11,4040]x[4040,14300] (hopper about 30.5)")
+                    f"{2 * SHARED_TILING[2] * ROUND_SEGMENTS * SEGMENT}): a guarded loop is measured slower than "
+                    "hopper")
         need = _shared_smem(views, a["row_groups"])
         return None if need <= arch.smem_per_block else (
             f"A's {SHARED_TILING[0]} x {views.k} staged with the partial sums take {need} B > {arch.smem_per_block} B")

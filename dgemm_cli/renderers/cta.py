@@ -12,7 +12,7 @@ from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews
 
 # Loader kinds that keep the whole register file (a gather stages elements with their index math, and
-# spilled under REGISTER_CAP).
+# spills under REGISTER_CAP).
 UNCAPPED = ("gather", "gather_direct")
 
 

@@ -40,7 +40,7 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
         return render_dot(env, spec, views, plan, base)
     k = context(spec, views, plan, base)
     text = env.get_template("splitk/body.cu.j2").render(k=k)
-    # With one group the header reads as before the `groups` node existed (explain shows the node).
+    # With one group the header leaves the `groups` decision out (explain shows the node).
     decisions = [d.summary() for d in plan.decisions if not (d.node == "groups" and plan.groups == 1)]
     if plan.groups == 1:
         decisions.append(f"=> {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.blocks} blocks in "

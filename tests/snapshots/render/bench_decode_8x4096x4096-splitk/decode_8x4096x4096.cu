@@ -317,7 +317,7 @@ constexpr int LAUNCH_SMEM_BYTES = SMEM_BYTES > PARTIAL_BYTES ? SMEM_BYTES : PART
 static_assert(LAUNCH_SMEM_BYTES == 156672, "planner and kernel disagree on shared memory");
 
 // At most 128 registers a thread (2 blocks an SM) when both loaders are cp.async; the gather
-// fallback keeps the whole register file (under the cap ptxas spilled it).
+// fallback keeps the whole register file (under the cap ptxas spills it).
 
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, (LoadA::kAsync && LoadB::kAsync) ? 2 : 1) decode_8x4096x4096_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,

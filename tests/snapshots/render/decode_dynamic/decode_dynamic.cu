@@ -499,8 +499,8 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 // 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
 // not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait returned those lines as the prefetch took them, not as that grid wrote them since (twenty-fourth
-// session: NaN behind the harness's writer); coherent ones read the writes the wait makes visible.
+// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
+// ones read the writes the wait makes visible.
 __device__ __forceinline__ uint4 load_stream(const B_t* p) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
@@ -575,8 +575,8 @@ __global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* _
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
   // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (measured:
-  // per-lane predicates on the loads cost 0.7-1.6 µs at N = 4096-14336).
+  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
+  // loads measured slower).
   constexpr int TOKEN_HALVES = TOKENS / 8;
   const A_t* x_row[TOKEN_HALVES];
 #pragma unroll
@@ -918,7 +918,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spilled.
+// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, float alpha, float beta) {
@@ -1073,8 +1073,8 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 // 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
 // not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait returned those lines as the prefetch took them, not as that grid wrote them since (twenty-fourth
-// session: NaN behind the harness's writer); coherent ones read the writes the wait makes visible.
+// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
+// ones read the writes the wait makes visible.
 __device__ __forceinline__ uint4 load_stream(const B_t* p) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
@@ -1149,8 +1149,8 @@ __global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* _
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
   // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (measured:
-  // per-lane predicates on the loads cost 0.7-1.6 µs at N = 4096-14336).
+  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
+  // loads measured slower).
   constexpr int TOKEN_HALVES = TOKENS / 8;
   const A_t* x_row[TOKEN_HALVES];
 #pragma unroll
@@ -1492,7 +1492,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spilled.
+// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, float alpha, float beta) {
@@ -1647,8 +1647,8 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 // 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
 // not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait returned those lines as the prefetch took them, not as that grid wrote them since (twenty-fourth
-// session: NaN behind the harness's writer); coherent ones read the writes the wait makes visible.
+// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
+// ones read the writes the wait makes visible.
 __device__ __forceinline__ uint4 load_stream(const B_t* p) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
@@ -1723,8 +1723,8 @@ __global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* _
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
   // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (measured:
-  // per-lane predicates on the loads cost 0.7-1.6 µs at N = 4096-14336).
+  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
+  // loads measured slower).
   constexpr int TOKEN_HALVES = TOKENS / 8;
   const A_t* x_row[TOKEN_HALVES];
 #pragma unroll
@@ -2066,7 +2066,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spilled.
+// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, float alpha, float beta) {
@@ -2222,8 +2222,8 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 // 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
 // not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait returned those lines as the prefetch took them, not as that grid wrote them since (twenty-fourth
-// session: NaN behind the harness's writer); coherent ones read the writes the wait makes visible.
+// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
+// ones read the writes the wait makes visible.
 __device__ __forceinline__ uint4 load_stream(const B_t* p) {
   uint4 v;
   asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
@@ -2298,8 +2298,8 @@ __global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* _
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
   // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (measured:
-  // per-lane predicates on the loads cost 0.7-1.6 µs at N = 4096-14336).
+  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
+  // loads measured slower).
   constexpr int TOKEN_HALVES = TOKENS / 8;
   const A_t* x_row[TOKEN_HALVES];
 #pragma unroll
@@ -2643,7 +2643,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spilled.
+// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, index_t M, float alpha, float beta) {
@@ -2911,17 +2911,10 @@ __global__ void __launch_bounds__(THREADS, CTAS_PER_SM) decode_dynamic_kernel(co
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
     // Before the wait for the previous grid: B's boxes of this block's first STAGES k-iterations into L2, so
     // that the weight stream is already running while that grid finishes (this block gets its SM when the
-    // previous grid's block there leaves, before that grid completes). It runs ahead of the previous grid's
-    // writes, and the TMA loads after the wait read those writes: every verify behind the harness's writer says
-    // so (tcgemv's `.nc` loads did not: twenty-fourth session, common/_tma.j2). Measured on the
-    // H200 (twentieth session, graph replays chained behind the kernel's own previous one): 0.5-0.7 µs faster
-    // at 16 and 64 rows of N = 14336, 128 rows level; A's boxes too (the same rows for every block) 1.5 µs slower
-    // at 128 rows; any prefetch in the K-split kernel (N = 4096, 64 rows) 0.3 µs slower, so it has none. Only
-    // where every block has one tile (the decode shapes): with several a block (conv 8x256x56x56, 800 tiles;
-    // 4096 x 4096 x 14336) it ran 2-5% slower. It pays in full where the previous grid's weight loads take L2's
-    // evict_first priority (b_evict_first), so that its stream does not push these boxes out first: twenty-third
-    // session, call 5, 16 rows of N = 14336, 27.44-27.51 µs with the hint, 29.78-29.80 with it but no prefetch,
-    // 29.23-29.27 with the prefetch but no hint.
+    // previous grid's block there leaves, before that grid completes). The TMA loads after the wait still read
+    // that grid's writes (verified; `.nc` loads would not). Only where every block has one tile (the decode
+    // shapes): with several tiles a block, with A's boxes too, and in the K-split kernel it measured slower. It
+    // pays in full where the previous grid's weight loads are evict_first, so that its stream leaves these boxes.
     if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {
       const Tile tile = tile_at(int(blockIdx.x), TILES_M);
       for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt) {
@@ -2937,7 +2930,7 @@ __global__ void __launch_bounds__(THREADS, CTAS_PER_SM) decode_dynamic_kernel(co
   }
   __syncthreads();
   // Barriers are set up: from here on this block touches memory that the prior grid in the stream may use.
-  // (Waiting here rather than first thing ran the K-split kernel 0.2-0.3 µs faster, twentieth session.)
+  // (Waiting here rather than first thing measured faster on the K-split kernel.)
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
   const int warpgroup = threadIdx.x / 128;
@@ -3206,13 +3199,8 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, f
   const int tiles = TILE_GROUPS * ((m_inner + BM - 1) / BM) * TILES_N;
   const int resident = CTAS_PER_SM * sm_count(device);
   const int grid = tiles < resident ? tiles : resident;  // persistent: CTAS_PER_SM blocks an SM
-  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row.
-  // Measured on the H200 (nineteenth session, calls 1-3; 16-row decode, graph-replayed): 128 tiles of one row on 132
-  // SMs ran 0.4-0.5 µs faster dependent at N = 12288, 14336 and 16384 (64x96, 64x112, 64x128 tiles), and 0.5-1.3
-  // µs at [128,4096]x[4096,14336] (128x112); grids that leave more SMs idle ran 1.8-3.2 µs slower (64x112 at N =
-  // 12288: 110 tiles; 64x128 and 64x224 at N = 14336: 112 and 64 tiles), as did 128 tiles over two tile rows
-  // (64x224 at 128 rows: 3.9 µs; not understood, so a full grid or one row only). Full grids: conv 8x256x56x56
-  // (800 tiles) gained 2% (seventh session, call 2).
+  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row:
+  // measured faster there, and slower on grids that leave more SMs idle or span two tile rows (not understood).
   const bool dependent = grid == resident || (tiles == TILES_N && 16 * (resident - grid) <= resident);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -3464,7 +3452,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (128, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spilled.
+// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, index_t M, float alpha, float beta) {

@@ -37,7 +37,7 @@
 //
 // Kernel family for sm_90a: family = gemv (cheapest of 5 by the cost model)
 //   hopper: costs +108% (cost model)
-//   tcgemv: tcgemv: one row: M = 1: no mma work to share; gemv's FMA stream is measured faster (28.5 against 28.7 µs at N = 14336, 9.8 against 10.1 at N = 4096)
+//   tcgemv: tcgemv: one row: M = 1: no mma work to share; gemv's FMA stream is measured faster
 //   splitk: costs +17% (cost model)
 //   cta: costs +498% (cost model)
 //

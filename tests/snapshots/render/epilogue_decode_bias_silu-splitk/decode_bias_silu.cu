@@ -338,7 +338,7 @@ constexpr int LAUNCH_SMEM_BYTES = SMEM_BYTES > PARTIAL_BYTES ? SMEM_BYTES : PART
 static_assert(LAUNCH_SMEM_BYTES == 30720, "planner and kernel disagree on shared memory");
 
 // At most 128 registers a thread (8 blocks an SM) when both loaders are cp.async; the gather
-// fallback keeps the whole register file (under the cap ptxas spilled it).
+// fallback keeps the whole register file (under the cap ptxas spills it).
 
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, (LoadA::kAsync && LoadB::kAsync) ? 8 : 1) decode_bias_silu_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,

@@ -242,7 +242,7 @@ __device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t
 
 
 // (128, 1): the whole register file is allowed; register-staged gathers need the room (a
-// tighter cap made ptxas spill).
+// tighter cap makes ptxas spill).
 template <class LoadA, class LoadB>
 __global__ void __launch_bounds__(THREADS, 1) odd_tails_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
                                                              C_t* __restrict__ C, float alpha, float beta) {

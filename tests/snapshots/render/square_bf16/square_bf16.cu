@@ -248,17 +248,10 @@ __global__ void __launch_bounds__(THREADS, CTAS_PER_SM) square_bf16_kernel(const
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
     // Before the wait for the previous grid: B's boxes of this block's first STAGES k-iterations into L2, so
     // that the weight stream is already running while that grid finishes (this block gets its SM when the
-    // previous grid's block there leaves, before that grid completes). It runs ahead of the previous grid's
-    // writes, and the TMA loads after the wait read those writes: every verify behind the harness's writer says
-    // so (tcgemv's `.nc` loads did not: twenty-fourth session, common/_tma.j2). Measured on the
-    // H200 (twentieth session, graph replays chained behind the kernel's own previous one): 0.5-0.7 µs faster
-    // at 16 and 64 rows of N = 14336, 128 rows level; A's boxes too (the same rows for every block) 1.5 µs slower
-    // at 128 rows; any prefetch in the K-split kernel (N = 4096, 64 rows) 0.3 µs slower, so it has none. Only
-    // where every block has one tile (the decode shapes): with several a block (conv 8x256x56x56, 800 tiles;
-    // 4096 x 4096 x 14336) it ran 2-5% slower. It pays in full where the previous grid's weight loads take L2's
-    // evict_first priority (b_evict_first), so that its stream does not push these boxes out first: twenty-third
-    // session, call 5, 16 rows of N = 14336, 27.44-27.51 µs with the hint, 29.78-29.80 with it but no prefetch,
-    // 29.23-29.27 with the prefetch but no hint.
+    // previous grid's block there leaves, before that grid completes). The TMA loads after the wait still read
+    // that grid's writes (verified; `.nc` loads would not). Only where every block has one tile (the decode
+    // shapes): with several tiles a block, with A's boxes too, and in the K-split kernel it measured slower. It
+    // pays in full where the previous grid's weight loads are evict_first, so that its stream leaves these boxes.
     if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {
       const Tile tile = tile_at(int(blockIdx.x));
       for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt) {
@@ -276,7 +269,7 @@ __global__ void __launch_bounds__(THREADS, CTAS_PER_SM) square_bf16_kernel(const
   }
   __syncthreads();
   // Barriers are set up: from here on this block touches memory that the prior grid in the stream may use.
-  // (Waiting here rather than first thing ran the K-split kernel 0.2-0.3 µs faster, twentieth session.)
+  // (Waiting here rather than first thing measured faster on the K-split kernel.)
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 
   const int warpgroup = threadIdx.x / 128;
@@ -542,13 +535,8 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, 
   if (err != cudaSuccess) return err;
   const int resident = CTAS_PER_SM * sm_count(device);
   const int grid = TILES < resident ? TILES : resident;  // persistent: CTAS_PER_SM blocks an SM
-  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row.
-  // Measured on the H200 (nineteenth session, calls 1-3; 16-row decode, graph-replayed): 128 tiles of one row on 132
-  // SMs ran 0.4-0.5 µs faster dependent at N = 12288, 14336 and 16384 (64x96, 64x112, 64x128 tiles), and 0.5-1.3
-  // µs at [128,4096]x[4096,14336] (128x112); grids that leave more SMs idle ran 1.8-3.2 µs slower (64x112 at N =
-  // 12288: 110 tiles; 64x128 and 64x224 at N = 14336: 112 and 64 tiles), as did 128 tiles over two tile rows
-  // (64x224 at 128 rows: 3.9 µs; not understood, so a full grid or one row only). Full grids: conv 8x256x56x56
-  // (800 tiles) gained 2% (seventh session, call 2).
+  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row:
+  // measured faster there, and slower on grids that leave more SMs idle or span two tile rows (not understood).
   const bool dependent = grid == resident || (TILES == TILES_N && 16 * (resident - grid) <= resident);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
