@@ -86,8 +86,8 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
     if spec.epilogue or spec.D is not None:
         out.extend(_epilogue_lines(spec))
     out.append("## Kernel family")
-    for name, module in FAMILIES.items():
-        out.append(f"  {name:<7} {module.SUMMARY}")
+    for name, family in FAMILIES.items():
+        out.append(f"  {name:<7} {family.summary}")
     if spec.dynamic:
         out.extend(_bucket_lines(plan_buckets(views, arch, tuned=tuned_buckets)))
         out.extend(_baseline_lines(views))

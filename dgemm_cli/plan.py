@@ -16,15 +16,15 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, solve
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families import FALLBACK, FAMILIES
+from dgemm_cli.families import FALLBACK, FAMILIES, FamilyPlan
 from dgemm_cli.families.solving import best
 from dgemm_cli.views import ProblemViews, analyse
 
 
 @dataclass(frozen=True)
 class Plan:
-    primary: Any  # the chosen family's plan (families.cta.TilePlan, families.hopper.HopperPlan, ...)
-    fallback: Any | None  # the `cta` plan taken at run time when the primary's pointer checks fail
+    primary: FamilyPlan  # the chosen family's plan
+    fallback: FamilyPlan | None  # the `cta` plan taken at run time when the primary's pointer checks fail
     family_decision: Decision
     tuned: dict[str, Any] | None = None  # what `deepgemm tune` measured for this plan (tune.summary)
 
@@ -33,7 +33,7 @@ class Plan:
         return self.primary.family
 
     @property
-    def kernels(self) -> tuple[Any, ...]:
+    def kernels(self) -> tuple[FamilyPlan, ...]:
         return (self.primary,) if self.fallback is None else (self.primary, self.fallback)
 
     @property
@@ -58,15 +58,15 @@ class PlanDetail:
 
     plan: Plan
     family_graph: ConstraintGraph
-    family_plans: dict[str, tuple[Any, ConstraintGraph] | None]  # None: gated out
+    family_plans: dict[str, tuple[FamilyPlan, ConstraintGraph] | None]  # None: gated out
 
 
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
-    gated = {name: module.gates(views, arch) for name, module in FAMILIES.items()}
+    gated = {name: family.gates(views, arch) for name, family in FAMILIES.items()}
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
-        for name, module in FAMILIES.items():
-            if not module.RUNTIME_ROWS:
+        for name, family in FAMILIES.items():
+            if not family.runtime_rows:
                 gated[name].append(("rows at run time", f"{name} kernels are compiled for one M; the family serves "
                                                         "only buckets of one size"))
     return gated
@@ -108,20 +108,20 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
     graph = _family_graph(gated, prefer)
-    solved: dict[str, tuple[Any, ConstraintGraph] | None] = {
-        name: None if gated[name] else best(module.problem(views, arch)) for name, module in FAMILIES.items()}
+    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {
+        name: None if gated[name] else best(family.problem(views, arch)) for name, family in FAMILIES.items()}
     sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     primary = solved[sol.assignment["family"]][0]
     fallback = as_fallback(solved[FALLBACK][0]) if needs_fallback(primary) else None
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
 
 
-def needs_fallback(primary: Any) -> bool:
+def needs_fallback(primary: FamilyPlan) -> bool:
     """The primary needs pointer alignment the spec does not promise: the cta plan goes beside it."""
     return primary.family != FALLBACK and bool(primary.runtime_align)
 
 
-def fallback_plan(views: ProblemViews, arch: Arch) -> Any:
+def fallback_plan(views: ProblemViews, arch: Arch) -> FamilyPlan:
     """The cta family's best plan, as a run-time fallback."""
     return as_fallback(best(FAMILIES[FALLBACK].problem(views, arch))[0])
 
@@ -185,7 +185,7 @@ class BucketPlan:
         return "+".join(dict.fromkeys(b.plan.family for b in self.buckets))
 
     @property
-    def kernels(self) -> tuple[Any, ...]:
+    def kernels(self) -> tuple[FamilyPlan, ...]:
         return tuple(k for b in self.buckets for k in b.plan.kernels)
 
     @property

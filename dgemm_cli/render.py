@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,13 +23,9 @@ from dgemm_cli import __version__
 from dgemm_cli.arch import ARCHES, Arch, lowest_arch
 from dgemm_cli.baseline import CublasPlan
 from dgemm_cli.errors import SpecError
+from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.renderers import Body
-from dgemm_cli.renderers import cta as cta_renderer
-from dgemm_cli.renderers import gemv as gemv_renderer
-from dgemm_cli.renderers import hopper as hopper_renderer
-from dgemm_cli.renderers import splitk as splitk_renderer
-from dgemm_cli.renderers import tcgemv as tcgemv_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
 
@@ -254,10 +251,10 @@ def _run_time_ctx(spec: Spec, views: ProblemViews) -> dict:
     }
 
 
-# One renderer per kernel family: the plan's `family` picks it.
-RENDERERS: dict[str, Callable[..., Body]] = {"cta": cta_renderer.render_body, "hopper": hopper_renderer.render_body,
-                                              "splitk": splitk_renderer.render_body, "gemv": gemv_renderer.render_body,
-                                              "tcgemv": tcgemv_renderer.render_body}
+def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: FamilyPlan, base: dict) -> Body:
+    """One kernel's namespace, by the renderer its family names (families.FAMILIES)."""
+    renderer: Callable[..., Body] = importlib.import_module(FAMILIES[plan.family].renderer).render_body
+    return renderer(env, spec, views, plan, base)
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,
@@ -289,7 +286,7 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
     """One plan's kernels rendered, and how the entry point reaches them: `when` (a bucket's sizes of the
     run-time letter m, tested in order) and `dispatch` (the pointer checks that pick the primary)."""
     base = base or base_context(spec, views, baseline, arch)
-    bodies = [RENDERERS[p.family](env, spec, views, p, base) for p in plan.kernels]
+    bodies = [render_body(env, spec, views, p, base) for p in plan.kernels]
     if bucket is not None:  # namespaces and titles name the bucket: m3_gemv, m5_8_splitk
         bodies = [dataclasses.replace(b, namespace=f"{bucket.label}_{b.namespace}",
                                       title=f"for {bucket.sizes('m')}: {b.title}") for b in bodies]

@@ -146,10 +146,10 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
                         + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))
     fallback = fallback_plan(views, arch)
     out = []
-    for name, module in FAMILIES.items():
+    for name, family in FAMILIES.items():
         if gated[name] or (families and name not in families):
             continue
-        for rank, fplan in enumerate(ranked(module.problem(views, arch), count)):
+        for rank, fplan in enumerate(ranked(family.problem(views, arch), count)):
             fb = fallback if needs_fallback(fplan) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))

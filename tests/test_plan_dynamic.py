@@ -64,7 +64,7 @@ def test_decode_buckets_are_single_sizes_then_ranges_on_run_time_families(decode
     assert plan.buckets[0].plan.family == "gemv"  # one row: the weight streamed into registers
     for b in plan.buckets:
         if not b.exact:
-            assert all(FAMILIES[k.family].RUNTIME_ROWS for k in b.plan.kernels), b.label
+            assert all(FAMILIES[k.family].runtime_rows for k in b.plan.kernels), b.label
             assert b.views.spec.dynamic == {"m": (b.lo, b.hi)} and b.views.m == b.hi
     assert plan.to_dict()["run_time"] == {"letter": "m", "min": 1, "max": 64, "why": plan.why}
 
@@ -161,7 +161,7 @@ def test_every_random_run_time_spec_plans_buckets_that_cover_its_range(seed):
         m = b.views.roles["m"]
         if not b.exact:
             assert m.segments[0].letters[0] == plan.letter  # outermost: its size enters no index math
-            assert all(FAMILIES[k.family].RUNTIME_ROWS for k in b.plan.kernels)
+            assert all(FAMILIES[k.family].runtime_rows for k in b.plan.kernels)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

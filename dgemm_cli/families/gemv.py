@@ -23,6 +23,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
@@ -353,3 +354,6 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         dependent_launch=arch.grid_dependency,
     )
 
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (GemvPlan,), "dgemm_cli.renderers.gemv")

@@ -44,6 +44,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.spec import DTYPE_BYTES
 from dgemm_cli.views import ProblemViews, ViewSegment, grid_too_large, output_unit_role
@@ -945,3 +946,6 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if plan.tiles > 2**31 - 1:
         raise grid_too_large(views, plan.tiles, "output tiles")
     return plan
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (HopperPlan,), "dgemm_cli.renderers.hopper")

@@ -35,6 +35,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families import cta
+from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
 
@@ -600,3 +601,6 @@ def _dot_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
     )
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan, DotPlan,), "dgemm_cli.renderers.splitk")

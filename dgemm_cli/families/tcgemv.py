@@ -36,6 +36,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
@@ -430,3 +431,6 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         a_row_stride=views.roles["m"].segments[0].stride("A") if shared else 0,
         act_bytes=act_bytes, barriers=barriers, assignment=dict(a),
     )
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TcGemvPlan,), "dgemm_cli.renderers.tcgemv")

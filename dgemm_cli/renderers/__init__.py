@@ -1,6 +1,6 @@
 """Per-family template contexts. Each module has `render_body(env, spec, views, plan, base) -> Body`,
-rendering templates/<family>/body.cu.j2 into the namespace `<family>` of <name>.cu; render.py
-dispatches through RENDERERS on the plan's `family`."""
+rendering templates/<family>/body.cu.j2 into the namespace `<family>` of <name>.cu; each family's
+`KernelFamily.renderer` names its module, and render.py dispatches on the plan's `family`."""
 
 from __future__ import annotations
 
