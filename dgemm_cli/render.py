@@ -228,6 +228,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "gencodes": {a.name: " ".join(a.gencode) for a in ARCHES.values()},
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
+        "launch": frozenset(),  # kernel_context reads it from the rendered kernels (launch_facts)
         # The header's C API: its parameters, the 16-bit types it defines, each pointer's view.
         "c_signature": _header_signature(spec), "views_doc": _header_views(spec),
         "half_types": sorted({o.dtype for o in ops.values()} & {"f16", "bf16"}),
@@ -257,6 +258,17 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     return renderer(env, spec, views, plan, base)
 
 
+# What a launcher does beyond its one launch, which <name>.h tells the caller (thread safety, graph capture): each
+# fact is read from the code the renderers emitted, so that the header never claims what the code does not do.
+LAUNCH_FACTS = {"scratch": "cudaMallocAsync", "tensor_maps": "encode_tiled()", "attributes": "cudaFuncSetAttribute",
+                "sm_count": "cudaDevAttrMultiProcessorCount", "clusters": "cudaOccupancyMaxActiveClusters",
+                "pointer_checks": "aligned("}
+
+
+def launch_facts(bodies: list[Body]) -> frozenset[str]:
+    return frozenset(fact for fact, code in LAUNCH_FACTS.items() if any(code in b.text for b in bodies))
+
+
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,
                    env: jinja2.Environment) -> dict:
     base = base_context(spec, views, baseline, arch)
@@ -273,7 +285,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
     return {
         **base,
         "family": plan.family, "family_why": family_why, "family_rejected": rejected,
-        "bodies": bodies, "routes": routes,
+        "bodies": bodies, "routes": routes, "launch": launch_facts(bodies),
         # A fixed-size spec's one route, as the header comment and the entry point name it.
         "primary": routes[0]["primary"], "fallback": routes[0]["fallback"], "dispatch": routes[0]["dispatch"],
         "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),

@@ -59,7 +59,8 @@ def _context(spec_doc: dict, edges: list[int] | None) -> dict:
     """The shared render context, with the run-time size's edges set here."""
     spec = parse_spec(spec_doc)
     views = analyse(spec)
-    k = base_context(spec, views, plan_baseline(views), get_arch("sm_90a"))
+    # No kernels: the header and harness are rendered for a hand-written stub, so there are no routes to describe.
+    k = {**base_context(spec, views, plan_baseline(views), get_arch("sm_90a")), "routes": []}
     if spec.dynamic:
         (letter, (lo, hi)), = spec.dynamic.items()
         k["dyn"] = {**(k.get("dyn") or {}), "letter": letter, "lo": lo, "hi": hi, "edges": edges}
