@@ -706,3 +706,14 @@ target_link_libraries(app_c PRIVATE h90)
     assert "compute_80,code=[compute_80,sm_80]" in arch_of["a80.cu"] and "compute_75" not in arch_of["a80.cu"]
     assert "compute_90a,code=[compute_90a,sm_90a]" in arch_of["h90.cu"] and "compute_86" not in arch_of["h90.cu"]
     assert "compute_75" in arch_of["own.cu"] and "compute_86" in arch_of["own.cu"]
+
+
+def test_a_folder_from_an_older_deepgemm_compiles_its_harness_whole(generated, fake_compile):
+    """Its dg_harness.cuh has no declarations-only guard: compiled against the shared object it would define
+    everything twice, so it links nothing shared."""
+    harness = generated / "dg_harness.cuh"
+    harness.write_text(harness.read_text().replace("DG_HARNESS_DECLARATIONS_ONLY", "DG_OLD_GUARD"))
+    assert build(generated, "sm_90a", FAKE_NVCC).ok
+    assert not any("dg_harness.cu" in c for c in fake_compile.calls)
+    compile_harness = next(c for c in fake_compile.calls if "odd_tails_harness.cu" in c)
+    assert "-DDG_HARNESS_DECLARATIONS_ONLY" not in compile_harness

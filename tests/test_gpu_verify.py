@@ -39,6 +39,18 @@ def test_odd_tails_verifies(tmp_path):
     assert rc == 0 and rows[0]["passed"] and rows[0]["rel_err"] < 1e-2
 
 
+@pytest.mark.parametrize("clamp", [[-1.562, -1.43], [1.5, 2.0]], ids=["below", "above"])
+def test_a_nan_input_stays_nan_through_tanh_and_a_clamp_outside_its_range(tmp_path, clamp):
+    """tanh.approx's result lies in [-1, 1], and ptxas folds a clamp beyond that range to a constant, NaN or not:
+    the kernel passes NaN on itself (a random spec found it: a full reduction, a scalar residual, tanh, a clamp)."""
+    spec = parse_spec({"name": "nan_tanh", "dtype": "bf16", "contraction": "mk,k->", "sizes": {"m": 3, "k": 4096},
+                       "epilogue": [{"activation": "tanh"}, {"clamp": clamp}]})
+    g = generate(spec, get_arch("sm_90a"), tmp_path)
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 0 and rows[0]["passed"], rows[0]["first_fail"]
+
+
 def test_broken_kernel_fails_verification(tmp_path):
     # Drop the last k-tile: verify must notice (the reference does not share this code).
     spec = parse_spec({"name": "broken", "gemm": {"m": 40, "n": 24, "k": 100}})
