@@ -232,24 +232,10 @@ def ensure_shared_harness(shared: SharedHarness, nvcc: Nvcc) -> subprocess.Compl
         return run
 
 
-def kernel_namespaces(plan: Mapping) -> dict[str, int]:
-    """Each kernel namespace of the generated .cu -> the dynamic shared memory its plan launches with:
-    `<family>` for a fixed-size plan (its primary and its run-time fallback), `<bucket>_<family>` (m3_gemv,
-    m5_8_splitk) for each bucket of a run-time size (render.py names them so)."""
-    found: dict[str, int] = {}
-
-    def add(prefix: str, entry: Mapping) -> None:
-        for kernel in (entry.get("primary"), entry.get("fallback")):
-            if kernel:
-                found[prefix + kernel["family"]] = int(kernel.get("smem_bytes", 0))
-
-    buckets = plan.get("buckets")
-    if buckets is None:
-        add("", plan)
-    for b in buckets or ():
-        label = f"m{b['min']}" if b["min"] == b["max"] else f"m{b['min']}_{b['max']}"
-        add(label + "_", b)
-    return found
+def kernel_namespaces(plan_json: Mapping) -> dict[str, int]:
+    """Each kernel namespace of the generated .cu -> the dynamic shared memory its launch asks for, as render
+    recorded it in plan.json (a folder from before that record: none known, reported as 0)."""
+    return dict(plan_json["build"].get("kernel_smem", {}))
 
 
 _NAMESPACE = re.compile(r"\(anonymous namespace\)::(\w+)::(\w+)")
@@ -410,7 +396,7 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only:
     assert kernel_run is not None  # the kernel compile always runs
     kernels = parse_ptxas(kernel_run.stderr)
     readable = demangle([k.kernel for k in kernels])
-    namespaces = kernel_namespaces(plan["plan"])
+    namespaces = kernel_namespaces(plan)
     result.kernels = [KernelResources(**{**vars(k), "kernel": readable[k.kernel],
                                          "dynamic_smem_bytes": dynamic_smem(readable[k.kernel], namespaces)})
                       for k in kernels]

@@ -320,6 +320,8 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
         "sizes": None if bucket is None else bucket.sizes("m"),
         "summary": f"{plan.family}: {plan.primary.summary}",
         "args": base["launch_args"],
+        # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
+        "kernel_smem": {b.namespace: p.smem_bytes for b, p in zip(bodies, plan.kernels)},
     }
 
 
@@ -435,6 +437,7 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()},
                   # What the kernels' instructions and launches need (arch.FEATURES), and the first arch with all of it.
                   "arch_features": sorted(features),
+                  "kernel_smem": {ns: smem for r in k["routes"] for ns, smem in r["kernel_smem"].items()},
                   "requires_arch": [needed] if (needed := lowest_arch(features)) else []},
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"

@@ -601,8 +601,9 @@ def test_harness_object_is_compiled_once_for_the_folders_beside(tmp_path, fake_c
 
 
 def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
-    plan = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])["plan"]
-    namespaces = kernel_namespaces(plan)
+    plan_json = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])
+    plan = plan_json["plan"]
+    namespaces = kernel_namespaces(plan_json)
     assert namespaces == {"hopper": plan["primary"]["smem_bytes"], "cta": plan["fallback"]["smem_bytes"]}
     assert namespaces["hopper"] > 48 * 1024
     demangled = "(anonymous namespace)::hopper::t_kernel(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16*, float, float)"
@@ -613,7 +614,7 @@ def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     assert dynamic_smem("_ZN12_GLOBAL__N_16hopper8t_finishEPKf", namespaces) == 0
     dyn = generate(load_spec(REPO / "specs" / "decode_dynamic.yaml"), get_arch("sm_90a"), tmp_path)
     buckets = json.loads((dyn.directory / "plan.json").read_text())["plan"]["buckets"]
-    namespaces = kernel_namespaces(json.loads((dyn.directory / "plan.json").read_text())["plan"])
+    namespaces = kernel_namespaces(json.loads((dyn.directory / "plan.json").read_text()))
     cu = (dyn.directory / "decode_dynamic.cu").read_text()
     assert all(f"namespace {ns} {{" in cu for ns in namespaces)  # the .cu's namespaces, by render.py's rule
     for b in buckets:
@@ -717,3 +718,7 @@ def test_a_folder_from_an_older_deepgemm_compiles_its_harness_whole(generated, f
     assert not any("dg_harness.cu" in c for c in fake_compile.calls)
     compile_harness = next(c for c in fake_compile.calls if "odd_tails_harness.cu" in c)
     assert "-DDG_HARNESS_DECLARATIONS_ONLY" not in compile_harness
+
+
+def test_a_plan_json_without_the_kernel_record_reports_no_dynamic_shared_memory():
+    assert kernel_namespaces({"build": {"nvcc_flags": []}}) == {}
