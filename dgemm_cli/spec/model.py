@@ -1,0 +1,186 @@
+"""The checked description of one problem: `Spec` and its views (`OperandView`, `EpilogueStep`), and the
+names the spec language accepts for dtypes, archs, operands and epilogue steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+# Names users type anyway (numpy, torch, C) -> ours; read with a note, written back in our names.
+DTYPE_ALIASES = {
+    "fp16": "f16", "half": "f16", "float16": "f16",
+    "bfloat16": "bf16",
+    "fp32": "f32", "float": "f32", "float32": "f32",
+}
+ACCUM_TYPES = ("f32",)
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
+OPERANDS = ("A", "B", "C")
+OUTPUT_VIEW = "D"  # the output view when it differs from the C that beta reads (cuBLASLt's C/D split)
+# The operands after A, B, C, in the C API's order: the output view, then the epilogue's views.
+EXTRA_OPERANDS = (OUTPUT_VIEW, "bias", "scale", "residual")
+# Epilogue steps, applied in order to t = alpha * (A.B) + beta * C (cuBLASLt's order). docs/design/epilogue.md has
+# the activations' formulas.
+ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh")
+EPILOGUE_STEPS = ("bias", "scale", "activation", "clamp", "residual")
+
+
+@dataclass(frozen=True)
+class OperandView:
+    """One operand as the user described it: letters in the operand's own order, element strides."""
+
+    name: str  # "A", "B" or "C"
+    letters: str  # e.g. "nchw"
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]  # element strides, same order as letters
+    offset: int  # elements from the base pointer to element [0, 0, ...]
+    dtype: str
+    align: int  # bytes the caller promises for the base pointer
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def stride_of(self, letter: str) -> int:
+        return self.strides[self.letters.index(letter)]
+
+    @property
+    def span(self) -> int:
+        """Elements a buffer must hold: offset + largest reachable index + 1."""
+        return self.offset + sum((s - 1) * st for s, st in zip(self.sizes, self.strides)) + 1
+
+
+@dataclass(frozen=True)
+class EpilogueStep:
+    """One step of the epilogue: `bias` / `scale` / `residual` carry a view over some of C's letters
+    (all of them for `residual`), `activation` a name, `clamp` its bounds."""
+
+    kind: str  # one of EPILOGUE_STEPS
+    view: OperandView | None = None
+    activation: str | None = None
+    clamp: tuple[float, float] | None = None
+
+    def describe(self) -> str:
+        """The step as a line of arithmetic on t: "t += bias[n]", "t = gelu_tanh(t)", "t = clamp(t, -1.0, 1.0)"."""
+        if self.view is not None:
+            return f"t {'*' if self.kind == 'scale' else '+'}= {self.kind}[{self.view.letters}]"
+        if self.kind == "activation":
+            return f"t = {self.activation}(t)"
+        assert self.clamp is not None
+        return f"t = clamp(t, {self.clamp[0]}, {self.clamp[1]})"
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.view is not None:
+            v = self.view
+            return {self.kind: {"letters": v.letters, "strides": list(v.strides), "offset": v.offset,
+                                "dtype": v.dtype, "align": v.align}}
+        if self.kind == "activation":
+            return {"activation": self.activation}
+        assert self.clamp is not None
+        return {"clamp": list(self.clamp)}
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    arch: str
+    accum: str
+    contraction: str  # normalised "ab,bc->ac"
+    sizes: dict[str, int]  # every letter -> size
+    A: OperandView
+    B: OperandView
+    C: OperandView
+    alpha: float
+    beta: float
+    # Provenance, not part of the problem: two specs that describe the same product are equal.
+    source: str = field(compare=False)  # file the spec came from (for messages)
+    shorthand: str = field(default="contraction", compare=False)  # "gemm" when written with `gemm:`
+    # What was read generously, e.g. "dtype 'half' read as f16"; `gen` prints them.
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    implicit_output: bool = field(default=False, compare=False)  # written without `->`: numpy's rule gave C
+    epilogue: tuple[EpilogueStep, ...] = ()  # applied in order to alpha * (A.B) + beta * C
+    D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
+    # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
+    dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # What is legal but likely wrong, e.g. views larger than any GPU's memory; `gen` prints them.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def operands(self) -> tuple[OperandView, OperandView, OperandView]:
+        return (self.A, self.B, self.C)
+
+    def operand(self, name: str) -> OperandView:
+        if name in OPERANDS:
+            return {"A": self.A, "B": self.B, "C": self.C}[name]
+        return next(op for op in self.extra_operands if op.name == name)
+
+    @property
+    def extra_operands(self) -> tuple[OperandView, ...]:
+        """D and the epilogue's views (each kind at most once), in the C API's order: D, bias, scale,
+        residual. Each is a view over some of C's letters (all of them for D and residual)."""
+        views = {st.kind: st.view for st in self.epilogue if st.view is not None}
+        if self.D is not None:
+            views[OUTPUT_VIEW] = self.D
+        return tuple(views[x] for x in EXTRA_OPERANDS if x in views)
+
+    def size_key(self, letter: str) -> str:
+        """The spec key that sizes `letter`, for messages: "gemm.m", "gemm.batch", "sizes.h"."""
+        if self.shorthand == "gemm":
+            return "gemm.batch" if letter == "b" else f"gemm.{letter}"
+        return f"sizes.{letter}"
+
+    @property
+    def output(self) -> OperandView:
+        """The view the kernel writes: D when the spec has one, else C (read for beta and written)."""
+        return self.D if self.D is not None else self.C
+
+    @property
+    def run_time_letter(self) -> tuple[str, int, int] | None:
+        """(letter, min, max) of the one letter sized at run time, or None."""
+        if not self.dynamic:
+            return None
+        (x, (lo, hi)), = self.dynamic.items()
+        return x, lo, hi
+
+    def rows_bucket(self, lo: int, hi: int) -> Spec:
+        """The problem one kernel of a run-time-sized spec serves: the run-time letter at most `hi`.
+        With lo == hi it is an ordinary fixed-size spec; otherwise the letter stays run-time sized
+        over [lo, hi] (its size here is hi). Strides never depend on the letter (parse_spec checks)."""
+        rt = self.run_time_letter
+        assert rt is not None and rt[1] <= lo <= hi <= rt[2], f"bucket {lo}..{hi} outside {rt}"
+        x = rt[0]
+
+        def resized(op: OperandView) -> OperandView:
+            if x not in op.letters:
+                return op
+            return replace(op, sizes=tuple(hi if y == x else n for y, n in zip(op.letters, op.sizes)))
+
+        epilogue = tuple(replace(st, view=resized(st.view)) if st.view is not None else st for st in self.epilogue)
+        return replace(self, sizes={**self.sizes, x: hi}, A=resized(self.A), B=resized(self.B), C=resized(self.C),
+                       D=resized(self.D) if self.D is not None else None, epilogue=epilogue,
+                       dynamic={x: (lo, hi)} if lo < hi else {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalised spec in the contraction form, every default filled in; `parse_spec`
+        reads it back to an equal Spec. Written into plan.json and the kernel's header comment."""
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "accum": self.accum,
+            "contraction": self.contraction,
+            "sizes": {x: ({"min": self.dynamic[x][0], "max": n} if x in self.dynamic else n)
+                      for x, n in self.sizes.items()},
+            "operands": {
+                op.name: {
+                    "strides": list(op.strides),
+                    "offset": op.offset,
+                    "dtype": op.dtype,
+                    "align": op.align,
+                }
+                for op in (*self.operands, *((self.D,) if self.D is not None else ()))
+            },
+            "alpha": self.alpha,
+            "beta": self.beta,
+            # Only when present: a spec without an epilogue normalises (and hashes) as before.
+            **({"epilogue": [st.to_dict() for st in self.epilogue]} if self.epilogue else {}),
+        }
