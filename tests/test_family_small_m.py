@@ -531,18 +531,6 @@ def test_wide_staged_share_draws_shapes_that_reach_the_staged_activation(tmp_pat
     assert len(groups) >= 8 and set(groups) == {6, 7, 8}, groups
 
 
-# The splitk tilings measured on the H200 in one run:
-# (block_n, block_k, warps_n, stages, splits), and µs in that order for three N = 2048 decode shapes and one N = 4096.
-SPLITK_TILINGS = ((128, 128, 4, 2, 16), (128, 64, 2, 2, 16), (128, 128, 4, 3, 16), (128, 64, 2, 4, 16),
-                  (128, 128, 4, 2, 8), (128, 64, 2, 4, 8), (64, 128, 2, 2, 16), (64, 64, 2, 4, 8))
-SPLITK_MEASURED = {
-    "sw_m1_n2048_k8192": (15.79, 14.76, 16.79, 15.73, 14.77, 13.12, 11.49, 12.29),
-    "sw_m8_n2048_k4096": (11.95, 10.70, 12.59, 10.85, 9.36, 9.33, 7.95, 9.13),
-    "sw_m4_n2048_k2048": (8.26, 6.43, 10.02, 7.71, 6.52, 5.70, 5.28, 6.00),
-    "sw_m1_n4096_k8192": (25.58, 21.08, 29.52, 24.07, 28.57, 27.63, 21.16, 23.76),
-}
-
-
 def _splitk_tiling(block_n: int, block_k: int, warps_n: int, stages: int, splits: int) -> dict:
     return {"block_m": 16, "block_n": block_n, "block_k": block_k, "warps_m": 1, "warps_n": warps_n,
             "stages": stages, "smem_inner_a": "k", "smem_inner_b": "k", "loader_a": "cp_async",
@@ -559,48 +547,8 @@ def test_clusters_fill_fewer_sms_on_the_h200():
     assert get_arch("sm_80").resident_blocks(2) == 216  # no cluster table: every SM
 
 
-@pytest.mark.parametrize("name", sorted(SPLITK_MEASURED))
-def test_splitk_model_ranks_the_measured_tilings(name):
-    """Among the eight splitk tilings measured per shape, the model's cheapest runs within 3% of the fastest. A
-    model without cluster waves (8 warps an SM to stream) picks 16x128x128 split 16 at N = 2048, the slowest but
-    one: 256 blocks of 78 KB are two waves of the 224 that clusters of 16 hold."""
-    measured = dict(zip(SPLITK_TILINGS, SPLITK_MEASURED[name]))
-    views = analyse(load_spec(REPO / "tests/data/specs" / f"{name}.yaml"))
-    problem = splitk.problem(views, get_arch("sm_90a"))
-    estimate = {t: of_assignment(problem, _splitk_tiling(*t)).cost_us for t in measured}
-    picked = min(estimate, key=estimate.get)
-    assert measured[picked] <= 1.03 * min(measured.values()), (picked, measured[picked], estimate)
-
-
-# f32 splitk tilings timed in one run on the H200 (µs): the tiling the model picks (FFMA k-tiles priced as the cta
-# family's) against the one a model with FFMA at the peak rate picks (one 256-thread block an SM, 6 stages).
-# Assignments as the tiling graph names them.
-def _ffma(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, splits: int, registers: int = 128,
-          loader_a: str = "cp_async") -> dict:
-    return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "stages": stages,
-            "splits": splits, "groups": 1, "registers": registers, "smem_inner_a": "m", "smem_inner_b": "n",
-            "loader_a": loader_a, "loader_b": "cp_async"}
-
-
-FFMA_MEASURED = {
-    "specs/f32/f32_skinny.yaml": ((_ffma(64, 64, 32, 4, 4, 6, 16, loader_a="transpose"), 20.77),
-                                  (_ffma(32, 16, 128, 1, 2, 6, 2), 69.27)),
-    "tests/data/specs/f32_splitk_m24.yaml": ((_ffma(32, 32, 32, 4, 4, 4, 16, 255, "transpose"), 6.85),
-                                             (_ffma(32, 16, 128, 1, 2, 6, 2), 15.73)),
-    "specs/einsum/ein_ab_bcd_to_ad_small_f32.yaml": ((_ffma(16, 16, 32, 1, 1, 8, 4), 2.95),
-                                                     (_ffma(32, 16, 128, 1, 2, 6, 2), 6.39)),
-}
-
-
-@pytest.mark.parametrize("path", sorted(FFMA_MEASURED))
-def test_splitk_ffma_model_ranks_the_measured_tilings(path):
-    """The faster of two measured f32 splitk tilings is the cheaper by the model. At the FMA peak rate a model
-    prices the 2.1-3.3x slower one below it: a 1x2 thread tile runs far under the peak, issue- and
-    shared-memory-bound, which the cta family's FFMA k-tile model prices."""
-    problem = splitk.problem(analyse(load_spec(REPO / path)), get_arch("sm_90a"))
-    (fast, fast_us), (slow, slow_us) = FFMA_MEASURED[path]
-    assert fast_us < slow_us
-    assert of_assignment(problem, fast).cost_us < of_assignment(problem, slow).cost_us
+# The splitk tilings measured on the H200 and the model's ranking of them: dgemm_cli/families/calibration.csv and
+# tests/test_calibration.py.
 
 
 def test_splitk_plan_says_how_many_waves_its_clusters_take():

@@ -8,11 +8,12 @@ other families. Two small constraint graphs are solved in turn:
      (cp.async of a vector when the view allows it, a strided gather when it does not, and for FFMA
      vector loads along k stored transposed when the view is contiguous along k).
 Every choice keeps the constraint or cost comparison that decided it, for `deepgemm explain`.
+Modules: cta_tile.py holds the tile's geometry, cta_cost.py the cost model; this one the plan, the graphs and the
+family, re-exporting their names.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,6 +21,35 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, solve
 from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.cta_cost import (  # noqa: F401 (re-exported: the splitk family and tests read them here)
+    COPY_SLOTS,
+    DATA_PATH_BYTES_PER_CLK,
+    K_TILE_LATENCY_US,
+    LAUNCH_US,
+    LOOP_SLOTS,
+    SCHEDULERS_PER_SM,
+    SECTOR_BYTES,
+    SYNC_CLOCKS,
+    _cost,
+    ffma_k_tile_clocks,
+    transposed_store_ways,
+)
+from dgemm_cli.families.cta_tile import (  # noqa: F401 (re-exported: renderers, splitk and tests import them here)
+    FFMA,
+    FULL_REGISTER_FILE,
+    MMA,
+    OTHER,
+    REGISTERS_PER_SM,
+    SMEM_PAD_BYTES,
+    STAGED,
+    SmemTile,
+    block_threads,
+    copy_elems,
+    fragment_vector,
+    smem_tile,
+    staged_per_thread,
+    tile_smem_bytes,
+)
 from dgemm_cli.families.solving import Problem
 from dgemm_cli.views import INT32_MAX, OperandFacts, ProblemViews, grid_too_large
 
@@ -28,9 +58,6 @@ SUMMARY = "CTA-tiled mma.sync m16n8k16 (f16/bf16) or FFMA (f32), cp.async / gath
 # Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): M enters only bounds
 # checks and the tile count, which the kernel takes at run time.
 RUNTIME_ROWS = True
-MMA = "mma.sync.m16n8k16"
-FFMA = "ffma"
-SMEM_PAD_BYTES = 16  # one 16-byte vector of padding per shared-memory row: conflict-free ldmatrix/cp.async
 MAX_ACCUM_PER_THREAD = 64  # f32 accumulators a thread keeps in registers without spilling
 MAX_GATHER_PER_THREAD = 16  # elements a thread stages in registers per gathered operand and k-tile
 MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across the math
@@ -39,8 +66,6 @@ MAX_LIVE_PER_THREAD = 96  # accumulators + staged gather elements live across th
 # faster on the H200. Gathers stage their next k-tile in registers and spill under it, so their plans keep the
 # full register file (min blocks 1).
 REGISTER_CAP = 128
-REGISTERS_PER_SM = 65536  # every arch in the table
-FULL_REGISTER_FILE = 255  # the most registers one thread can have
 # FFMA, by the `registers` decision: the accumulators a thread may own, and what it keeps across a k
 # step (accumulators + staged elements + the step's TM + TN values of A and B) without spilling: under the
 # 128 cap ptxas spills at 96 live values and not at 88. The whole file takes the thread tiles of 128
@@ -50,26 +75,6 @@ FFMA_MAX_LIVE = {REGISTER_CAP: 88, FULL_REGISTER_FILE: 176}
 # Under the 128 cap, loads a thread issues a k-tile into registers (transposes, gathers): ptxas spills at 16
 # and not at 8.
 MAX_STAGED_LOADS_UNDER_CAP = 8
-OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
-# Fixed cost of a launch in the cost model (µs), fitted to tunes on the H200: without it the model picks this
-# family on memory-bound mid-size problems where hopper is faster.
-LAUNCH_US = 2.5
-K_TILE_LATENCY_US = 0.8  # a k-tile's loads, issued to landed, that the pipeline must cover
-
-# The FFMA main loop's cost (cost model only, set a priori from the SM's structure; deepgemm tune measures).
-SCHEDULERS_PER_SM = 4  # warp schedulers, each issuing one instruction a clock: FFMA or anything else
-DATA_PATH_BYTES_PER_CLK = 128  # an SM's L1 / shared-memory data path, shared by LDS, STS and global sectors
-SECTOR_BYTES = 32
-COPY_SLOTS = 6  # issue slots of one global load or cp.async: index math, predicate, the instruction
-LOOP_SLOTS = 24  # issue slots of one k-tile's bookkeeping: wait, barrier, commit, stage pointers, loop
-# Clocks a block's warps idle at each k-tile's barrier until the first shared loads return; other
-# resident blocks' warps fill them.
-SYNC_CLOCKS = 100
-# Loader kinds. cp_async: vector copies, asynchronous. gather: element loads staged in registers across
-# the math. transpose (FFMA): vector loads along the view's stride-1 k, staged in registers and stored
-# transposed into the [k][m] / [k][n] tile the FFMA loop reads. gather_direct: element loads stored at
-# once (only as a run-time fallback).
-STAGED = ("gather", "transpose")  # kinds that hold the next k-tile in registers across the math
 
 
 @dataclass(frozen=True)
@@ -178,64 +183,6 @@ class TilePlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
-
-
-@dataclass(frozen=True)
-class SmemTile:
-    """One stage of one input in shared memory: `rows` rows of `inner` elements, padded to `pitch`."""
-
-    operand: str
-    rows: int
-    inner: int
-    pitch: int
-    rows_role: str
-    inner_role: str
-
-    @property
-    def elems(self) -> int:
-        return self.rows * self.pitch
-
-
-def smem_tile(operand: str, smem_inner: str, block_mn: int, block_k: int, elem_bytes: int) -> SmemTile:
-    other = OTHER[operand]
-    rows, inner = (block_mn, block_k) if smem_inner == "k" else (block_k, block_mn)
-    return SmemTile(operand, rows, inner, inner + SMEM_PAD_BYTES // elem_bytes,
-                    other if smem_inner == "k" else "k", smem_inner)
-
-
-def tile_smem_bytes(a: Assignment, elem_bytes: int) -> int:
-    a_tile = smem_tile("A", a["smem_inner_a"], a["block_m"], a["block_k"], elem_bytes)
-    b_tile = smem_tile("B", a["smem_inner_b"], a["block_n"], a["block_k"], elem_bytes)
-    return a["stages"] * (a_tile.elems + b_tile.elems) * elem_bytes
-
-
-def copy_elems(facts: OperandFacts, smem_inner: str, aligned: bool) -> int:
-    """Elements one copy may move: a vector along the stride-1 dim when shared rows follow it,
-    else single elements. `aligned`: assume a 16-byte-aligned base pointer (checked at run time)."""
-    if smem_inner != facts.unit_role:
-        return 1
-    return facts.vector_elems_aligned if aligned else facts.vector_elems
-
-
-def fragment_vector(thread_extent: int) -> int:
-    """FFMA: a thread's outputs along one dim come in groups of this many consecutive rows (columns),
-    each group's A (B) values one shared-memory vector of up to 16 bytes a k step."""
-    return math.gcd(thread_extent, 4)
-
-
-def staged_per_thread(a: Assignment, op: str, instruction: str) -> int:
-    """Elements of one k-tile of input `op` ("a" or "b") a thread holds in registers across the math (0
-    unless its loader is register-staged)."""
-    if a[f"loader_{op}"] not in STAGED:
-        return 0
-    extent = a["block_m"] if op == "a" else a["block_n"]
-    return math.ceil(extent * a["block_k"] / block_threads(a, instruction))
-
-
-def block_threads(a: Assignment, instruction: str) -> int:
-    if instruction == MMA:
-        return 32 * a["warps_m"] * a["warps_n"]
-    return (a["block_m"] // a["thread_m"]) * (a["block_n"] // a["thread_n"])
 
 
 def choose_instruction(views: ProblemViews, arch: Arch) -> tuple[str, Decision]:
@@ -428,131 +375,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
                     if a["registers"] == REGISTER_CAP
                     and "gather" in (a["loader_a"], a["loader_b"]) else None)
     return g
-
-
-def _cost(views: ProblemViews, arch: Arch, instruction: str):
-    """Estimated kernel time in µs, only to rank candidates: the largest of the math time of the
-    busiest SM, the DRAM time of the bytes all tiles stream, and the k-loop latency a shallow
-    pipeline cannot hide."""
-    elem = views.operands["A"].elem_bytes
-    m, n, k, batch = views.m, views.n, views.k, views.batch
-    clk = arch.clock_ghz * 1e3  # clocks per µs
-    rate = (arch.tc_flops_per_sm_clk if instruction == MMA else arch.fma_flops_per_sm_clk) * clk
-    c_bytes = batch * m * n * views.operands["C"].elem_bytes
-    ab_bytes = batch * (m + n) * k * elem
-
-    def cost(a: Assignment) -> float:
-        bm, bn, bk = a["block_m"], a["block_n"], a["block_k"]
-        threads = block_threads(a, instruction)
-        tiles = batch * math.ceil(m / bm) * math.ceil(n / bn)
-        k_tiles = math.ceil(k / bk)
-        limit = min(arch.smem_per_sm // tile_smem_bytes(a, elem), arch.max_threads_per_sm // threads,
-                    arch.max_blocks_per_sm)
-        tiles_per_sm = math.ceil(tiles / arch.sms)
-        if instruction == FFMA:
-            def resident_with(registers: int) -> int:
-                return max(1, min(limit, REGISTERS_PER_SM // (threads * registers), tiles_per_sm))
-            resident = resident_with(a["registers"])
-            # A cap that does not raise the blocks an SM holds only risks spills.
-            cap_buys_nothing = a["registers"] < FULL_REGISTER_FILE and resident == resident_with(FULL_REGISTER_FILE)
-        else:
-            resident = max(1, min(limit, tiles_per_sm))
-        busy_sms = min(tiles, arch.sms)
-        # Warps in flight hide latency; fewer than ~8 per SM leave the math units idle.
-        occupancy = min(1.0, resident * threads / 32 / 8)
-        gathers = sum(a[f"loader_{x}"] == "gather" for x in "ab")
-        if instruction == MMA:
-            wm, wn = bm // a["warps_m"], bn // a["warps_n"]
-            mmas, loads = (wm // 16) * (wn // 8), wm // 16 + wn // 16  # per k16 step of one warp
-            issue = mmas / (mmas + loads)
-            math_us = tiles_per_sm * bm * bn * k_tiles * bk * 2 / (rate * issue * occupancy)
-            latency_us = tiles_per_sm * k_tiles * K_TILE_LATENCY_US * (1 + gathers) / ((a["stages"] - 1) * resident)
-        else:
-            # The SM runs its tiles' k-tiles one after another at the rate issue or the data path allows,
-            # and each k-tile's barrier idles the block (hidden by the other resident blocks' warps).
-            math_us = tiles_per_sm * k_tiles * ffma_k_tile_clocks(views, a) / (clk * occupancy)
-            math_us += math.ceil(tiles_per_sm / resident) * k_tiles * SYNC_CLOCKS / (resident * clk)
-            # A cp.async k-tile is issued STAGES - 1 k-tiles ahead, a register-staged one only one.
-            depth = [1 if a[f"loader_{x}"] in STAGED else a["stages"] - 1 for x in "ab"]
-            latency_us = (tiles_per_sm * k_tiles * K_TILE_LATENCY_US * (1 + gathers) / resident
-                          * sum(1 / d for d in depth) / len(depth))
-            math_us *= 1.01 if cap_buys_nothing else 1.0
-        # Half the re-reads hit L2, but every input byte comes from DRAM once (the floor binds for
-        # small-M products, where each B byte is read by one tile).
-        streamed = max(tiles * (bm + bn) * k_tiles * bk * elem * 0.5, ab_bytes) + c_bytes
-        mem_us = streamed / (arch.dram_gbps * 1e3 * min(1.0, busy_sms / (arch.sms / 2)))
-        # The small latency term breaks ties towards deeper pipelines and fewer k-tiles. LAUNCH_US is
-        # what every launch pays before the first tile's data arrives and after its last store; it
-        # only matters against the other families (docs/design/cta.md, "Cost": calibrated on measured tunes).
-        return max(math_us, mem_us, latency_us) + 0.05 * latency_us + LAUNCH_US
-
-    return cost
-
-
-def ffma_k_tile_clocks(views: ProblemViews, a: Assignment) -> float:
-    """Clocks one block's k-tile of FFMA work occupies an SM: the larger of issue (FFMAs, shared loads,
-    the loaders' instructions and the loop's bookkeeping, one instruction a clock per scheduler) and the
-    L1 / shared-memory data path (fragment loads, the loaders' global sectors and shared stores)."""
-    bm, bn, bk, tm, tn = a["block_m"], a["block_n"], a["block_k"], a["thread_m"], a["thread_n"]
-    threads = block_threads(a, FFMA)
-    warps = threads // 32
-    vm, vn = fragment_vector(tm), fragment_vector(tn)
-    slots = bk * (tm * tn + tm // vm + tn // vn) + LOOP_SLOTS
-    # A warp spans lanes_n threads along n and lanes_m along m: its A loads of a k step touch lanes_m
-    # distinct vectors (the rest broadcast), its B loads lanes_n; 128 distinct bytes a wavefront.
-    lanes_n = min(bn // tn, 32)
-    lanes_m = max(1, 32 // lanes_n)
-    wavefronts = (tm // vm) * math.ceil(lanes_m * vm * 4 / DATA_PATH_BYTES_PER_CLK) \
-        + (tn // vn) * math.ceil(lanes_n * vn * 4 / DATA_PATH_BYTES_PER_CLK)
-    data_clocks = warps * bk * wavefronts
-    for op, extent in (("A", bm), ("B", bn)):
-        x = op.lower()
-        loader_slots, loader_clocks = _loader_work(views.operands[op], a[f"loader_{x}"], a[f"smem_inner_{x}"],
-                                                   extent, bk, threads)
-        slots += loader_slots
-        data_clocks += loader_clocks
-    # The small data-path term breaks ties towards fewer wavefronts: they queue, and the fragments a
-    # warp waits for arrive later.
-    return max(warps * slots / SCHEDULERS_PER_SM, data_clocks) + 0.05 * data_clocks
-
-
-def _loader_work(facts: OperandFacts, kind: str, inner: str, extent: int, bk: int,
-                 threads: int) -> tuple[float, float]:
-    """One k-tile of one input (FFMA cost model): issue slots a thread spends on it, and clocks of the
-    block's L1 / shared data path it takes (global sectors read, shared words written)."""
-    elems = extent * bk
-    per_thread = math.ceil(elems / threads)
-    if kind == "cp_async":
-        vec, coalesced, store_ways = copy_elems(facts, inner, aligned=True), inner == facts.unit_role, 1
-        slots = math.ceil(per_thread / vec) * COPY_SLOTS
-    elif kind == "transpose":
-        vec, coalesced = facts.vector_elems_aligned, True
-        store_ways = transposed_store_ways(extent, bk, vec, extent + SMEM_PAD_BYTES // facts.elem_bytes)
-        slots = math.ceil(per_thread / vec) * COPY_SLOTS + per_thread  # + one shared store an element
-    else:  # gather: element loads, then element stores
-        coalesced, store_ways = inner == facts.unit_role, 1
-        slots = per_thread * (COPY_SLOTS + 1)
-    # A warp walking the stride-1 dim uses whole sectors; across it, every element costs a sector.
-    sectors = elems * facts.elem_bytes / SECTOR_BYTES if coalesced else elems
-    data_bytes = sectors * SECTOR_BYTES + elems * facts.elem_bytes * store_ways
-    return slots, data_bytes / DATA_PATH_BYTES_PER_CLK
-
-
-@functools.cache  # pure in its four ints; the FFMA cost model asks for the same few tilings many times
-def transposed_store_ways(extent: int, bk: int, vec: int, pitch: int) -> int:
-    """Bank conflicts (ways) of a transposing loader's shared stores: lane l of a warp loads chunk l of
-    the tile (chunks of `vec` along k, a row's BK / vec chunks consecutive) and stores element j of it at
-    [k][row], a row of `pitch` words."""
-    chunks_per_row = bk // vec
-    worst = 1
-    for j in range(vec):
-        words: dict[int, set[int]] = {}
-        for lane in range(min(32, extent * chunks_per_row)):
-            row, chunk = divmod(lane, chunks_per_row)
-            word = (chunk * vec + j) * pitch + row
-            words.setdefault(word % 32, set()).add(word)
-        worst = max(worst, *(len(w) for w in words.values()))
-    return worst
 
 
 def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPlan:

@@ -40,6 +40,7 @@ RED_PAD = 4  # floats of padding per row of a partial tile
 MAX_LIVE_REGS = 80  # loaded B words + accumulators a thread: the rest of 128 holds A's chunk, addresses, loop state
 # Cost model constants (µs), only to rank candidates and families. Set a priori, then checked against
 # the level-1 tunes of the decode benchmarks.
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 LAUNCH_US = 1.5  # as the hopper family: gemv and hopper measure the same start
 MEMORY_LATENCY_US = 1.0  # an idle DRAM round trip (start-up)
 LOADED_LATENCY_US = 2.0  # a round trip under full load: what the bytes in flight must cover (Little's law)
@@ -47,14 +48,17 @@ REDUCE_US = 0.4  # cluster barriers and the DSMEM sum (splits > 1)
 # The share of DRAM bandwidth the register pipeline streams at, against the hopper family's TMA pipeline
 # (whose estimate takes the whole): with A staged in 16-byte vectors gemv measured a few percent faster than
 # hopper at M = 1 on the H200.
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 STREAM_SHARE = 1.05
 # Lanes along n (B n-contiguous, [K, N] weights) are untimed with the vector staging: they keep the share
 # measured with A staged element by element.
 STREAM_SHARE_LANES_N = 0.96
 # ...for one column a warp; each doubling of a warp's columns streams less (two columns measured slower; wider
 # untimed).
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 COLS_SHARE = 0.975
 # ...and for 128-thread blocks; 256-thread ones with the same columns a warp measured 0.7% slower.
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 THREADS_SHARE = 0.993
 # Staging A: one round trip (L2) a batch of 4 loads a thread, batches in sequence, a wave of blocks after another
 # (fitted to element against 16-byte staging on the H200).

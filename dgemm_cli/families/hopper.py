@@ -27,13 +27,9 @@ at a time with that block's coordinates; the store phase addresses C by block). 
 of each m-loop index, and fewer tiles: conv 8x256x56x56 (3136 rows a batch) has 784 tiles of 128x128, not
 800, which is 3 for each of 264 persistent blocks instead of 4 for 8 of them.
 
-Views: TMA takes up to 5 dims with any 16-byte-multiple strides, so an operand is loaded straight
-from the user's memory. Per input, its tensor map has two tiled dims (the innermost segment of k
-and of its other role, m for A / n for B) and one dim for every other segment it has a non-zero
-stride on (batch, outer m/n segments, outer k segments); a tile never straddles a segment, so each
-outer segment is a loop index of the tile or k-iteration. The tiled dim with stride 1 is the
-tensor map's innermost dim: k (K-major) or m/n (MN-major, wgmma's transpose mode). The gates list
-what TMA cannot take; those problems go to another family and `explain` says which gate failed.
+Modules: hopper_views.py reads the views (what TMA can load, the store phase, the tile grid) and hopper_cost.py
+prices a tiling; this module holds the plan, the gates and the tiling graph, and re-exports their names. The gates
+list what TMA cannot take; those problems go to another family and `explain` says which gate failed.
 """
 
 from __future__ import annotations
@@ -45,9 +41,64 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.hopper_cost import (  # noqa: F401 (re-exported: tests and tools read them here)
+    ACC_CHAINS_SPLIT_US,
+    CLUSTER_REDUCE_US,
+    DSMEM_BYTES_PER_CLK,
+    LAUNCH_US,
+    MULTICAST_FIXED_US,
+    MULTICAST_STREAM_GBPS,
+    REUSE_NO_PROMOTION,
+    STREAM_A_ROWS,
+    STREAM_LATENCY_US,
+    STREAM_NO_PROMOTION,
+    WGMMA_EFF,
+    _cost,
+    wgmma_eff,
+)
+from dgemm_cli.families.hopper_views import (  # noqa: F401 (re-exported: renderers and tests import them from here)
+    BLOCK_K,
+    BOX_MN,
+    EPI_COL_PITCH,
+    EPI_COLS,
+    EPI_ROW_PITCH,
+    PACK_BYTES,
+    PACK_COLS,
+    PACK_MIN_VEC,
+    PACK_PAD,
+    PACK_PITCH,
+    SWIZZLE_ROWS,
+    TMA_BASE_ALIGN,
+    TMA_MAX_DIM,
+    TMA_MAX_RANK,
+    TMA_MAX_STRIDE,
+    TMA_STRIDE_ALIGN,
+    LoopSegment,
+    TmaDim,
+    TmaOperand,
+    _inner,
+    _inner_is_run_time,
+    _round_up,
+    _size,
+    _with_box_rows,
+    a_box_rows,
+    a_rows_follow_m,
+    c_vector,
+    epi_bytes,
+    epi_cols,
+    epilogue_vectors,
+    flat_rows,
+    k_loops,
+    pack_cols,
+    packed_store,
+    problem_k_iters,
+    tile_grid,
+    tile_loops,
+    tma_operand,
+    weight_streams_once,
+)
 from dgemm_cli.families.solving import Problem, gated_problem
-from dgemm_cli.spec import DTYPE_BYTES
-from dgemm_cli.views import ProblemViews, ViewSegment, grid_too_large, output_unit_role
+from dgemm_cli.views import ProblemViews, grid_too_large
 
 NAME = "hopper"
 SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm_90a, f16/bf16)"
@@ -56,28 +107,6 @@ SUMMARY = "TMA + wgmma, warp-specialized producer/consumers, persistent grid (sm
 # when it is an outer m segment (a tile loop).
 RUNTIME_ROWS = True
 
-BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
-BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide
-TMA_MAX_RANK = 5
-TMA_STRIDE_ALIGN = 16
-TMA_BASE_ALIGN = 16
-TMA_MAX_STRIDE = 1 << 40
-TMA_MAX_DIM = 1 << 32
-# Output columns a consumer warpgroup stages through shared memory at a time (epi_cols: 16 where 32 does not divide
-# the tile's width).
-EPI_COLS = 32
-EPI_ROW_PITCH = EPI_COLS + 8  # floats: [row][col] staging, conflict-free float2 writes
-EPI_COL_PITCH = 64 + 4  # floats: [col][row] staging for m-contiguous C, 16-byte aligned columns
-# The packed store (16-bit output, nothing read beside the accumulators, beta == 0 at run time): the epilogue
-# runs on the accumulators in registers, stmatrix writes 16-bit pairs into a staging tile of PACK_COLS columns
-# by 64 rows, PACK_PAD elements of padding a line (so that stmatrix's eight 16-byte rows hit distinct banks).
-# Why: on short-K convs the f32 staging store's shared-memory round trips hold most of the consumer warps' stall
-# samples (measured on the H200).
-PACK_COLS = 64  # at most; a BN that is not a multiple takes the largest of 32 and 16 that divides it
-PACK_PAD = 8
-PACK_PITCH = 64 + PACK_PAD  # elements a line: 64 rows of a column, or PACK_COLS (64) columns of a row
-PACK_BYTES = 64 * PACK_PITCH * 2  # one 64 x PACK_COLS tile of 16-bit values, either way round
-PACK_MIN_VEC = 4  # copies of at least 8 bytes: narrower outputs keep the f32 staging
 PRODUCER_REGS = 40
 # Tile widths (the wgmma N, a multiple of 16 here). Past the powers of two, widths that let the tile count fill
 # the SMs: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112. An MN-major B is loaded in
@@ -86,16 +115,11 @@ PRODUCER_REGS = 40
 # runs 24 and 32 (not measured elsewhere).
 BLOCK_N = (32, 48, 64, 96, 112, 128, 160, 192, 224, 256)
 NARROW_N = 64
-# wgmma's share of the tensor-core peak by tile width (shared-memory bytes per FLOP fall as N grows), set at the
-# powers of two and interpolated between them (32: not measured, below 64 by 64's step below 128).
-WGMMA_EFF = {32: 0.44, 64: 0.62, 128: 0.8, 256: 0.9}
-LAUNCH_US = 1.5  # fixed cost of a launch in the cost model (barrier setup, tensor-map prefetch, the last tile)
 RASTER_GROUP = 8  # tile rows (along the larger tile count) walked together for L2 reuse
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
 CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilogue beside the accumulators
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
-SWIZZLE_ROWS = 8  # rows of a 128B swizzle atom: A's box of few rows is a whole number of them
 # TMA pipeline depths: at most DEEP_STAGES. 8 stages are the fastest depth of every decode tiling measured on the H200
 # where they fit; other depths (7, 9, 10, 12) ran level or slower, so none is offered. Rings deeper than DEEP_STAGES
 # only in A-multicast clusters, whose 64x32 stages are 12 KB: there 10 measured fastest.
@@ -108,82 +132,19 @@ K_SPLITS = (1, 2)
 # them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
 # and through L2 once without a K split and its cluster reduce. Measured slower than the K split on 2 of 3 specs:
-# priced below (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
+# priced in hopper_cost.py (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
 A_MULTICAST = (1, 2)
 # Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
 # on the previous one's accumulators; with two, neighbours are independent and the sets are summed once at the
 # tile's end. Two sets only with the K split (a long chain of k-iterations a slice): measured faster there on the
 # H200, level or slower on the unsplit and A-multicast kernels. The model credits them ACC_CHAINS_SPLIT_US.
 ACC_CHAINS = (1, 2)
-ACC_CHAINS_SPLIT_US = 0.1  # what the K-split kernel gains with two sets in the model (measured 0.05-0.4 µs)
-# The rate A streams at from DRAM through a multicast cluster, at the model's scale. Fitted to one spec on the H200
-# ([4096,4096]x[4096,44] f16, roles swapped), where the multicast kernel streams slower than the K split, for reasons
-# not yet understood: priced so that the split stays ahead and `tune` can still measure the multicast plan.
-MULTICAST_STREAM_GBPS = 3250
-# And a fixed cost on top, fitted to three measured specs: the model's picks come out right on two of them (on
-# 3 x [1024,512]x[512,36] with A shared it takes the unsplit plan, which measured 8% slower).
-MULTICAST_FIXED_US = 2.0
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
-# The K split's reduction and its cluster launch: two cluster barriers and the partial tile's round trip through
-# shared memory, then its DSMEM reads at about 32 bytes a clock an SM. Priced at what the 64x64 split plan measured
-# over its estimate on the H200, against gemv and tcgemv at 1..16 rows. Bounded above by the splitk family (its own
-# reduce priced 0.4): a higher price hands GQA P.V over a KV cache to splitk, which measured slower there.
-CLUSTER_REDUCE_US = 0.8
-DSMEM_BYTES_PER_CLK = 32
-# The round trip of a TMA load that misses L2 while DRAM is busy (half the SMs or more streaming). Where the weight
-# streams from DRAM once (one tile row), an SM can read it no faster than `stages` boxes a round trip (Little's
-# law), whatever DRAM's whole bandwidth; with fewer SMs streaming the trip shortens towards the idle 0.8 µs (a
-# tile or two of a small weight). Not counted where A streams (one tile column): not measured there. Fitted on the
-# H200 to the unsplit 64x64 plan on 64 of the 132 SMs at [17..64, 2048]x[2048, 4096] bf16, at the model's scale.
-# At 8 stages this bound stays under the DRAM time wherever the tiles fill the GPU (64x64 split 2 at N = 4096, 128
-# tiles at N = 14336), so those plans keep their estimates.
-STREAM_LATENCY_US = 1.6
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM), measured on the H200: where the
 # weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
 # bytes), the maps run up to 3% faster without promotion; everywhere else 256 bytes runs as fast or faster (up to 8%).
-# First in the domain: where the costs tie (a split plan, below), the plan takes no promotion.
+# First in the domain: where the costs tie (a split plan, hopper_cost.py), the plan takes no promotion.
 L2_PROMOTIONS = ("none", "256B")
-# The model's factor on the DRAM time without promotion where the weight streams: below the measured mean gain (1.5%),
-# since the model already prices hopper close to gemv at one row, where gemv measures faster. Counted only on unsplit
-# plans with A boxes of 9..64 rows: split plans and boxes of one swizzle atom (1..8 rows) are contested by gemv and
-# tcgemv, which the model already prices hopper too low against, so counting the gain there would hand them to hopper.
-# Those plans still take no promotion: their costs tie and "none" comes first.
-STREAM_NO_PROMOTION = 0.99
-STREAM_A_ROWS = (SWIZZLE_ROWS + 1, 64)  # A's box rows beside the streamed weight where the gain is counted
-REUSE_NO_PROMOTION = 1.08  # ... and on the whole (the tiles' or the DRAM time) elsewhere
-
-
-@dataclass(frozen=True)
-class TmaDim:
-    """One dim of an operand's tensor map, innermost first."""
-
-    label: str
-    size: int
-    stride_bytes: int  # 0 for the innermost dim (contiguous)
-    box: int
-    index: str  # what indexes it in the kernel: "k" / "mn" (tiled) or "loop<i>" / "kouter<i>"
-
-
-@dataclass(frozen=True)
-class TmaOperand:
-    operand: str  # "A" or "B"
-    major: str  # "k": K-major (k contiguous); "mn": MN-major (m or n contiguous, wgmma transpose)
-    dims: tuple[TmaDim, ...]
-    boxes_per_stage: int  # MN-major: one 64-wide box per 64 rows of m/n; K-major: one box
-    stage_bytes: int
-    # Bytes the view's first element must be aligned to that the spec does not promise: checked at
-    # run time, the other family runs when it fails. 0: promised.
-    runtime_align: int
-
-
-@dataclass(frozen=True)
-class LoopSegment:
-    """A segment that is not tiled: a loop index of the tile (batch, outer m/n) or of the k loop."""
-
-    label: str
-    role: str
-    size: int
-    stride: dict[str, int]  # element stride per operand, 0 where the operand lacks it (broadcast)
 
 
 @dataclass(frozen=True)
@@ -399,137 +360,6 @@ class HopperPlan:
                 "a_evict_first": self.a_evict_first, "decisions": [x.to_dict() for x in self.decisions]}
 
 
-# ------------------------------------------------------------------------------------------------
-# What TMA can take
-# ------------------------------------------------------------------------------------------------
-
-def _stride(seg: ViewSegment, op: str) -> int:
-    return dict(seg.strides).get(op, 0)
-
-
-def _inner(views: ProblemViews, role: str) -> ViewSegment | None:
-    segs = views.roles[role].segments
-    return segs[-1] if segs else None
-
-
-def _outer(views: ProblemViews, role: str) -> tuple[ViewSegment, ...]:
-    return views.roles[role].segments[:-1]
-
-
-def _loop(seg: ViewSegment, role: str) -> LoopSegment:
-    # A, B, C always (0 where the operand lacks the role), and D and the epilogue's views where the spec has them.
-    return LoopSegment(seg.label, role, seg.size, {**{op: _stride(seg, op) for op in "ABC"}, **dict(seg.strides)})
-
-
-def tile_loops(views: ProblemViews) -> tuple[LoopSegment, ...]:
-    return tuple([_loop(s, "batch") for s in views.roles["batch"].segments]
-                 + [_loop(s, "m") for s in _outer(views, "m")]
-                 + [_loop(s, "n") for s in _outer(views, "n")])
-
-
-def k_loops(views: ProblemViews) -> tuple[LoopSegment, ...]:
-    return tuple(_loop(s, "k") for s in _outer(views, "k"))
-
-
-def tma_operand(views: ProblemViews, name: str, block_mn: int) -> TmaOperand | str:
-    """The tensor map of input `name` for a tile `block_mn` wide along its other role, or the reason
-    TMA cannot load it."""
-    other = "m" if name == "A" else "n"
-    facts = views.operands[name]
-    spec_op = views.spec.operand(name)
-    elem = facts.elem_bytes
-    k_seg, o_seg = _inner(views, "k"), _inner(views, other)
-    k_stride = _stride(k_seg, name) if k_seg else 0
-    o_stride = _stride(o_seg, name) if o_seg else 0
-    if k_seg and k_stride == 0:
-        return f"{name} has stride 0 along its innermost k segment {k_seg.label} (broadcast inside a tile)"
-    if o_seg and o_stride == 0:
-        return f"{name} has stride 0 along its innermost {other} segment {o_seg.label} (broadcast inside a tile)"
-    if k_stride == 1:
-        major = "k"
-    elif o_stride == 1:
-        major = "mn"
-    else:
-        return (f"{name}'s innermost dim is strided (its innermost k and {other} segments have strides "
-                f"{k_stride or '-'} and {o_stride or '-'}): TMA needs a dense innermost dim")
-    k_size = k_seg.size if k_seg else 1
-    o_size = o_seg.size if o_seg else 1
-    k_label = k_seg.label if k_seg else "-"
-    o_label = o_seg.label if o_seg else "-"
-    unit_size = k_size if major == "k" else o_size
-    # A size-1 tiled dim has no stride of its own: any 16-byte multiple addresses its only element.
-    fake = -(-unit_size * elem // TMA_STRIDE_ALIGN) * TMA_STRIDE_ALIGN
-    if major == "k":
-        dims = [TmaDim(k_label, k_size, 0, BLOCK_K, "k"),
-                TmaDim(o_label, o_size, o_stride * elem if o_seg else fake, block_mn, "mn")]
-    else:
-        dims = [TmaDim(o_label, o_size, 0, BOX_MN, "mn"),
-                TmaDim(k_label, k_size, k_stride * elem if k_seg else fake, BLOCK_K, "k")]
-    for i, loop in enumerate(tile_loops(views)):
-        if loop.stride[name]:
-            dims.append(TmaDim(loop.label, loop.size, loop.stride[name] * elem, 1, f"loop{i}"))
-    for i, loop in enumerate(k_loops(views)):
-        if loop.stride[name]:
-            dims.append(TmaDim(loop.label, loop.size, loop.stride[name] * elem, 1, f"kouter{i}"))
-    if len(dims) > TMA_MAX_RANK:
-        return (f"{name} needs a {len(dims)}-dim tensor map ({', '.join(d.label for d in dims)}): "
-                f"TMA takes at most {TMA_MAX_RANK}")
-    for d in dims[1:]:
-        if d.stride_bytes % TMA_STRIDE_ALIGN or d.stride_bytes >= TMA_MAX_STRIDE or d.stride_bytes < 0:
-            return (f"{name}'s stride along {d.label} is {d.stride_bytes} bytes, not a positive multiple of "
-                    f"{TMA_STRIDE_ALIGN} below 2^40")
-    for d in dims:
-        if d.size >= TMA_MAX_DIM:
-            return f"{name}'s dim {d.label} has {d.size} elements, over TMA's 2^32"
-    start = spec_op.offset * elem
-    if start % TMA_BASE_ALIGN:
-        return (f"{name}'s view starts {spec_op.offset} elements ({start} bytes) into its buffer: not "
-                f"{TMA_BASE_ALIGN}-byte aligned when the buffer is")
-    runtime = TMA_BASE_ALIGN if facts.align < TMA_BASE_ALIGN else 0
-    boxes = block_mn // BOX_MN if major == "mn" else 1
-    return TmaOperand(name, major, tuple(dims), boxes, block_mn * BLOCK_K * elem, runtime)
-
-
-def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
-    """(The output's contiguous tiled role, elements per vector store, alignment to check at run time).
-    The output is C, or D when the spec has a separate output view."""
-    out = views.spec.output
-    elem = DTYPE_BYTES[out.dtype]
-    unit = output_unit_role(views)
-    if unit is None:
-        return None, 1, 0
-    others = [loop.stride[out.name] for loop in tile_loops(views)]
-    other_role = "m" if unit == "n" else "n"
-    seg = _inner(views, other_role)
-    if seg is not None:
-        others.append(_stride(seg, out.name))
-    vec = 16 // elem
-    while vec > 1 and any(s % vec for s in others):
-        vec //= 2
-    if out.offset % vec:
-        vec = 1
-    need = vec * elem
-    return unit, vec, (need if out.align < need and vec > 1 else 0)
-
-
-def epilogue_vectors(views: ProblemViews, c_unit: str | None, c_vec: int) -> tuple[tuple[str, int, int], ...]:
-    """The views the store phase reads beside the output that take vector loads along its vectors of
-    c_vec elements: (view, elements a load, alignment to check at run time or 0). A view qualifies when it
-    is contiguous along c_unit and its other strides and offset keep every vector aligned (views.py's
-    vector width, with a 16-byte base where the spec promises less: the launcher checks the pointer). A
-    view with stride 0 along c_unit (a per-row scale under column vectors) reads one element a vector."""
-    spec = views.spec
-    reads = (["C"] if spec.D is not None else []) + [op.name for op in spec.extra_operands if op.name != "D"]
-    out = []
-    for name in reads if c_unit is not None and c_vec > 1 else ():
-        facts = views.operands[name]
-        load = min(c_vec, 16 // facts.elem_bytes)
-        if facts.unit_role != c_unit or facts.vector_elems_aligned < load:
-            continue
-        out.append((name, load, 0 if facts.vector_elems >= load else load * facts.elem_bytes))
-    return tuple(out)
-
-
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     """(constraint, reason) for everything that rules the family out of this problem; [] if none."""
     out = []
@@ -553,42 +383,6 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 # Tiling graph and cost
 # ------------------------------------------------------------------------------------------------
 
-def epi_cols(block_n: int) -> int:
-    """Columns the f32 staging store takes at a time: EPI_COLS, or 16 where it does not divide the tile."""
-    return EPI_COLS if block_n % EPI_COLS == 0 else 16
-
-
-def pack_cols(block_n: int) -> int:
-    """Columns the packed store takes at a time: the largest of PACK_COLS, 32 and 16 that divides the tile."""
-    return next(c for c in (PACK_COLS, 32, 16) if block_n % c == 0)
-
-
-def wgmma_eff(block_n: int) -> float:
-    """WGMMA_EFF at block_n, linear between its widths."""
-    widths = sorted(WGMMA_EFF)
-    lo = max(w for w in widths if w <= block_n)
-    hi = min(w for w in widths if w >= block_n)
-    if lo == hi:
-        return WGMMA_EFF[lo]
-    return WGMMA_EFF[lo] + (WGMMA_EFF[hi] - WGMMA_EFF[lo]) * (block_n - lo) / (hi - lo)
-
-
-def epi_bytes(c_unit: str | None, packed: bool = False) -> int:
-    """A consumer warpgroup's staging buffer: f32 columns (or rows), and the packed store's tile in the same bytes."""
-    staged = EPI_COLS * EPI_COL_PITCH * 4 if c_unit == "m" else 64 * EPI_ROW_PITCH * 4
-    return max(staged, PACK_BYTES) if packed else staged
-
-
-def packed_store(views: ProblemViews) -> bool:
-    """Whether the store phase can pack: a 16-bit output written in vectors of at least PACK_MIN_VEC elements,
-    and an epilogue that reads no view (no C beside D, no bias, scale or residual): the values are final
-    in registers once beta == 0."""
-    spec = views.spec
-    unit, vec, _ = c_vector(views)
-    reads = spec.D is not None or any(op.name != "D" for op in spec.extra_operands)
-    return DTYPE_BYTES[spec.output.dtype] == 2 and unit is not None and vec >= PACK_MIN_VEC and not reads
-
-
 def red_pitch(a: Assignment, c_unit: str | None) -> int:
     """Floats a row of the parked partial tile ([row][col]; [col][row] when C is m-contiguous)."""
     return (a["block_m"] if c_unit == "m" else a["block_n"]) + RED_PAD
@@ -600,16 +394,6 @@ def k_split_slices(k_iters: int, splits: int) -> tuple[int, str | None]:
     if (splits - 1) * per >= k_iters:
         return per, f"{k_iters} k-iteration(s) in slices of {per} leave block {splits - 1} without one"
     return per, None
-
-
-def a_rows_follow_m(views: ProblemViews) -> bool:
-    """Whether A's box can be cut to the rows present: K-major A (a box of whole rows)."""
-    a = tma_operand(views, "A", BOX_MN)
-    return not isinstance(a, str) and a.major == "k"
-
-
-def a_box_rows(m_inner: int, block_m: int) -> int:
-    return min(block_m, -(-m_inner // SWIZZLE_ROWS) * SWIZZLE_ROWS)
 
 
 def smem_bytes(a: Assignment, c_unit: str | None, elem: int, packed: bool = False) -> int:
@@ -747,150 +531,9 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     return g
 
 
-def tile_grid(views: ProblemViews):
-    """The tile counts of a tiling, as a function of (block_m, block_n, k_splits) -> (tile groups, tiles_m,
-    tiles_n, flat rows), the view facts read once. Flat rows (module doc): m has outer segments, its tiled
-    segment is a whole number of 64-row blocks, rows are fixed at build time, the tile is not split, and it
-    saves tiles; then the groups count only the other loops and tiles_m covers the m loops' rows."""
-    loops = tile_loops(views)
-    groups = math.prod(x.size for x in loops)
-    m_loops = math.prod(x.size for x in loops if x.role == "m")
-    m_inner, n_inner = _size(views, "m"), _size(views, "n")
-    run_time = views.spec.run_time_letter
-    eligible = m_loops > 1 and m_inner % BOX_MN == 0 and not (run_time and run_time[1] < run_time[2])
-
-    def grid(block_m: int, block_n: int, k_splits: int) -> tuple[int, int, int, bool]:
-        tiles_m, tiles_n = math.ceil(m_inner / block_m), math.ceil(n_inner / block_n)
-        flat_m = math.ceil(m_loops * m_inner / block_m)
-        if eligible and k_splits == 1 and flat_m < m_loops * tiles_m:
-            return groups // m_loops, flat_m, tiles_n, True
-        return groups, tiles_m, tiles_n, False
-
-    return grid
-
-
-def flat_rows(views: ProblemViews, block_m: int, k_splits: int) -> bool:
-    """Whether the tiles of this tiling run across the m loops (tile_grid)."""
-    return tile_grid(views)(block_m, BOX_MN, k_splits)[3]
-
-
-def weight_streams_once(loops: tuple[LoopSegment, ...], tiles_m: int, flat: bool) -> bool:
-    """Whether every weight (B) tile is read by one tile only: one tile row, and no tile group reading the same
-    B tiles again (outer m segments in `loops`, the tile loops, unless flat rows fold them into tiles_m; batch
-    segments B is broadcast over)."""
-    m_rereads = math.prod(x.size for x in loops if x.role == "m")
-    batch_rereads = math.prod(x.size for x in loops if x.role == "batch" and x.stride["B"] == 0)
-    return tiles_m == 1 and (flat or m_rereads == 1) and batch_rereads == 1
-
-
-def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
-
-
-def _inner_is_run_time(views: ProblemViews, role: str) -> bool:
-    """Whether the run-time letter (sized over a range) lies in this role's tiled (innermost) segment."""
-    run_time = views.spec.run_time_letter
-    seg = _inner(views, role)
-    return bool(run_time and run_time[1] < run_time[2] and seg and run_time[0] in seg.letters)
-
-
-def _size(views: ProblemViews, role: str) -> int:
-    """The size of a role's tiled (innermost) segment; 1 without one."""
-    seg = _inner(views, role)
-    return seg.size if seg else 1
-
-
-def problem_k_iters(views: ProblemViews) -> int:
-    """k-tiles of a tile: the tiled k segment in BLOCK_K steps, times the outer k segments."""
-    return math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / BLOCK_K)
-
-
-def _cost(views: ProblemViews, arch: Arch):
-    """Estimated µs, only to rank candidates (against each other and the other families): the busiest
-    SM's tiles, each the slowest of its math, its loads at the depth the pipeline allows, and its share
-    of L2 traffic; at least the DRAM time of the unique bytes; plus the persistent kernel's start."""
-    elem = views.operands["A"].elem_bytes
-    c_elem = views.operands["C"].elem_bytes
-    grid = tile_grid(views)
-    m_inner = _size(views, "m")
-    k_iters_all = problem_k_iters(views)
-    clk = arch.clock_ghz * 1e3
-    follow = a_rows_follow_m(views)
-    loops = tile_loops(views)
-    unique = (views.operands["A"].span * elem + views.operands["B"].span * elem
-              + views.batch * views.m * views.n * c_elem * (2 if views.spec.beta else 1))
-    dram_us = unique / (arch.dram_gbps * 1e3)
-    a_bytes = views.operands["A"].span * elem
-    tma_latency_us = 0.8
-
-    def cost(a: Assignment) -> float:
-        bm, bn, cons, ctas, splits = a["block_m"], a["block_n"], a["consumers"], a["ctas_per_sm"], a["k_splits"]
-        # A K split makes `splits` blocks of every tile, each with a slice of its k-iterations.
-        parts = a["a_multicast"]
-        groups, tiles_m, tiles_n, flat = grid(bm, bn, splits)
-        tiles = groups * tiles_m * _round_up(tiles_n, parts) * splits
-        streams_once = weight_streams_once(loops, tiles_m, flat)
-        k_iters = math.ceil(k_iters_all / splits)
-        tiles_per_sm = math.ceil(tiles / arch.sms)
-        busy = min(tiles, arch.sms)
-        # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
-        # leaves the tensor cores idle while it waits on its own barriers and epilogue.
-        eff = wgmma_eff(bn) * (1.0 if cons == 2 else 0.8)
-        math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
-        a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
-        stage = (a_rows // parts + bn) * BLOCK_K * elem  # what an SM reads through L2 a stage
-        load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
-        l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
-        l2_us = k_iters * stage / l2_share
-        epi_us = bm * bn * c_elem / (arch.dram_gbps * 1e3 / busy)
-        # One block an SM runs its epilogue after its main loop (only the producer's prefetch overlaps);
-        # with two, the other block's main loop fills that time. Two blocks share the SM's tensor cores
-        # and its L2 share, so their math and loads still add up per SM.
-        load_us *= ctas
-        exposed_epi = epi_us if ctas == 1 else 0.1 * epi_us
-        tile_us = max(math_us, load_us, l2_us) + exposed_epi
-        # A split's reduction runs after the whole K slice has streamed: nothing overlaps it.
-        reduce_us = CLUSTER_REDUCE_US + bm * bn * 4 / (DSMEM_BYTES_PER_CLK * clk) if splits > 1 else 0.0
-        # Without L2 promotion the weight reads from DRAM faster where it streams once (one tile row) beside
-        # an A box of at most 64 rows (the gain counted at 9..64 rows, unsplit); elsewhere it runs slower
-        # (L2_PROMOTIONS).
-        stream_us, reread = dram_us, 1.0
-        if a["l2_promotion"] == "none":
-            if tiles_m == 1 and a_rows <= STREAM_A_ROWS[1]:
-                if splits == 1 and a_rows >= STREAM_A_ROWS[0]:
-                    stream_us *= STREAM_NO_PROMOTION
-            else:
-                reread = REUSE_NO_PROMOTION
-        # Where the weight streams once (one tile row, no tile group reading it again), each SM reads it at most
-        # `stages` boxes a round trip a block: a GPU the tiles leave half empty streams at about half the rate. The
-        # round trip lengthens from the idle one as more SMs stream, to STREAM_LATENCY_US from half of them on.
-        if parts > 1:  # A through a multicast cluster streams no faster than measured (MULTICAST_STREAM_GBPS)
-            stream_us = max(stream_us, a_bytes / (MULTICAST_STREAM_GBPS * 1e3))
-        if streams_once:
-            trip_us = tma_latency_us + (STREAM_LATENCY_US - tma_latency_us) * min(1.0, 2 * busy / arch.sms)
-            stream_us = max(stream_us, tiles_per_sm * k_iters * trip_us / (a["stages"] * ctas))
-        if splits > 1 and a["acc_chains"] == 2:  # the slice's wgmmas in two chains (ACC_CHAINS)
-            reduce_us -= ACC_CHAINS_SPLIT_US
-        if parts > 1:  # measured slower than the model had it (MULTICAST_FIXED_US)
-            reduce_us += MULTICAST_FIXED_US
-        # The small terms break ties (memory-bound problems, where the DRAM time is the same for every
-        # tiling) towards tiles that keep more warps busy and towards deeper pipelines: two consumer warpgroups
-        # measured much faster than one on a memory-bound conv (32x64x56x56).
-        return (reread * max(tiles_per_sm * tile_us, stream_us) + reduce_us + LAUNCH_US
-                + 0.05 * tiles_per_sm * (tile_us + math_us) + 0.01 * tiles_per_sm * load_us)
-
-    return cost
-
-
 def problem(views: ProblemViews, arch: Arch) -> Problem:
     """The tiling graph and the cost model, once the gates allow the problem."""
     return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, _plan)
-
-
-def _with_box_rows(t: TmaOperand, rows: int) -> TmaOperand:
-    """K-major A with its tiled m dim's box cut to `rows`."""
-    dims = tuple(TmaDim(d.label, d.size, d.stride_bytes, rows, d.index) if d.index == "mn" else d for d in t.dims)
-    return TmaOperand(t.operand, t.major, dims, t.boxes_per_stage, t.stage_bytes, t.runtime_align)
 
 
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,

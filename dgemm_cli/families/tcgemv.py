@@ -75,6 +75,7 @@ REGS = {(8, 1): 128, (8, 2): 128, (16, 1): 128, (16, 2): 168}
 # Cost model constants (µs and shares), only to rank candidates and families. Fitted to eight H200 timings of the
 # register-stream kernel at N = 4096 and 14336 (8 and 16 tokens), on the hopper family's scale (its estimates run
 # at about 0.9 of its measured times there).
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 LAUNCH_US = 1.5  # as gemv and hopper
 MEMORY_LATENCY_US = 1.0
 STREAM_SHARE = {8: 1.063, 16: 1.02}  # of the DRAM bandwidth hopper's estimate takes whole, by tokens a kernel
@@ -83,6 +84,7 @@ WAVE_TAIL = 0.212
 # With 16 tokens the activation's reads through L1 match the weight's; past one wave of blocks they cost more than
 # the wave model says: x (1 + this x the share of blocks after the first wave).
 EXTRA_WAVES_16 = 0.18
+# fitted: tools/fit_calibration.py, table families/calibration.csv
 THREADS_SHARE = 0.96  # 256-thread blocks against 128-thread ones at the same wave fill (measured slower)
 # The shared-activation kernel's share: it runs alike with hopper within the runs' spread (measured), so its
 # estimate sits just above hopper's: the model keeps hopper, and `deepgemm tune`, which times both, takes it where
