@@ -32,6 +32,7 @@ from pathlib import Path
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.errors import BuildError, NotBuiltError
+from dgemm_cli.records import PlanRecord
 from dgemm_cli.toolchain import Nvcc
 
 COMPILE_TIMEOUT_S = 600
@@ -122,11 +123,11 @@ def demangle(names: list[str]) -> dict[str, str]:
     return dict(zip(names, lines))
 
 
-def read_plan(directory: Path) -> dict:
+def read_plan(directory: Path) -> PlanRecord:
     plan = directory / "plan.json"
     if not plan.is_file():
         raise NotBuiltError(f"{directory}: no plan.json here; run `deepgemm gen SPEC -o {directory.parent}` first")
-    return json.loads(plan.read_text())
+    return PlanRecord.load(plan)
 
 
 def build_dir_for(directory: Path, arch: str) -> Path:
@@ -232,47 +233,80 @@ def ensure_shared_harness(shared: SharedHarness, nvcc: Nvcc) -> subprocess.Compl
         return run
 
 
-def kernel_namespaces(plan_json: Mapping) -> dict[str, int]:
+def kernel_namespaces(plan: PlanRecord) -> dict[str, int]:
     """Each kernel namespace of the generated .cu -> the dynamic shared memory its launch asks for, as render
-    recorded it in plan.json (a folder from before that record: none known, reported as 0)."""
-    return dict(plan_json["build"].get("kernel_smem", {}))
+    recorded it in plan.json."""
+    return dict(plan.kernel_smem)
 
 
+# A kernel of the shipped headers, instantiated with a namespace's traits: dg::<family>::<function><ns::Traits, ...>.
+_TEMPLATE = re.compile(r"dg::\w+::(\w+)<\(anonymous namespace\)::(\w+)::Traits\b")
+# A kernel written in the namespace itself: (anonymous namespace)::<ns>::<function>.
 _NAMESPACE = re.compile(r"\(anonymous namespace\)::(\w+)::(\w+)")
 _MANGLED_NAMESPACE = re.compile(r"_GLOBAL__N_1(\d+)")
 
 
+def _source_names(text: str, start: int, count: int) -> list[str]:
+    """`count` Itanium-ABI source names (<length><identifier>) of mangled `text` from `start`."""
+    names = []
+    for _ in range(count):
+        m = re.match(r"\d+", text[start:])
+        if not m:
+            break
+        begin = start + len(m.group(0))
+        names.append(text[begin:begin + int(m.group(0))])
+        start = begin + int(m.group(0))
+    return names
+
+
+def _kernel_site(kernel: str) -> tuple[str, str] | None:
+    """(namespace, function) of a generated kernel, demangled or mangled; None for another kernel."""
+    if m := _TEMPLATE.search(kernel):
+        return m.group(2), m.group(1)
+    if m := _NAMESPACE.search(kernel):
+        return m.group(1), m.group(2)
+    if not (ns := _MANGLED_NAMESPACE.search(kernel)):
+        return None
+    namespace = _source_names(kernel, ns.start(1), 1)
+    if kernel.startswith("_ZN2dg"):  # dg::<family>::<function><(anonymous)::<ns>::Traits, ...>
+        function = _source_names(kernel, len("_ZN2dg"), 2)[1:]
+    else:  # (anonymous)::<ns>::<function>
+        function = _source_names(kernel, ns.start(1), 2)[1:]
+    return (namespace[0], function[0]) if namespace and function else None
+
+
 def dynamic_smem(kernel: str, namespaces: Mapping[str, int]) -> int:
     """The dynamic shared memory of ptxas's kernel `kernel` (demangled or not): its namespace's plan's for the
-    namespace's <name>_kernel; 0 for the others (a K split's <name>_finish launches with none)."""
-    if m := _NAMESPACE.search(kernel):
-        namespace, function = m.group(1), m.group(2)
-    elif (m := _MANGLED_NAMESPACE.search(kernel)) and (f := re.match(r"\d+", kernel[m.end() + int(m.group(1)):])):
-        # <length><namespace><length><function>: the Itanium ABI's source names.
-        start = m.end() + int(m.group(1))
-        namespace = kernel[m.end():start]
-        function = kernel[start + len(f.group(0)):start + len(f.group(0)) + int(f.group(0))]
-    else:
+    namespace's main kernel (`kernel` or `<variant>_kernel`); 0 for the others (a K split's `finish` launches
+    with none)."""
+    site = _kernel_site(kernel)
+    if site is None:
         return 0
-    return namespaces.get(namespace, 0) if function.endswith("_kernel") else 0
+    namespace, function = site
+    return namespaces.get(namespace, 0) if function == "kernel" or function.endswith("_kernel") else 0
 
 
 def build_inputs(name: str) -> tuple[str, ...]:
-    """The files a build reads, relative to the generated directory: plan.json (the name and the flags),
-    the two sources nvcc compiles and the local headers they include (<name>.cu and <name>_harness.cu
-    include <name>.h; the harness also includes dg_harness.cuh)."""
+    """The files a build reads, relative to the generated directory, besides the dg/ device headers
+    (device_headers): plan.json (the name and the flags), the two sources nvcc compiles and the local headers
+    they include (<name>.cu and <name>_harness.cu include <name>.h; the harness also includes dg_harness.cuh)."""
     return ("plan.json", f"{name}.cu", f"{name}.h", f"{name}_harness.cu", "dg_harness.cuh")
 
 
 def library_inputs(name: str) -> tuple[str, ...]:
-    """The files a library-only build reads: plan.json, <name>.cu and the <name>.h it includes."""
+    """The files a library-only build reads besides the dg/ headers: plan.json, <name>.cu and its <name>.h."""
     return ("plan.json", f"{name}.cu", f"{name}.h")
+
+
+def device_headers(directory: Path) -> tuple[str, ...]:
+    """The shipped device headers the .cu includes (dg/*.cuh), relative to the generated directory."""
+    return tuple(p.relative_to(directory).as_posix() for p in sorted((directory / "dg").glob("*.cuh")))
 
 
 def read_inputs(directory: Path, name: str) -> dict[str, bytes | None]:
     """File name -> contents, None for a missing file (nvcc then reports it; the key never matches)."""
     contents: dict[str, bytes | None] = {}
-    for file in build_inputs(name):
+    for file in build_inputs(name) + device_headers(directory):
         path = directory / file
         contents[file] = path.read_bytes() if path.is_file() else None
     return contents
@@ -349,18 +383,18 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only:
     compiler errors: they land in `error`."""
     start = time.monotonic()
     plan = read_plan(directory)
-    name = plan["spec"]["name"]
+    name = plan.name
     ar = shutil.which("ar")
     if ar is None:
         raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
-    flags = plan["build"]["nvcc_flags"]
+    flags = list(plan.nvcc_flags)
     inputs = read_inputs(directory, name)
     shared = None if lib_only else shared_harness(directory, inputs[HARNESS_SOURCE], flags, arch, nvcc, os.environ)
     full = build_commands(name, arch, flags, nvcc, ar, shared.object if shared is not None else None)
     library = full.library_only()
     # The keys are taken before compiling: a source edited during the build makes the next one rebuild.
     keys = {"key": None if lib_only else build_key(inputs, full.all(), nvcc, arch, os.environ),
-            "lib_key": build_key({f: inputs[f] for f in library_inputs(name)}, library.all(), nvcc, arch,
+            "lib_key": build_key({f: inputs[f] for f in library_inputs(name) + device_headers(directory)}, library.all(), nvcc, arch,
                                  os.environ)}
     commands = library if lib_only else full
     products = [*commands.products, *([shared.object] if shared is not None else [])]
@@ -426,7 +460,7 @@ def _compile_error(directory: Path, cmd: list[str], run: subprocess.CompletedPro
 
 def harness_path(directory: Path, arch: str) -> Path:
     plan = read_plan(directory)
-    path = build_dir_for(directory, arch) / f"{plan['spec']['name']}_harness"
+    path = build_dir_for(directory, arch) / f"{plan.name}_harness"
     if not path.is_file():
         raise NotBuiltError(f"{directory}: not built for {arch}; run `deepgemm build {directory} --arch {arch}`")
     return path

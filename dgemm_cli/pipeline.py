@@ -11,6 +11,7 @@ from pathlib import Path
 from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import CublasPlan, plan_baseline
 from dgemm_cli.plan import BucketPlan, Plan, make_plan
+from dgemm_cli.records import PlanRecord
 from dgemm_cli.render import c_prototype, render_sources
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews, analyse
@@ -66,10 +67,11 @@ def emit(planned: PlannedSpec, directory: Path) -> Artifact:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
-        path = directory / name
+        path = directory / name  # a name may have a folder: dg/<header>.cuh
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         written.append(path)
-    return Artifact(planned, directory, written, json.loads(files["plan.json"])["content_hash"],
+    return Artifact(planned, directory, written, PlanRecord.from_dict(json.loads(files["plan.json"])).content_hash,
                     c_prototype(spec, planned.views))
 
 

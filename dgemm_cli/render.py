@@ -12,7 +12,8 @@ import functools
 import hashlib
 import importlib
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from dgemm_cli.baseline import CublasPlan
 from dgemm_cli.errors import SpecError
 from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
+from dgemm_cli.records import PLAN_SCHEMA_VERSION
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
@@ -122,7 +124,9 @@ def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
     return {
         "ep": {"ops": extra, "steps": steps, "out": ops["D"] if spec.D is not None else ops["C"],
                "has_d": spec.D is not None, "types": [(EXTRA_TYPE[o.name], o.ctype) for o in extra],
-               "activations": sorted({st.activation for st in spec.epilogue if st.activation})},
+               # Activations of a 16-bit output take the special function unit's tanh and exp (dg/activations.cuh).
+               "fast": spec.output.dtype != "f32",
+               "uses_device_math": any(st.activation or st.clamp for st in spec.epilogue)},
         # Steps without views (an activation, a clamp) need no pointers: no `ep` argument then.
         "ep_param": ", Epilogue ep" if extra else "", "ep_arg": ", ep" if extra else "",
     }
@@ -266,7 +270,31 @@ LAUNCH_FACTS = {"scratch": "cudaMallocAsync", "tensor_maps": "encode_tiled()", "
 
 
 def launch_facts(bodies: list[Body]) -> frozenset[str]:
-    return frozenset(fact for fact, code in LAUNCH_FACTS.items() if any(code in b.text for b in bodies))
+    found = frozenset(fact for fact, code in LAUNCH_FACTS.items() if any(code in b.text for b in bodies))
+    return found.union(*(b.facts for b in bodies))
+
+
+# The shipped device headers: templates/dg/ becomes the folder's dg/, which the .cu includes.
+DEVICE_HEADERS = "dg"
+
+
+def device_headers(included: Iterable[str]) -> dict[str, str]:
+    """The shipped device headers a .cu including `included` (dg/<name>.cuh) reads, each with what it includes in
+    turn, by its path in the generated folder."""
+    folder = template_dir() / DEVICE_HEADERS
+    found: dict[str, str] = {}
+    todo = [Path(h).name for h in included]
+    while todo:
+        name = todo.pop()
+        if f"{DEVICE_HEADERS}/{name}" in found:
+            continue
+        text = (folder / name).read_text()
+        found[f"{DEVICE_HEADERS}/{name}"] = text
+        todo.extend(_LOCAL_INCLUDE.findall(text))
+    return dict(sorted(found.items()))
+
+
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh)"', re.MULTILINE)
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,
@@ -282,6 +310,8 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
         family_why = plan.family_decision.summary()
         rejected = [f"{r.value}: {r.why}" for r in plan.family_decision.rejected]
     bodies = [b for r in routes for b in r["bodies"]]
+    dg_headers = sorted(set().union(*(b.headers for b in bodies))
+                        | ({"dg/activations.cuh"} if base["ep"] and base["ep"]["uses_device_math"] else set()))
     return {
         **base,
         "family": plan.family, "family_why": family_why, "family_rejected": rejected,
@@ -289,6 +319,9 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
         # A fixed-size spec's one route, as the header comment and the entry point name it.
         "primary": routes[0]["primary"], "fallback": routes[0]["fallback"], "dispatch": routes[0]["dispatch"],
         "body_includes": sorted(set().union(*(b.includes for b in bodies)) | {"cstdint"}),
+        # The shipped device headers the kernels use (dg/); the epilogue's activations and clamps are dg's too.
+        "dg_headers": dg_headers,
+        "dg_files": list(device_headers(dg_headers)),  # with what they include: the Makefile's prerequisites
         "requirements": list(dict.fromkeys(r for b in bodies for r in b.requirements)),
     }
 
@@ -422,11 +455,13 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "README.md": env.get_template("README.md.j2").render(k=k),
         HARNESS: (template_dir() / HARNESS).read_text(),
     }
+    out.update(device_headers(k["dg_headers"]))
     if baseline.alternative is not None:  # a header-only baseline beside the harness (e.g. cuBLASLt's epilogues)
         out[baseline.alternative.header] = (template_dir() / baseline.alternative.header).read_text()
     features = frozenset().union(*(p.arch_features for p in plan.kernels))
     digest = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
     plan_json = {
+        "schema_version": PLAN_SCHEMA_VERSION,
         "generator": f"deepgemm {__version__}",
         "arch": arch.name,
         "content_hash": digest,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dgemm_cli.errors import DeepGemmError, NoGpuError
+from dgemm_cli.records import BenchReport, PlanRecord, RunTimeRange, VerifyReport, harness_report
 
 HARNESS_TIMEOUT_S = 900
 HARNESS_NO_GPU = 3
@@ -29,7 +30,7 @@ class HarnessRun:
     directory: Path
     arch: str
     exit_code: int
-    report: dict  # the harness's JSON (with "error" when it could not run)
+    report: VerifyReport | BenchReport  # parsed from the harness's JSON; `error` set when it could not run
     stderr: str
 
 
@@ -59,15 +60,6 @@ def harness_env() -> dict[str, str]:
     return env
 
 
-def run_time_range(plan: dict) -> tuple[str, int, int] | None:
-    """(letter, min, max) of the letter a generated kernel is sized by at run time, from its plan.json;
-    None for a fixed-size kernel."""
-    for letter, size in plan["spec"]["sizes"].items():
-        if isinstance(size, dict):
-            return letter, size["min"], size["max"]
-    return None
-
-
 def parse_sizes(text: str) -> tuple[int, ...]:
     """`--m 1,8,64` -> (1, 8, 64)."""
     sizes = []
@@ -80,7 +72,8 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def size_args(plans: dict[Path, dict], sizes: tuple[int, ...]) -> tuple[dict[Path, list[str]], dict[Path, list[int]]]:
+def size_args(plans: dict[Path, PlanRecord],
+              sizes: tuple[int, ...]) -> tuple[dict[Path, list[str]], dict[Path, list[int]]]:
     """For each kernel (its directory -> its plan.json), the harness arguments that run `sizes` of its run-time
     letter, and the sizes left out for it. A fixed-size kernel takes none; with no sizes asked for, every kernel runs
     the harness's default list. A kernel runs the sizes inside its range and leaves the others out, so that one list
@@ -88,26 +81,26 @@ def size_args(plans: dict[Path, dict], sizes: tuple[int, ...]) -> tuple[dict[Pat
     error (DeepGemmError: a typo more likely than a wish)."""
     args: dict[Path, list[str]] = {}
     left_out: dict[Path, list[int]] = {}
-    ranges = {d: r for d, plan in plans.items() if (r := run_time_range(plan)) is not None}
+    ranges: dict[Path, RunTimeRange] = {d: plan.run_time for d, plan in plans.items() if plan.run_time is not None}
     listed = ",".join(map(str, sizes))
     for m in sizes:
-        if ranges and not any(lo <= m <= hi for _, lo, hi in ranges.values()):
+        if ranges and not any(m in r for r in ranges.values()):
             if len(ranges) == 1:
-                ((d, (letter, lo, hi)),) = ranges.items()
-                raise DeepGemmError(f"--m {listed}: {m} is outside {d.name}'s run-time range {lo}..{hi} of '{letter}'. "
-                                    f"Fix: give sizes in {lo}..{hi}")
-            every = ", ".join(f"{d.name} {lo}..{hi} of '{letter}'" for d, (letter, lo, hi) in ranges.items())
+                ((d, r),) = ranges.items()
+                raise DeepGemmError(f"--m {listed}: {m} is outside {d.name}'s run-time range {r.lo}..{r.hi} of "
+                                    f"'{r.letter}'. Fix: give sizes in {r.lo}..{r.hi}")
+            every = ", ".join(f"{d.name} {r.lo}..{r.hi} of '{r.letter}'" for d, r in ranges.items())
             raise DeepGemmError(f"--m {listed}: {m} is outside the run-time range of every kernel given ({every}). "
                                 "Fix: give sizes inside at least one of them")
     for d in plans:
         if d not in ranges or not sizes:
             args[d] = []
             continue
-        letter, lo, hi = ranges[d]
-        inside = [m for m in sizes if lo <= m <= hi]
+        r = ranges[d]
+        inside = [m for m in sizes if m in r]
         if not inside:
-            raise DeepGemmError(f"--m {listed}: none is inside {d.name}'s run-time range {lo}..{hi} of '{letter}'. "
-                                f"Fix: add sizes in {lo}..{hi}, or run {d.name} apart")
+            raise DeepGemmError(f"--m {listed}: none is inside {d.name}'s run-time range {r.lo}..{r.hi} of "
+                                f"'{r.letter}'. Fix: add sizes in {r.lo}..{r.hi}, or run {d.name} apart")
         args[d] = ["--m", ",".join(map(str, inside))]
         left_out[d] = [m for m in sizes if m not in inside]
     return args, left_out
@@ -115,19 +108,23 @@ def size_args(plans: dict[Path, dict], sizes: tuple[int, ...]) -> tuple[dict[Pat
 
 def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str],
                 timeout: float = HARNESS_TIMEOUT_S) -> HarnessRun:
+    """Run the harness with `args` (the command, "verify" or "bench", first) and parse its report; a harness that
+    printed none gets a report whose `error` says why."""
+    failed = VerifyReport.failed if args[0] == "verify" else BenchReport.failed
     try:
         proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return HarnessRun(directory, arch, 124, {"error": f"harness timed out after {timeout:g} s"}, "")
+        return HarnessRun(directory, arch, 124, failed(f"harness timed out after {timeout:g} s"), "")
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}, no output"]
-        return HarnessRun(directory, arch, proc.returncode or 4, {"error": why[0]}, proc.stderr)
+        return HarnessRun(directory, arch, proc.returncode or 4, failed(why[0]), proc.stderr)
     try:
-        report = json.loads(lines[-1])
+        data = json.loads(lines[-1])
     except json.JSONDecodeError as exc:
         raise DeepGemmError(f"{harness}: printed invalid JSON ({exc}); rebuild with `deepgemm build`") from None
+    report = harness_report(args[0], data, str(harness))
     if proc.returncode == HARNESS_NO_GPU:
-        raise NoGpuError(f"no CUDA GPU: {report.get('error', 'none visible')} (build works without one)")
+        raise NoGpuError(f"no CUDA GPU: {report.error or 'none visible'} (build works without one)")
     return HarnessRun(directory, arch, proc.returncode, report, proc.stderr)

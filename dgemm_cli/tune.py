@@ -5,7 +5,8 @@ Levels: 0 is the cost model alone (nothing measured); 1, 2 and 3 measure the 4, 
 (at most LEVEL3_CAP) cheapest candidates of every kernel family whose gates allow the problem, in
 the cost model's order, so that a budget that runs out has measured the likeliest ones.
 
-The database is one JSON file: {"format": FORMAT, "version": 1, "entries": {key: entry}}. A key is
+The database is one JSON file, read and written as a records.TuningDb: {"format": FORMAT, "schema_version":
+records.TUNING_SCHEMA_VERSION, "entries": {key: entry}}. A key is
 the spec's content hash (its normalised form without the name or the file it came from), the arch,
 the GPU's name, the driver version and the generator version. Entries from several machines or
 runs merge by key, the newer `date` winning: a Ray or Slurm job array that tunes different specs or
@@ -26,21 +27,26 @@ from typing import Any
 from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection
-from dgemm_cli.errors import DeepGemmError, PlanError
+from dgemm_cli.errors import PlanError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.solving import of_assignment, ranked
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, row_buckets
+from dgemm_cli.records import (
+    TUNING_FORMAT,
+    BenchReport,
+    MeasuredCandidate,
+    TunedSummary,
+    TuningDb,
+    TuningDbError,
+    TuningRecord,
+    TuningWinner,
+)
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews, analyse
 
-FORMAT = "deepgemm-tuning-db"
-DB_VERSION = 1
+FORMAT = TUNING_FORMAT
 LEVELS = {0: 0, 1: 4, 2: 16, 3: None}
 LEVEL3_CAP = 256
-
-
-class TuningDbError(DeepGemmError):
-    """The tuning database file is unreadable or not one."""
 
 
 @dataclass(frozen=True)
@@ -51,10 +57,10 @@ class Candidate:
     model_us: float
     plan: Plan
 
-    def row(self, **measured: Any) -> dict[str, Any]:
+    def row(self, **measured: Any) -> MeasuredCandidate:
         """This candidate's line in a database entry's `measured` list; unmeasured until told otherwise."""
-        return {"id": self.ident, "family": self.family, "model_rank": self.model_rank, "model_us": self.model_us,
-                "assignment": self.plan.primary.assignment, "verified": False, "us": None, **measured}
+        return MeasuredCandidate(self.ident, self.family, self.model_rank, self.model_us,
+                                 self.plan.primary.assignment, **measured)
 
 
 def spec_hash(spec: Spec) -> str:
@@ -83,54 +89,42 @@ def default_db_path(env: dict[str, str] | None = None) -> Path:
     return root / "deepgemm" / "tuning.json"
 
 
-def empty_db() -> dict[str, Any]:
-    return {"format": FORMAT, "version": DB_VERSION, "entries": {}}
+def empty_db() -> TuningDb:
+    return TuningDb()
 
 
-def load_db(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return empty_db()
-    try:
-        db = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TuningDbError(f"{path}: not a readable tuning database ({exc}); move it away or pass another "
-                            "--db") from None
-    if not isinstance(db, dict) or db.get("format") != FORMAT or not isinstance(db.get("entries"), dict):
-        raise TuningDbError(f"{path}: not a deepgemm tuning database (format {FORMAT!r} expected)")
-    if db.get("version") != DB_VERSION:
-        raise TuningDbError(f"{path}: tuning database version {db.get('version')}, this deepgemm reads "
-                            f"{DB_VERSION}; tune again into a new file")
-    return db
+def load_db(path: Path) -> TuningDb:
+    """The database at `path` (empty where there is none); TuningDbError names the file, the key and the fix."""
+    return TuningDb.load(path)
 
 
-def save_db(path: Path, db: dict[str, Any]) -> None:
+def save_db(path: Path, db: TuningDb) -> None:
     """Atomic: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(db, indent=1, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(db.to_dict(), indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
 
 
-def merge(into: dict[str, Any], other: dict[str, Any]) -> int:
+def merge(into: TuningDb, other: TuningDb) -> int:
     """Adds `other`'s entries to `into` (the newer date wins a key); returns how many changed."""
     changed = 0
-    for key, entry in other["entries"].items():
-        mine = into["entries"].get(key)
-        if mine is None or entry.get("date", "") > mine.get("date", ""):
-            into["entries"][key] = entry
+    for key, entry in other.entries.items():
+        mine = into.entries.get(key)
+        if mine is None or entry.date > mine.date:
+            into.entries[key] = entry
             changed += 1
     return changed
 
 
-def lookup(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None = None) -> dict[str, Any] | None:
+def lookup(db: TuningDb, spec: Spec, arch: str, gpu: str | None = None) -> TuningRecord | None:
     """The entry for this spec, arch and generator version: the one for `gpu` if given and present,
     else the most recent of any GPU (gen runs where there may be no GPU to ask)."""
     h = spec_hash(spec)
-    hits = [e for e in db["entries"].values()
-            if e.get("spec_hash") == h and e.get("arch") == arch and e.get("generator") == __version__]
-    if gpu is not None and any(e.get("gpu") == gpu for e in hits):
-        hits = [e for e in hits if e.get("gpu") == gpu]
-    return max(hits, key=lambda e: e.get("date", "")) if hits else None
+    hits = [e for e in db.entries.values() if e.spec_hash == h and e.arch == arch and e.generator == __version__]
+    if gpu is not None and any(e.gpu == gpu for e in hits):
+        hits = [e for e in hits if e.gpu == gpu]
+    return max(hits, key=lambda e: e.date) if hits else None
 
 
 def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str, ...] = ()) -> list[Candidate]:
@@ -169,7 +163,7 @@ def tuning_problems(spec: Spec) -> list[Spec]:
             for blo, bhi in row_buckets(lo, hi)]
 
 
-def bucket_entries(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None) -> dict[tuple[int, int], dict]:
+def bucket_entries(db: TuningDb, spec: Spec, arch: str, gpu: str | None) -> dict[tuple[int, int], TuningRecord]:
     """The database entries of a run-time spec's buckets, by (first size, last size)."""
     out = {}
     for sub in tuning_problems(spec):
@@ -181,66 +175,62 @@ def bucket_entries(db: dict[str, Any], spec: Spec, arch: str, gpu: str | None) -
     return out
 
 
-def tuned_buckets(db: dict[str, Any], spec: Spec, arch: Arch, gpu: str | None) -> dict[tuple[int, int], Plan]:
+def tuned_buckets(db: TuningDb, spec: Spec, arch: Arch, gpu: str | None) -> dict[tuple[int, int], Plan]:
     """The measured plans of a run-time spec's buckets (plan.plan_buckets takes them), by (first, last size)."""
     return {b: tuned_plan(analyse(spec.rows_bucket(*b)), arch, e)
             for b, e in bucket_entries(db, spec, arch.name, gpu).items()}
 
 
-def pick(measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+def pick(measured: list[MeasuredCandidate]) -> MeasuredCandidate | None:
     """The fastest verified candidate; equal times go to the family listed first, then the model's rank."""
-    ok = [m for m in measured if m.get("verified") and isinstance(m.get("us"), (int, float))]
+    ok = [m for m in measured if m.verified and m.us is not None]
     order = list(FAMILIES)
-    return min(ok, key=lambda m: (m["us"], order.index(m["family"]), m["model_rank"])) if ok else None
+    return min(ok, key=lambda m: (m.us, order.index(m.family), m.model_rank)) if ok else None
 
 
-def make_entry(spec: Spec, arch: str, gpu: str, driver: str, level: int, measured: list[dict[str, Any]],
-               winner: dict[str, Any], final: dict[str, Any],
-               families: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
-    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS;
-    `families`: the families the tune was limited to (empty: all), recorded with the entry."""
-    entry = {
-        "spec_hash": spec_hash(spec), "name": spec.name, "arch": arch, "gpu": gpu, "driver": driver,
-        "generator": __version__, "level": level, "families": sorted(families) if families else "all",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "winner": {**winner, "us": final.get("us", winner["us"]), "ratio": final.get("ratio"),
-                   "baseline_us": final.get("baseline_us"), "baseline": final.get("baseline_formulation")},
-        "measured": measured,
-    }
+def make_entry(spec: Spec, arch: str, gpu: str, driver: str, level: int, measured: list[MeasuredCandidate],
+               winner: MeasuredCandidate, final: BenchReport,
+               families: tuple[str, ...] = ()) -> tuple[str, TuningRecord]:
+    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS (its time
+    replaces the candidate's where it has one); `families`: the families the tune was limited to (empty: all)."""
+    row = final.row
+    won = TuningWinner(**vars(winner), ratio=row.ratio if row else None, baseline_us=row.baseline_us if row else None,
+                       baseline=row.baseline_formulation if row else None)
+    if row is not None:
+        won = replace(won, us=row.us)
+    entry = TuningRecord(
+        spec_hash=spec_hash(spec), name=spec.name, arch=arch, gpu=gpu, driver=driver, generator=__version__,
+        level=level, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        winner=won, measured=tuple(measured), families=tuple(sorted(families)))
     return db_key(spec, arch, gpu, driver), entry
 
 
-def tuned_plan(views: ProblemViews, arch: Arch, entry: dict[str, Any]) -> Plan:
+def tuned_plan(views: ProblemViews, arch: Arch, entry: TuningRecord) -> Plan:
     """The winner of a database entry as a Plan, with the measured ranking as the family decision."""
-    win = entry["winner"]
-    family = win["family"]
-    if family not in FAMILIES:
-        raise TuningDbError(f"tuned family '{family}' is unknown to deepgemm {__version__}; tune again")
-    primary = of_assignment(FAMILIES[family].problem(views, arch), win["assignment"])
+    win = entry.winner
+    if win.family not in FAMILIES:
+        raise TuningDbError("tuning database", f"entry {entry.name}: winner.family",
+                            f"'{win.family}' is unknown to deepgemm {__version__}", "tune it again")
+    primary = of_assignment(FAMILIES[win.family].problem(views, arch), dict(win.assignment))
     fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
-    best = {}
-    for m in entry.get("measured", []):
-        if m.get("verified") and isinstance(m.get("us"), (int, float)) and m["family"] != family:
-            best[m["family"]] = min(best.get(m["family"], m["us"]), m["us"])
-    rejected = tuple(Rejection(f, f"measured +{(us / win['us'] - 1) * 100:.0f}% (deepgemm tune, level "
-                                  f"{entry['level']})") for f, us in sorted(best.items()))
-    decision = Decision("family", family, "the kernel family", rejected)
-    return Plan(primary, fallback, decision, tuned=summary(entry))
+    best: dict[str, float] = {}
+    for m in entry.timed:
+        if m.family != win.family:
+            best[m.family] = min(best.get(m.family, m.us), m.us)
+    rejected = tuple(Rejection(f, f"measured +{(us / win.us - 1) * 100:.0f}% (deepgemm tune, level "
+                                  f"{entry.level})") for f, us in sorted(best.items()))
+    decision = Decision("family", win.family, "the kernel family", rejected)
+    return Plan(primary, fallback, decision, tuned=summary(entry).to_dict())
 
 
-def summary(entry: dict[str, Any]) -> dict[str, Any]:
-    """What plan.json records of a tuned plan."""
-    win = entry["winner"]
-    return {"level": entry["level"], "gpu": entry["gpu"], "driver": entry["driver"], "date": entry["date"],
-            "us": win["us"], "ratio": win.get("ratio"), "baseline_us": win.get("baseline_us"),
-            "candidate": win["id"], "measured": len(entry.get("measured", [])),
-            # candidates timed: a budget that ran out, a failed build or verify leave the others untimed
-            "timed": sum(isinstance(m.get("us"), (int, float)) for m in entry.get("measured", []))}
+def summary(entry: TuningRecord) -> TunedSummary:
+    """What plan.json records of a tuned plan (its `tuned`)."""
+    return TunedSummary.of(entry)
 
 
-def already_tuned(db: dict[str, Any], spec: Spec, arch: str, gpu: str, level: int, families: tuple[str, ...]) -> bool:
+def already_tuned(db: TuningDb, spec: Spec, arch: str, gpu: str, level: int, families: tuple[str, ...]) -> bool:
     """`tune --resume`: the database holds this problem, measured on this GPU by this generator at `level` or
     higher, over the same families."""
     entry = lookup(db, spec, arch, gpu)
-    return (entry is not None and entry.get("gpu") == gpu and entry.get("level", 0) >= level
-            and entry.get("families") == (sorted(families) if families else "all"))
+    return (entry is not None and entry.gpu == gpu and entry.level >= level
+            and entry.families == tuple(sorted(families)))

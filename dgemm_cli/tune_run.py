@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.build import BuildResult, build, harness_path
 from dgemm_cli.errors import DeepGemmError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import generate
+from dgemm_cli.records import BenchReport, MeasuredCandidate, TuningDb, TuningRecord, VerifyReport
 from dgemm_cli.run import harness_env, run_harness
 from dgemm_cli.spec import Spec
 from dgemm_cli.toolchain import GpuInfo, Nvcc
@@ -68,9 +68,9 @@ def tune_problems(specs: list[Spec], arch: Callable[[Spec], Arch], level: int,
     return out
 
 
-def measure(problems: list[TuneProblem], settings: TuneSettings, db: dict[str, Any], db_path: Path,
+def measure(problems: list[TuneProblem], settings: TuneSettings, db: TuningDb, db_path: Path,
             gpus: list[GpuInfo], nvcc: Nvcc, progress: Progress,
-            warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+            warn: Callable[[str], None]) -> Iterator[TuningRecord]:
     """Measures each problem and yields its database entry, saved into `db_path` first; a problem whose
     candidates all fail verify yields nothing (`warn` says so)."""
     dirs: dict[tuple[str, str], tuple[Path, str]] = {}
@@ -90,12 +90,13 @@ def measure(problems: list[TuneProblem], settings: TuneSettings, db: dict[str, A
             if winner is None:
                 warn(f"{p.spec.name}: no candidate passed verify; nothing recorded")
                 continue
-            d, arch_name = dirs[(p.spec.name, winner["id"])]
+            d, arch_name = dirs[(p.spec.name, winner.id)]
             final = run_harness(d, harness_path(d, arch_name), arch_name,
                                 ["bench", "--reps", str(settings.reps), *_range_ends(p.spec)], env).report
+            assert isinstance(final, BenchReport)
             key, entry = make_entry(p.spec, p.arch.name, gpus[0].name, gpus[0].driver_version, settings.level, rows,
                                     winner, final, settings.families)
-            db["entries"][key] = entry
+            db.entries[key] = entry
             save_db(db_path, db)  # after every problem: an interrupted tune keeps what it measured
             yield entry
     finally:  # an interrupted tune does not wait for the compiles it no longer needs
@@ -123,16 +124,16 @@ def _wait_built(p: TuneProblem, pending: dict[tuple[str, str], Future[BuildResul
 
 def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, str]], built: dict[str, bool],
                         gpus: list[GpuInfo], env: dict[str, str], settings: TuneSettings,
-                        progress: Progress) -> list[dict[str, Any]]:
+                        progress: Progress) -> list[MeasuredCandidate]:
     """Verify (one seed) and time each built candidate in the cost model's order, one worker a GPU, until the
     budget is spent: a row each (Candidate.row)."""
     order = sorted(p.candidates, key=lambda c: (c.model_rank, list(FAMILIES).index(c.family)))
     todo = [c for c in order if built.get(c.ident)]
     ends = _range_ends(p.spec)
     start = time.monotonic()
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, MeasuredCandidate] = {}
 
-    def measure_one(c: Candidate, gpu_env: dict[str, str]) -> dict[str, Any]:
+    def measure_one(c: Candidate, gpu_env: dict[str, str]) -> MeasuredCandidate:
         d, arch_name = dirs[(p.spec.name, c.ident)]
         if time.monotonic() - start > settings.budget_s:
             return c.row(skipped="budget spent")
@@ -141,15 +142,18 @@ def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, 
             exe = harness_path(d, arch_name)
             ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32", *ends], gpu_env,
                               timeout=RUN_TIMEOUT_S)
-            row["verified"] = ver.exit_code == 0 and bool(ver.report.get("passed"))
-            if row["verified"]:
+            assert isinstance(ver.report, VerifyReport)
+            row = replace(row, verified=ver.exit_code == 0 and ver.report.passed)
+            if row.verified:
                 b = run_harness(d, exe, arch_name, ["bench", "--reps", str(settings.reps), "--baseline", "0", *ends],
                                 gpu_env, timeout=RUN_TIMEOUT_S)
+                assert isinstance(b.report, BenchReport)
                 # A range of run-time sizes is timed at both ends; the candidate is ranked by their mean.
-                sizes = [r["us"] for r in b.report.get("m_rows", []) if isinstance(r.get("us"), (int, float))]
-                row["us"] = sum(sizes) / len(sizes) if sizes else b.report.get("us")
+                sizes = [r.us for r in b.report.m_rows or ()]
+                whole = b.report.row.us if b.report.row is not None else None
+                row = replace(row, us=sum(sizes) / len(sizes) if sizes else whole)
         except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
-            row["error"] = str(err)
+            row = replace(row, error=str(err))
         return row
 
     queues = [todo[i::len(gpus)] for i in range(len(gpus))]

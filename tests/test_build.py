@@ -30,6 +30,7 @@ from dgemm_cli.build import (
 from dgemm_cli.errors import ToolchainError
 from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import make_plan
+from dgemm_cli.records import PlanRecord, RecordError
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import Spec, load_spec, parse_spec
 from dgemm_cli.toolchain import Nvcc, find_nvcc
@@ -489,7 +490,8 @@ def test_makefile_finds_the_cuda_runtime_from_nvcc_and_builds_the_library_by_def
         pytest.skip("make not installed")
     folder = tmp_path / "t"
     folder.mkdir()
-    for name, text in _sources(_tiny("t", "sm_80"), "sm_80").items():
+    for name, text in _sources(_tiny("t", "sm_80"), "sm_80").items():  # the whole folder, its dg/ headers too
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     nvcc = _fake_nvcc_for_make(tmp_path / "wheel")
     link = subprocess.run(["make", "-s", "-C", str(folder), f"NVCC={nvcc}", "print-link"], capture_output=True,
@@ -603,7 +605,7 @@ def test_harness_object_is_compiled_once_for_the_folders_beside(tmp_path, fake_c
 def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     plan_json = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])
     plan = plan_json["plan"]
-    namespaces = kernel_namespaces(plan_json)
+    namespaces = kernel_namespaces(PlanRecord.from_dict(plan_json))
     assert namespaces == {"hopper": plan["primary"]["smem_bytes"], "cta": plan["fallback"]["smem_bytes"]}
     assert namespaces["hopper"] > 48 * 1024
     demangled = "(anonymous namespace)::hopper::t_kernel(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16*, float, float)"
@@ -612,9 +614,21 @@ def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     # Mangled (no c++filt), and a K split's second kernel, which launches without dynamic shared memory.
     assert dynamic_smem("_ZN12_GLOBAL__N_16hopper8t_kernelE14CUtensorMap_stS1_Pff", namespaces) == namespaces["hopper"]
     assert dynamic_smem("_ZN12_GLOBAL__N_16hopper8t_finishEPKf", namespaces) == 0
+    # The shipped headers' kernels, instantiated with a namespace's traits (dg::<family>::<function><Traits, ...>).
+    persistent = "void dg::hopper::persistent_kernel<(anonymous namespace)::hopper::Traits>(CUtensorMap_st, float)"
+    assert dynamic_smem(persistent, namespaces) == namespaces["hopper"]
+    assert dynamic_smem("void dg::cta::kernel<(anonymous namespace)::cta::Traits, dg::cta::LoadA<1>>(float)",
+                        namespaces) == namespaces["cta"]
+    assert dynamic_smem("void dg::splitk::finish<(anonymous namespace)::cta::Traits>(float const*)", namespaces) == 0
+    assert dynamic_smem("_ZN2dg3cta6kernelIN12_GLOBAL__N_13cta6TraitsENS0_5LoadAILi1EEEEEvPKf",
+                        namespaces) == namespaces["cta"]
+    assert dynamic_smem("_ZN2dg6hopper17persistent_kernelIN12_GLOBAL__N_16hopper6TraitsEEEv14CUtensorMap_st",
+                        namespaces) == namespaces["hopper"]
+    assert dynamic_smem("_ZN2dg6splitk6finishIN12_GLOBAL__N_13cta6TraitsEEEvPKf", namespaces) == 0
+    assert dynamic_smem("_Z6kernelPf", namespaces) == 0  # not a generated kernel
     dyn = generate(load_spec(REPO / "specs" / "decode_dynamic.yaml"), get_arch("sm_90a"), tmp_path)
     buckets = json.loads((dyn.directory / "plan.json").read_text())["plan"]["buckets"]
-    namespaces = kernel_namespaces(json.loads((dyn.directory / "plan.json").read_text()))
+    namespaces = kernel_namespaces(PlanRecord.load(dyn.directory))
     cu = (dyn.directory / "decode_dynamic.cu").read_text()
     assert all(f"namespace {ns} {{" in cu for ns in namespaces)  # the .cu's namespaces, by render.py's rule
     for b in buckets:
@@ -720,5 +734,11 @@ def test_a_folder_from_an_older_deepgemm_compiles_its_harness_whole(generated, f
     assert "-DDG_HARNESS_DECLARATIONS_ONLY" not in compile_harness
 
 
-def test_a_plan_json_without_the_kernel_record_reports_no_dynamic_shared_memory():
-    assert kernel_namespaces({"build": {"nvcc_flags": []}}) == {}
+def test_a_folder_from_an_older_deepgemm_is_refused_with_the_fix(generated, fake_compile):
+    plan_file = generated / "plan.json"
+    plan = json.loads(plan_file.read_text())
+    del plan["schema_version"]
+    plan_file.write_text(json.dumps(plan))
+    with pytest.raises(RecordError, match=r"plan.json: schema_version: missing.*Fix: regenerate it with `deepgemm gen"):
+        build(generated, "sm_90a", FAKE_NVCC)
+    assert fake_compile.calls == []

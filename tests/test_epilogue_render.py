@@ -44,34 +44,64 @@ def _full_spec(m=301, n=520, k=264, **extra):
 FAMILY_SPECS = {"hopper": _full_spec(), "cta": _full_spec(), "splitk": _full_spec(m=24), "gemv": _full_spec(m=3)}
 
 
+# The shipped header each family's launch instantiates, and the kernel there that hands C (C_param) to the store.
+FAMILY_HEADERS = {"cta": "dg/cta.cuh", "splitk": "dg/splitk.cuh", "gemv": "dg/gemv.cuh",
+                  "hopper": "dg/hopper_persistent.cuh"}
+
+
+def _namespace(cu: str, name: str) -> str:
+    """The traits and launch() of kernel namespace `name` of a generated .cu."""
+    return cu[cu.index(f"\nnamespace {name} {{\n"):cu.index(f"\n}}  // namespace {name}\n")]
+
+
 @pytest.mark.parametrize("family", sorted(FAMILY_SPECS))
 def test_every_family_applies_the_steps_in_order_and_writes_d(family):
     spec = FAMILY_SPECS[family]
-    cu = _render(spec, family)["ep_all.cu"]
+    files = _render(spec, family)
+    cu = files["ep_all.cu"]
     assert f"family = {family}" in cu
-    # The steps, in the spec's order, in each place that produces an output element.
-    order = [r"t \*= __half2float\(ep\.scale\[", r"t \+= ep\.bias\[", r"t = act_gelu_erf\(t\);",
-             r"t \+= __half2float\(ep\.residual\[", r"t = t < -4\.0f \? -4\.0f : \(t > 4\.0f \? 4\.0f : t\);"]
-    blocks = re.findall(r"float t = alpha \* \(.*?\);\n(.*?)\n\s*([^\n]+?) = __float2half_rn\(t\);", cu, re.S)
+    # The steps, in the spec's order, in each place of the traits that produces an output element.
+    order = [r"t \*= __half2float\(ep\.scale\[", r"t \+= (ep\.bias\[|bias_v\[)", r"t = dg::gelu_erf<true>\(t\);",
+             r"t \+= __half2float\((ep\.residual\[|residual_v\[)",
+             r"t = dg::clamp\(t, -4\.0f, 4\.0f\);"]
+    traits = _namespace(cu, family)
+    blocks = re.findall(r"float t = alpha \* \(.*?\);\n(.*?)\n\s*([^\n]+?) = __float2half_rn\(t\);", traits, re.S)
     assert blocks, "no epilogue block"
+    assert len(blocks) == traits.count("alpha * (")  # every output the traits produce goes through the steps
     for body, dst in blocks:
         where = [re.search(p, body) for p in order]
         assert all(where) and [w.start() for w in where] == sorted(w.start() for w in where), body
         assert "D" in dst or dst.startswith("p[") or dst.startswith("packed[")
-    # C is only read, for beta; D is written.
-    assert re.search(r"if \(beta != 0\.0f\) t = fmaf\(beta, __half2float\(C\[", cu)
-    assert "const C_t* __restrict__ C" in cu
-    assert "act_gelu_erf" in cu and "act_silu" not in cu  # only the activations the spec uses
+    # C is only read, for beta; D is written (the hopper traits' output is D: Out_t).
+    assert re.search(r"if \(beta != 0\.0f\) t = fmaf\(beta, __half2float\(C\[", traits)
+    assert "using C_param = const C_t;" in traits
+    assert "typename T::C_param* __restrict__ C" in files[FAMILY_HEADERS[family]]
+    assert ("using Out_t = D_t;" in traits) == (family == "hopper")
+    # Only the activations the spec uses are instantiated: the shipped header's templates, the exact GeLU's here.
+    assert '#include "dg/activations.cuh"' in cu
+    assert "float gelu_erf(float t) { return 0.5f * t * (1.0f + erff(t * 0.7071067811865476f)); }" in files[
+        "dg/activations.cuh"]
+    assert not re.search(r"dg::(relu|tanh|gelu_tanh|silu|sigmoid)\b", cu)
 
 
 def test_hopper_writes_d_through_its_own_vector_path():
     spec = _full_spec(operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "col"},
                                 "D": {"layout": "row", "align": 16}})
-    cu = _render(spec, "hopper")["ep_all.cu"]
+    files = _render(spec, "hopper")
+    traits = _namespace(files["ep_all.cu"], "hopper")
     # D is n-contiguous: 8-element vectors along n, each element through the steps, then one 16-byte store.
-    assert "D_t* const p = ep.D + c_tile" in cu and "alignas(16) D_t packed[8];" in cu
-    assert "C_t previous[" not in cu  # C is not the output: its old values are read element by element
-    assert re.search(r"t \+= ep\.bias\[bias_at \+ e \* 1\]", cu)
+    assert "using Out_t = D_t;" in traits and "static constexpr int C_VEC = 8;" in traits
+    assert "static constexpr bool C_ALONG_M = false;" in traits
+    assert "static constexpr long long C_SM = 520, C_SN = 1;" in traits  # D's strides, not C's
+    assert "(void)C;\n    return ep.D;" in traits[traits.index("Out_t* out("):]  # the output's first element: D
+    assert "alignas(16) Out_t packed[8];" in traits
+    assert "C_t previous[" not in traits  # C is not the output: its old values are read element by element
+    assert re.search(r"t \+= ep\.bias\[bias_at \+ e \* 1\]", traits)
+    # dg/hopper_common.cuh: each vector's place in the output starts at Traits::out, strided by C_SM and C_SN.
+    common = files["dg/hopper_common.cuh"]
+    assert ("return T::out(C, ep) + c_tile + static_cast<long long>(gm) * T::C_SM + "
+            "static_cast<long long>(gn) * T::C_SN;") in common
+    assert "T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), " in common
 
 
 # Row-major D and C, n = 520 (rows stay 16-byte aligned in f16 and f32): the store phase's vectors run
@@ -109,8 +139,11 @@ def test_views_that_cannot_keep_vectors_aligned_load_element_by_element():
                                     {"residual": {"strides": [517, 1]}}]})
     plan = make_plan(analyse(spec), get_arch("sm_90a"), "hopper").primary
     assert [x for x, _, _ in plan.ep_vectors] == ["C"]
-    cu = _render(spec, "hopper")["ep_odd.cu"]
-    assert "bias_v" not in cu and "residual_v" not in cu and "t += __half2float(ep.bias[bias_at + e * 1]);" in cu
+    traits = _namespace(_render(spec, "hopper")["ep_odd.cu"], "hopper")
+    assert "alignas(16) C_t c_v[8];" in traits  # C's vector
+    assert "bias_v" not in traits and "residual_v" not in traits
+    assert "t += __half2float(ep.bias[bias_at + e * 1]);" in traits
+    assert "t += __half2float(ep.residual[residual_at + e * 1]);" in traits
 
 
 def test_the_c_api_takes_the_extra_pointers_in_order():
@@ -137,20 +170,33 @@ def test_without_d_the_output_is_c_in_place():
                        "operands": {"B": {"layout": "col"}},
                        "epilogue": [{"bias": {"letters": "n"}}, {"activation": "relu"}]})
     for family in ("cta", "splitk", "hopper"):
-        cu = _render(spec, family)["lin.cu"]
-        assert "C_t* __restrict__ C" in cu and "const C_t* __restrict__ C" not in cu
-        assert "t = act_relu(t);" in cu
-        assert "float act_relu(float t) { return t < 0.0f ? 0.0f : t; }" in cu  # NaN stays NaN
-        assert "D_t" not in cu
+        files = _render(spec, family)
+        cu = files["lin.cu"]
+        traits = _namespace(cu, family)
+        assert "using C_param = C_t;" in traits and "const C_t" not in cu  # C is written
+        assert "t = dg::relu(t);" in traits
+        assert "float relu(float t) { return t < 0.0f ? 0.0f : t; }" in files["dg/activations.cuh"]  # NaN stays NaN
+        assert "D_t" not in cu and "ep.D" not in cu
+        if family == "hopper":
+            assert "using Out_t = C_t;" in traits and "(void)ep;\n    return C;" in traits
 
 
 def test_a_batched_epilogue_view_moves_with_the_batch():
     # A per-(batch, n) bias of a batched GEMM: the kernel moves ep.bias to the batch's first element.
     spec = parse_spec({"name": "bb", "dtype": "f16", "gemm": {"batch": 3, "m": 40, "n": 72, "k": 32},
                        "epilogue": [{"bias": {"letters": "bn"}}]})
-    cu = _render(spec, "cta")["bb.cu"]
-    assert "ep.bias += bias_batch_offset(batch);" in cu and "bias_n_offset(gn)" in cu
-    assert "bias_m_offset" not in cu  # broadcast over m: no index math for it
+    files = _render(spec, "cta")
+    traits = _namespace(files["bb.cu"], "cta")
+    assert "static constexpr bool has_batch = true;" in traits
+    assert "ep.bias += bias_view::batch::offset(batch);" in traits and "bias_view::n::offset(gn)" in traits
+    # broadcast over m: the bias's m role is empty, no index math for it
+    assert ("using bias_view = dg::View<dg::Role<index_t, dg::Seg<3, 72>>,\n"
+            "                             dg::Role<index_t>,\n") in traits
+    assert "bias_view::m::" not in traits
+    # dg/cta.cuh moves the views to the tile's batch product, the epilogue's through the traits.
+    cta = files["dg/cta.cuh"]
+    batch = cta[cta.index("if constexpr (T::has_batch) {"):]
+    assert "T::move_to_batch(ep, batch);" in batch[:batch.index("}")]
 
 
 def test_an_epilogue_view_that_breaks_a_merge_splits_the_segment():
@@ -208,8 +254,10 @@ def test_every_family_compiles_with_the_epilogue_without_spills(family, tmp_path
     files = _render(spec, family.removesuffix("-vectors"))
     files = {name.replace(spec.name, "ep_all"): text.replace(f'"{spec.name}.h"', '"ep_all.h"')
              for name, text in files.items()}
-    for name in ("ep_all.cu", "ep_all.h"):
-        (tmp_path / name).write_text(files[name])
+    assert "dg/activations.cuh" in files or family == "hopper-vectors"
+    for name, text in files.items():  # the whole folder: the .cu includes its dg/ headers
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
     out = subprocess.run([*nvcc.compile_prefix(), "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
                           "-Xptxas", "-v", "-c", str(src), "-o", str(tmp_path / "ep_all.o")],
                          capture_output=True, text=True, env=nvcc.run_env(os.environ))
@@ -247,7 +295,13 @@ def test_steps_without_views_are_applied_too(family, m):
                        "epilogue": [{"clamp": [-0.4, 0.2]}, {"activation": "sigmoid"}]})
     cu = _render(spec, family)["nv.cu"]
     assert f"family = {family}" in cu
-    assert "t = t < -0.4f ? -0.4f : (t > 0.2f ? 0.2f : t);" in cu and "t = act_sigmoid(t);" in cu
-    assert cu.index("t = t < -0.4f") < cu.index("t = act_sigmoid(t);")
-    assert "struct Epilogue" not in cu and ", ep" not in cu
+    traits = _namespace(cu, family)
+    clamp, sigmoid = "t = dg::clamp(t, -0.4f, 0.2f);", "t = dg::sigmoid<true>(t);"
+    assert clamp in traits and sigmoid in traits and traits.index(clamp) < traits.index(sigmoid)
+    # Every output element the traits produce (and hopper's packed store's pointwise) takes both steps.
+    outputs = traits.count("float t = alpha * (") + traits.count("float pointwise(float t)")
+    assert outputs and traits.count(clamp) == traits.count(sigmoid) == outputs
     assert "float out = alpha" not in cu  # no output element skips the steps
+    # No pointers: no Epilogue argument, only the traits' empty one.
+    assert "struct Epilogue {\n" not in cu and "Epilogue ep" not in cu
+    assert "struct Epilogue {};" in traits and "Traits::Epilogue{}" in traits[traits.index("cudaError_t launch("):]

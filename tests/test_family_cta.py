@@ -289,28 +289,37 @@ def _cu(views, arch: str = "sm_90a") -> str:
                           get_arch(arch))[f"{spec.name}.cu"]
 
 
+def _files(views, arch: str = "sm_90a") -> dict[str, str]:
+    spec = views.spec
+    return render_sources(spec, views, make_full_plan(views, get_arch(arch)), plan_baseline(views), get_arch(arch))
+
+
 def test_ffma_kernel_renders_the_plan():
-    cu = _cu(analyse(load_spec(SQ4096_F32)))
-    # Vector fragments: thread rows in groups of 4, one float4 a group and k step.
-    assert "constexpr int VM = 4, VN = 4;" in cu
-    assert "const float4 v = *reinterpret_cast<const float4*>(As + kk * A_PITCH + thread_row(ty, i));" in cu
-    # A: 16-byte loads along k, rows past M clamped (their outputs are never stored), stored transposed;
-    # K is a multiple of BK, so no k check. The launcher checks the pointer for the 16-byte loads.
-    assert "struct ALoadTranspose16" in cu and "struct ALoadTranspose4" in cu
-    assert "min(m0 + row, M - 1)" in cu and "gk < K" not in cu.split("struct ALoadTranspose16")[1].split("};")[0]
-    assert "stage[(col + e) * A_PITCH + row] = staged[i][e];" in cu
-    assert "if (aligned(A, 16) && aligned(B, 16))" in cu
-    # The registers decision is in the launch bounds and says why.
-    assert "registers = " in cu.split("__launch_bounds__")[0].rsplit("//", 2)[-1]
+    views = analyse(load_spec(SQ4096_F32))
+    plan = make_full_plan(views, get_arch("sm_90a")).primary
+    files = _files(views)
+    cu = files["sq4096_f32.cu"]
+    # The traits carry the plan: the FFMA path and its thread tile (dg/cta.cuh derives the vector fragments).
+    assert '#include "dg/cta.cuh"' in cu and "dg/cta.cuh" in files
+    assert "static constexpr bool MMA = false;  // FFMA" in cu
+    assert f"static constexpr int TM = {plan.thread_m}, TN = {plan.thread_n};" in cu
+    assert f"SMEM_BYTES = {plan.smem_bytes};" in cu
+    # A: 16-byte loads along k, stored transposed, or single elements where the pointer fails the check.
+    assert "using ALoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 4>;" in cu
+    assert "using ALoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 1>;" in cu
+    assert "if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadTranspose16," in cu
+    # The registers decision is beside the launch bounds' minimum blocks and says why.
+    assert "registers = " in cu.split("static constexpr int MIN_BLOCKS")[0].rsplit("//", 1)[-1]
 
 
 def test_ffma_kernel_zero_fills_past_k_and_takes_run_time_rows():
     tail = _cu(_f32({"m": 1024, "n": 1024, "k": 1022}, A={"strides": [1028, 1], "align": 16},
                     B={"layout": "row", "align": 16}))
-    loader = tail.split("struct ALoadTranspose16")[1].split("};")[0]
-    assert "const int valid = gk < K ? (K - gk < 4 ? int(K - gk) : 4) : 0;" in loader
-    assert "staged[i][e] = e < valid ? src[e]" in loader
+    # K = 1022 is not whole k-tiles: the header's transposing loader takes its zero-filling branch from K.
+    assert "K = 1022;" in tail and "dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 4>" in tail
     dynamic = analyse(parse_spec({"name": "x", "dtype": "f32", "gemm": {"m": {"min": 1, "max": 2048}, "n": 1024,
                                                                        "k": 1024}}))
     cu = _cu(dynamic)
-    assert "index_t m0, int kt, index_t M)" in cu and "min(m0 + row, M - 1)" in cu
+    assert "static constexpr bool rows_at_run_time = true;" in cu
+    assert "const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;" in cu
+    assert "dg::cta::launch<Traits, " in cu and "(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);" in cu

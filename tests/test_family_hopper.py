@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -228,18 +229,19 @@ def test_the_packed_store_renders_stmatrix_beside_the_staged_store(c, trans):
     views, arch = analyse(spec), get_arch("sm_90a")
     plan = make_plan(views, arch, "hopper")
     assert plan.primary.packed_store and plan.primary.c_vec == 8
-    cu = render_sources(spec, views, plan, plan_baseline(views), arch)["g.cu"]
-    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-    assert ("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in cu) is trans
-    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in cu or trans
+    files = render_sources(spec, views, plan, plan_baseline(views), arch)
+    traits = _traits(files["g.cu"])
+    # the packed store (dg/hopper_common.cuh: stmatrix, transposed where C is m-contiguous) on the plan's tile
+    assert "static constexpr bool PACKED = true;" in traits and "PACK_COLS = 64, PACK_PITCH = 72;" in traits
+    assert f"static constexpr bool C_ALONG_M = {'true' if trans else 'false'};" in traits
+    common = files["dg/hopper_common.cuh"]
+    assert "stmatrix_x4<M>(" in common and "the packed tile must fit the staging buffer" in common
     # beta == 0 takes the packed store, any other beta the f32 staging (C read for beta)
-    packed, staged = kernel.index("if (beta == 0.0f) {"), kernel.index("} else {", kernel.index("if (beta == 0.0f) {"))
-    assert packed < kernel.index("stmatrix_x4(") < staged < kernel.index("Staged store")
-    # the activation runs on the pair in registers, before the rounding
-    pair = cu[cu.index("uint32_t out_pair("):]
-    assert pair.index("act_relu(t0)") < pair.index("__floats2half2_rn(t0, t1)")
-    assert "PACK_COLS = 64, PACK_PITCH = 72" in cu and "the packed tile must fit the staging buffer" in cu
-    assert "when beta == 0, the epilogue on the accumulators in registers" in cu  # the header comment says so
+    store = common[common.index("void store_tile("):]
+    assert store.index("if (beta == 0.0f)") < store.index("packed_store<T>(") < store.index("staged_store<T>(")
+    # the activation runs on each value in registers, before the rounding (out_pair)
+    assert "t = dg::relu(t);\n    return t;" in traits[traits.index("float pointwise(float t)"):]
+    assert "when beta == 0, the epilogue on the accumulators in registers" in files["g.cu"]  # the header comment
 
 
 # ------------------------------------------------------------------------------------------------
@@ -280,17 +282,14 @@ def test_a_flat_rows_kernel_loads_and_stores_by_64_row_block():
     views, arch = _conv(), get_arch("sm_90a")
     plan = make_plan(views, arch, "hopper")
     assert plan.primary.flat_rows
-    cu = render_sources(views.spec, views, plan, plan_baseline(views), arch)["conv.cu"]
-    assert "constexpr int M_ROWS = 25088;" in cu and "Tile granule_at(int flat, const Tile& tile)" in cu
-    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-    # the producer: a box a block, at the block's row and batch index
-    assert "blocks[j] = granule_at(tile.m0 + j * 64, tile);" in kernel
-    assert "&full[stage], blocks[j].m0, k0, blocks[j].loop[0]);" in kernel
-    # the store phase: each 64-row block its own batch offset of C; blocks past the run are skipped
-    assert kernel.count("const Tile blk = granule_at(flat0, tile);") == 2  # packed and staged stores
-    assert kernel.count("if (flat0 >= M_ROWS) continue;") == 2
-    assert "static_cast<long long>(blk.loop[0]) * 1605632" in kernel
-    assert "static_cast<long long>(tile.loop[0])" not in kernel
+    traits = _traits(render_sources(views.spec, views, plan, plan_baseline(views), arch)["conv.cu"])
+    assert "static constexpr bool FLAT_ROWS = true;" in traits and "static constexpr int M_ROWS = 25088;" in traits
+    # the producer: a box a block (dg/hopper_common.cuh: issue_operand), at the block's row and batch index
+    assert "static constexpr int RANK = 3, BOXES = 2, BOX_BYTES = 8192;" in traits
+    assert "{ 3136, 0, 64, dg::hopper::AT_MN, 0 },  // hw[3136]" in traits
+    assert "dg::hopper::AT_LOOP, 0 },  // n[8]" in traits
+    # the store phase: each 64-row block its own batch offset of C (the loop's C stride)
+    assert "{ 8, true, 1605632 },  // n[8]" in traits
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -353,10 +352,13 @@ def test_a_112_wide_tile_renders_its_wgmma_and_16_column_stores():
     views, arch = analyse(spec), get_arch("sm_90a")
     plan = make_plan(views, arch, "hopper")
     assert plan.primary.block_n == 112 and plan.primary.packed_store
-    cu = render_sources(spec, views, plan, plan_baseline(views), arch)["g.cu"]
-    assert "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16" in cu
-    assert "float (&d)[56]" in cu  # 112 / 2 accumulators a thread
-    assert "constexpr int EPI_COLS = 16," in cu and "PACK_COLS = 16, PACK_PITCH = 72" in cu
+    files = render_sources(spec, views, plan, plan_baseline(views), arch)
+    wgmma = files["dg/wgmma.cuh"]
+    assert "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16" in wgmma
+    assert "wgmma_m64n112k16_f16(float (&d)[56]" in wgmma  # 112 / 2 accumulators a thread
+    traits = _traits(files["g.cu"])
+    assert "BN = 112," in traits and "using A_t = ::A_t;" in traits and "using A_t = __half;" in files["g.cu"]
+    assert "static constexpr int EPI_COLS = 16," in traits and "PACK_COLS = 16, PACK_PITCH = 72" in traits
 
 
 # ------------------------------------------------------------------------------------------------
@@ -389,8 +391,8 @@ def test_the_promotion_reaches_both_tensor_maps_and_old_assignments_keep_256_byt
     for m, enum in ((16, "CU_TENSOR_MAP_L2_PROMOTION_NONE"), (4096, "CU_TENSOR_MAP_L2_PROMOTION_L2_256B")):
         views = _gemm(m, 4096 if m > 16 else 14336, 4096)
         cu = render_sources(views.spec, views, make_plan(views, arch, "hopper"), plan_baseline(views), arch)["g.cu"]
-        encodes = [line for line in cu.splitlines() if "CU_TENSOR_MAP_SWIZZLE_128B" in line]
-        assert len(encodes) == 2 and all(enum in line for line in encodes), encodes
+        # one promotion for the traits type: dg/hopper_common.cuh's encode gives it to both maps
+        assert f"static constexpr CUtensorMapL2promotion L2_PROMOTION = {enum};" in _traits(cu)
     # A tuning database written before the node existed reads back with the promotion every kernel had then.
     old = {"block_m": 64, "block_n": 112, "consumers": 1, "ctas_per_sm": 1, "stages": 8, "k_splits": 1}
     assert of_assignment(hopper.problem(_gemm(16, 14336, 4096), arch), old).l2_promotion == "256B"
@@ -471,16 +473,22 @@ def test_the_stream_bound_counts_only_a_weight_read_once():
 # The stage's load order
 # ------------------------------------------------------------------------------------------------
 
-def _stage_loads(cu: str) -> list[tuple[str, str]]:
-    """The producer's stage loads (tma_load_* into a stage) in the order the kernel issues them: (operand, the
-    function called)."""
-    return [("A" if "&tmap_a" in line else "B", line.strip().split("(")[0]) for line in cu.splitlines()
-            if "tma_load_" in line and "(smem + " in line and "_OFFSET + stage *" in line]
+def _traits(cu: str) -> str:
+    """The rendered traits and launch of the .cu's hopper namespace."""
+    return cu.split("namespace hopper {")[1].split("}  // namespace hopper")[0]
+
+
+def _flag(traits: str, name: str) -> bool:
+    """A bool member of the rendered traits."""
+    found = re.search(rf"\b{name} = (true|false)\b", traits)
+    assert found, name
+    return found.group(1) == "true"
 
 
 def _producer_loads(cu: str) -> list[str]:
-    """The operands of the producer's stage loads, in the order the kernel issues them."""
-    return [operand for operand, _ in _stage_loads(cu)]
+    """The operands of the producer's stage loads, in the order the kernel issues them (dg/hopper_common.cuh:
+    issue_stage, B first where the traits say B_FIRST)."""
+    return ["B", "A"] if _flag(_traits(cu), "B_FIRST") else ["A", "B"]
 
 
 @pytest.mark.parametrize("m, n, first", [
@@ -522,12 +530,8 @@ def test_the_weight_takes_l2s_evict_first_priority_only_where_it_streams_once(m,
     assert plan.primary.b_evict_first is hinted is plan.primary.b_streams_once
     assert plan.primary.to_dict()["b_evict_first"] is hinted
     cu = render_sources(views.spec, views, plan, plan_baseline(views), arch)["g.cu"]
-    calls = dict(_stage_loads(cu))
-    assert calls == {"A": "tma_load_2d", "B": "tma_load_2d_evict_first" if hinted else "tma_load_2d"}, calls
-    # the hinted load is defined only where it is called, with its policy on the copy
-    assert ("void tma_load_2d_evict_first(" in cu) is hinted
-    assert ("createpolicy.fractional.L2::evict_first.b64" in cu) is hinted
-    assert ("complete_tx::bytes.L2::cache_hint [%0], [%1, { %3, %4}], [%2], %5;" in cu) is hinted
+    traits = _traits(cu)
+    assert _flag(traits, "B_EVICT_FIRST") is hinted and not _flag(traits, "A_EVICT_FIRST")
     assert ("its L2 lines evict_first" in cu) is hinted  # the header comment says so
 
 
@@ -609,16 +613,21 @@ def test_a_multicast_kernel_loads_its_part_into_the_cluster_and_releases_stages_
     plan = of_assignment(hopper.problem(views, get_arch("sm_90a")), MULTICAST_64X32)
     g = generate(spec, get_arch("sm_90a"), tmp_path, "hopper", plan=replace(model, primary=plan), views=views)
     assert plan.a_multicast == 2 and plan.block_n == 32, plan.summary
-    body = (g.directory / "mc.cu").read_text().split("namespace hopper")[1]
-    assert "constexpr int A_PARTS = 2, A_PART_ROWS = BM / A_PARTS;" in body
-    assert ("tma_load_2d_multicast(smem + A_OFFSET + stage * A_STAGE_BYTES + a_part * A_PART_BYTES, &tmap_a, "
-            "&full[stage], CLUSTER_MASK, k0, tile.m0 + a_part * A_PART_ROWS);") in body
-    assert "tma_prefetch_2d(&tmap_a, k0, tile.m0 + a_part * A_PART_ROWS);" in body  # A is the stream here
+    cu = (g.directory / "mc.cu").read_text()
+    traits = _traits(cu)
+    assert "static constexpr int A_PARTS = 2;" in traits and _flag(traits, "A_EVICT_FIRST")
+    assert "dg::hopper::launch_multicast<Traits>(" in traits and '#include "dg/hopper_multicast.cuh"' in cu
+    kernel = (g.directory / "dg" / "hopper_multicast.cuh").read_text()
+    common = (g.directory / "dg" / "hopper_common.cuh").read_text()
+    # this block's part of A's box into every block of the cluster; A is the stream the prologue prefetches
+    assert "return tile.m0 + a_part * Config<T>::A_PART_ROWS + shift;" in common
+    assert "issue_operand<T, true, PREFETCH>(" in common
     # every consumer warp releases the stage in both blocks, without a cluster-scope release (ERRBAR: 4x slower)
-    assert body.count("if (lane < A_PARTS) mbar_arrive_remote(&empty[last], lane);") == 2
-    assert "mbarrier.arrive.shared::cluster.b64" in body and "release.cluster.shared::cluster" not in body
-    assert "mbar_init(&empty[s], CONSUMERS * 4 * A_PARTS);" in body
-    assert body.count("cluster_barrier();") == 3  # barriers set up; the producer's and the consumers' ends
-    assert "cudaOccupancyMaxActiveClusters" in body and "config.attrs = (dependent) ? attrs : attrs + 1;" in body
+    assert "if (lane < T::A_PARTS) mbar_arrive_remote(&empty[last], lane);" in common
+    ptx = (g.directory / "dg" / "ptx.cuh").read_text()
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx and "release.cluster.shared::cluster" not in ptx
+    assert "mbar_init(&empty[s], T::CONSUMERS * 4 * T::A_PARTS);" in kernel
+    assert kernel.count("cluster_barrier();") == 3  # barriers set up; the producer's and the consumers' ends
+    assert "cudaOccupancyMaxActiveClusters" in kernel and "unsigned(T::A_PARTS)};" in kernel
     # no leftovers of the persistent grid's other shape
-    assert "RASTER" not in body and "sm_count(" not in body and "mbar_arrive(" not in body
+    assert "RASTER" not in traits and "sm_count(" not in kernel

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -94,31 +95,62 @@ def test_every_candidate_of_a_random_decode_view_is_consistent(seed):
 
 
 def _render(gemm: dict, family: str, **extra) -> str:
+    return _render_files(gemm, family, **extra)["g.cu"]
+
+
+def _render_files(gemm: dict, family: str, **extra) -> dict[str, str]:
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": gemm, **extra})
     views = analyse(spec)
     plan = make_plan(views, SM90, family)
     assert plan.family == family
-    return render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
+    return render_sources(spec, views, plan, plan_baseline(views), SM90)
 
 
 def test_splitk_renders_a_cluster_launch_and_an_ordered_dsmem_sum():
-    cu = _render({"m": 3, "n": 100, "k": 3000}, "splitk")
-    assert "cudaLaunchAttributeClusterDimension" in cu and "attrs[1].val.clusterDim.x = SPLITS;" in cu
-    # A programmatic dependent launch: the kernel waits for its predecessor before any memory access.
-    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in cu
-    kernel = cu[cu.index("__global__"):]
-    assert kernel.index("griddepcontrol.wait;") < kernel.index("cluster.block_rank()")
-    assert "for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)" in cu
-    assert cu.count("cluster.sync();") == 2 and "#include <cooperative_groups.h>" in cu
+    files = _render_files({"m": 3, "n": 100, "k": 3000}, "splitk")
+    traits = _traits(files["g.cu"], "splitk")
+    splits = int(re.search(r"static constexpr int SPLITS = (\d+), GROUPS = 1,", traits).group(1))
+    assert splits > 1  # a K split over a cluster, summed in it (one group: no scratch)
+    assert "dg::splitk::launch<Traits, " in files["g.cu"] and '#include "dg/splitk.cuh"' in files["g.cu"]
+    splitk = files["dg/splitk.cuh"]
+    # A cluster launch of SPLITS blocks that is a programmatic dependent launch (dg/launch.cuh: the attributes).
+    assert "unsigned(T::LAUNCH_SMEM_BYTES), true,\n                          unsigned(T::SPLITS)};" in splitk
+    launch = files["dg/launch.cuh"]
+    assert "cudaLaunchAttributeClusterDimension" in launch and "attrs[n].val.clusterDim.x = shape.cluster;" in launch
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in launch[launch.index("if (shape.dependent) {"):]
+    # The kernel waits for its predecessor before any memory access.
+    kernel = splitk[splitk.index("    kernel("):]
+    assert kernel.index("wait_for_predecessor();") < kernel.index("cluster.block_rank()")
+    assert kernel.index("wait_for_predecessor();") < kernel.index("cta::mainloop<")
+    assert 'asm volatile("griddepcontrol.wait;' in files["dg/ptx.cuh"]
+    # One group: the partial tiles are summed over the cluster in rank order (dg/reduce.cuh).
+    assert "store_partial_tile<T, T::BM, T::BN, T::THREADS, SPLITS, T::RED_PITCH>(" in kernel
+    reduce = files["dg/reduce.cuh"]
+    cluster = reduce[reduce.index("if constexpr (Splits > 1) {"):reduce.index("} else {")]
+    assert "for (int s = 0; s < Splits; ++s) sum += cluster.map_shared_rank(partial, s)" in cluster
+    assert cluster.count("cluster.sync();") == 2 and "#include <cooperative_groups.h>" in reduce
+
+
+def _traits(cu: str, namespace: str = "gemv") -> str:
+    """The Traits struct of one kernel namespace of a generated .cu."""
+    body = cu[cu.index(f"namespace {namespace} {{"):]
+    return body[body.index("struct Traits {"):body.index("};\n")]
+
+
+GEMV_HEADER = (REPO / "templates" / "dg" / "gemv.cuh").read_text()
 
 
 @pytest.mark.parametrize("layout, lanes", [("col", "k"), ("row", "n")])
 def test_gemv_lanes_follow_b_and_check_its_pointer(layout, lanes):
     cu = _render({"m": 1, "n": 4096, "k": 4096}, "gemv", operands={"B": {"layout": layout}})
-    assert f"along {lanes})" in cu
-    # B is promised 2-byte aligned: 16-byte loads only when its pointer passes the check.
-    assert "if (aligned(B, 16)) return launch_with<8>(A, B, C, alpha, beta, stream);" in cu
-    assert "return launch_with<1>(A, B, C, alpha, beta, stream);" in cu
+    traits = _traits(cu)
+    assert f"LANES_ALONG_K = {'true' if lanes == 'k' else 'false'};" in traits
+    # B is promised 2-byte aligned: 16-byte loads only when its pointer passes the check, else element loads.
+    assert "B_CHECK = 16, CH_PROMISED = 1;" in traits and "CH = 8;" in traits
+    assert "return dg::gemv::launch<Traits>(A, B, C, Traits::Epilogue{}, alpha, beta, stream);" in cu
+    launch = GEMV_HEADER[GEMV_HEADER.index("cudaError_t launch(const"):]
+    assert "% T::B_CHECK == 0) return launch_with<T, T::CH>" in launch
+    assert "return launch_with<T, T::CH_PROMISED>" in launch
 
 
 @pytest.mark.parametrize("gemm, operands, a_vec, a_check", [
@@ -135,8 +167,7 @@ def test_gemv_stages_a_in_vectors_where_its_view_allows(gemm, operands, a_vec, a
     assert p.a_vec == 1 or p.k_slice % p.a_vec == 0
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": gemm, "operands": operands})
     cu = render_sources(spec, views, make_plan(views, SM90, "gemv"), plan_baseline(views), SM90)["g.cu"]
-    assert (f"constexpr int AV = {a_vec}," in cu) == (a_vec > 1)
-    assert (f"reinterpret_cast<uintptr_t>(A) % {a_check} == 0" in cu) == (a_check > 0)
+    assert f"A_VEC = {a_vec}, A_CHECK = {a_check};" in _traits(cu)
 
 
 def test_gemv_f32_stages_four_element_vectors():
@@ -146,20 +177,22 @@ def test_gemv_f32_stages_four_element_vectors():
 
 def test_gemv_without_a_split_is_a_dependent_launch_without_a_cluster():
     """No cluster; a programmatic dependent launch whose kernel waits for its predecessor before any memory access
-    and never triggers its dependents itself (they come in as its blocks exit: measured faster)."""
+    and never triggers its dependents itself (they come in as its blocks exit)."""
     spec = parse_spec({"name": "g", "dtype": "f16", "gemm": {"m": 1, "n": 4096, "k": 256},
                        "operands": {"B": {"layout": "col", "align": 16}}})
     views = analyse(spec)
     p = next(c for c in ranked(gemv.problem(views, SM90), 64) if c.splits == 1)
     plan = Plan(p, None, make_plan(views, SM90, "gemv").family_decision)
-    cu = render_sources(spec, views, plan, plan_baseline(views), SM90)["g.cu"]
-    body = cu[cu.index("namespace gemv"):]  # B's alignment promised: no fallback
-    assert "namespace cta" not in cu and "cooperative_groups" not in cu
-    assert "clusterDim" not in body and "<<<" not in body
-    assert "config.numAttrs = 1;" in body and "cudaLaunchAttributeProgrammaticStreamSerialization" in body
-    kernel = body[body.index("__global__"):]
-    assert kernel.index("griddepcontrol.wait;") < kernel.index("A[") and "launch_dependents" not in body
-    assert "if (aligned(B, 16))" not in cu and "launch_with<1>" not in cu  # promised: one instantiation
+    files = render_sources(spec, views, plan, plan_baseline(views), SM90)
+    traits = _traits(files["g.cu"])
+    assert "namespace cta" not in files["g.cu"]
+    assert "SPLITS = 1," in traits and "DEPENDENT_LAUNCH = true;" in traits
+    assert "B_CHECK = 0;" in traits and "CH_PROMISED" not in traits  # promised: one instantiation
+    # The header's kernel waits before its first global access (A's staging, B's first round) and never triggers.
+    kernel = files["dg/gemv.cuh"][files["dg/gemv.cuh"].index("__global__"):]
+    assert kernel.index("wait_for_predecessor();") < kernel.index("load(wa, kb0);") < kernel.index("stage_a<T")
+    assert "launch_dependents" not in kernel[:kernel.index("store_partial_tile")]
+    assert "T::SPLITS > 1 || T::DEPENDENT_LAUNCH, unsigned(T::SPLITS)" in kernel
 
 
 def test_gemv_before_sm90_launches_plainly_without_griddepcontrol():
@@ -171,8 +204,8 @@ def test_gemv_before_sm90_launches_plainly_without_griddepcontrol():
     plan = make_plan(views, SM80, "gemv")
     assert plan.primary.splits == 1
     cu = render_sources(spec, views, plan, plan_baseline(views), SM80)["g.cu"]
-    assert "griddepcontrol" not in cu and "cudaLaunchAttributeProgrammaticStreamSerialization" not in cu
-    assert "kernel<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);" in cu
+    assert "SPLITS = 1," in _traits(cu) and "DEPENDENT_LAUNCH = false;" in _traits(cu)
+    assert "griddepcontrol" not in cu
 
 
 def test_generated_readme_states_the_cluster_requirements():

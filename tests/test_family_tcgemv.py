@@ -4,6 +4,7 @@ model's picks at the decode shapes it was fitted to, plan invariants over random
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -151,64 +152,97 @@ def _source(spec):
     return render_sources(spec, views, plan, plan_baseline(views), SM90)[f"{spec.name}.cu"]
 
 
-def test_the_kernel_renders_its_mma_its_bounds_and_the_tokens():
-    cu = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in cu
-    assert "__launch_bounds__(THREADS, 8)" in cu and "constexpr int TOKENS = 8;" in cu  # 2 warps, 8 blocks an SM
-    body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
-    assert "constexpr int K_WARPS = 2;" in body and "batch" not in body
-    # 16 rounds a warp: the first 2 prefetched before the wait, so the weight's loads are coherent
-    assert "ld.global.L1::no_allocate.v4.u32" in body and "ld.global.nc.L1" not in body
-    assert "const uint4 y0{}, y1{};  // tokens 8..15: none" in cu
+def _namespace(cu, namespace="tcgemv"):
+    """The text of one kernel namespace of a generated .cu."""
+    start = cu.index(f"namespace {namespace} {{")
+    return cu[start:cu.index(f"}}  // namespace {namespace}", start)]
+
+
+def _traits(body):
+    """The values of the `static constexpr` members of a namespace's Traits: name -> C++ literal."""
+    traits = body[body.index("struct Traits {"):body.index("\n};\n")]
+    out = {}
+    for decl in re.findall(r"static constexpr (?:int|bool|index_t) ([^;]*);", traits):
+        for item in decl.split(","):
+            name, value = (x.strip() for x in item.split("="))
+            out[name] = value
+    return out
+
+
+HEADER = (REPO / "templates" / "dg" / "tcgemv.cuh").read_text()
+
+
+def _device(name):
+    """The text of one kernel template of dg/tcgemv.cuh, `kernel` or `staged_kernel`."""
+    start = HEADER.index(f"    {name}(")
+    return HEADER[start:HEADER.index("\n}\n", start)]
+
+
+def _bench(name):
+    return _source(load_spec(REPO / "specs" / "bench" / f"{name}.yaml"))
+
+
+def test_the_traits_carry_the_plan_and_launch_the_header_kernel():
+    cu = _bench("decode_8x4096x14336")
+    assert '#include "dg/tcgemv.cuh"' in cu and "__global__" not in _namespace(cu) and "using B_t = __half;" in cu
+    traits = _traits(_namespace(cu))
+    assert {x: traits[x] for x in ("TOKENS", "K_WARPS", "THREADS", "MIN_BLOCKS", "has_batch", "A_STAGED")} == {
+        "TOKENS": "8", "K_WARPS": "2", "THREADS": "64", "MIN_BLOCKS": "8", "has_batch": "false", "A_STAGED": "false"}
+    assert traits["rows_at_run_time"] == "false" and "ROW_GROUPS" in traits and "ACT_BYTES" not in traits
+    assert ("return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);"
+            in _namespace(cu))
     bf = parse_spec({"name": "bf", "dtype": "bf16", "gemm": {"m": 16, "n": 4096, "k": 4096}, "operands": LINEAR})
     cu = _source(bf)
-    assert "f32.bf16.bf16.f32" in cu and "constexpr int TOKENS = 16;" in cu and "y0{}" not in cu
-
-
-def _kernel_and_body(name):
-    cu = _source(load_spec(REPO / "specs" / "bench" / f"{name}.yaml"))
-    body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
-    return body[body.index("__global__"):body.index("cudaError_t launch(")], body
+    assert _traits(_namespace(cu))["TOKENS"] == "16" and "using B_t = __nv_bfloat16;" in cu
+    # the mma's input type follows B_t; 8 tokens leave the tile's rows 8..15 zero
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in HEADER and "f32.bf16.bf16.f32" in HEADER
+    assert "mma16816<E>" in HEADER and "mma_segment<B_t>(" in _device("kernel")
+    assert "uint4 y0{}, y1{};  // tokens 8..15: none with 8 tokens" in _device("kernel")
+    assert "__launch_bounds__(T::THREADS, T::MIN_BLOCKS)" in HEADER
 
 
 def test_the_register_stream_kernel_is_a_dependent_launch():
     """The kernel reads memory only after its wait for its predecessor. Without the prefetch (a warp's 4 rounds at
-    [8,4096]x[4096,4096]) it never triggers: the next grid comes in as its blocks exit (a trigger at the kernel's start
-    measured slower), and its weight loads are `.nc`."""
-    kernel, body = _kernel_and_body("decode_8x4096x4096")
-    wait = kernel.index("griddepcontrol.wait;")
-    assert wait < kernel.index("load_stream(") and wait < kernel.index("__ldg(") and "prefetch" not in body
-    assert "launch_dependents" not in body and "ld.global.nc.L1::no_allocate.v4.u32" in body
-    assert "config.numAttrs = 1;" in body and "<<<" not in body
-    assert "return cudaLaunchKernelEx(&config, decode_8x4096x4096_kernel, A, B, C, alpha, beta);" in body
+    [8,4096]x[4096,4096]) it never triggers: the next grid comes in as its blocks exit, and its weight loads are
+    `.nc`."""
+    traits = _traits(_namespace(_bench("decode_8x4096x4096")))
+    assert traits["PREFETCH_ROUNDS"] == "0"
+    kernel = _device("kernel")
+    wait = kernel.index("wait_for_predecessor();")
+    assert wait < kernel.index("load_stream<") and wait < kernel.index("__ldg(")
+    assert "if constexpr (T::PREFETCH_ROUNDS > 0) launch_dependents();" in kernel
+    assert "constexpr bool COHERENT = T::PREFETCH_ROUNDS > 0;" in kernel
+    assert 'asm volatile("ld.global.nc.L1::no_allocate.v4.u32' in HEADER
+    launch = HEADER[HEADER.index("cudaError_t launch("):]
+    assert "unsigned(T::THREADS), 0, true, 1};" in launch and "dg::launch(kernel<T>, shape, stream," in launch
 
 
 def test_a_long_stream_prefetches_its_first_rounds_and_lets_the_next_grid_in_after_its_loads():
-    """16 rounds a warp at [8,4096]x[4096,14336]: the first 2 into L2 before the wait (measured faster chained), the
+    """16 rounds a warp at [8,4096]x[4096,14336]: the first 2 into L2 before the wait, coherent weight loads, the
     trigger after the last load, and nothing but prefetches before the wait."""
-    kernel, body = _kernel_and_body("decode_8x4096x14336")
-    head, tail = kernel.split("griddepcontrol.wait;")
-    assert "prefetch_l2(" in head and "for (int r = 0; r < PREFETCH_ROUNDS; ++r)" in head
-    assert not any(x in head for x in ("load_stream(", "__ldg(", "C[", "st.global"))
-    assert tail.index("launch_dependents") > tail.rindex("mma_round(") > tail.index("load_stream(")
-    assert "config.numAttrs = 1;" in body
+    assert _traits(_namespace(_bench("decode_8x4096x14336")))["PREFETCH_ROUNDS"] == "2"
+    kernel = _device("kernel")
+    head, tail = kernel.split("wait_for_predecessor();")
+    assert "prefetch_l2(" in head and "for (int r = 0; r < T::PREFETCH_ROUNDS; ++r)" in head
+    assert not any(x in head for x in ("load_stream<", "__ldg(", "C[", "store"))
+    assert tail.index("launch_dependents") > tail.rindex("mma_round(") > tail.index("load_stream<")
+    assert 'asm volatile("ld.global.L1::no_allocate.v4.u32' in HEADER  # load_stream<true>
 
 
 def test_a_k_tail_is_loaded_after_the_loop_not_tested_in_it():
     """K = 8096 is not whole 64-k segments: the loop streams each warp's whole segments with one warp-wide test a
     segment, and the warp whose slice ends inside a segment loads that one after the loop, a chunk tested a lane
-    (tested in the loop, the kernel spilled 32-56 bytes at 128 registers)."""
+    (tested in the loop, the kernel spilled at 128 registers)."""
     spec = parse_spec({"name": "kt", "dtype": "bf16", "gemm": {"m": 3, "n": 16128, "k": 8096}, "operands": LINEAR})
-    cu = _source(spec)
-    kernel = cu[cu.index("namespace tcgemv"):]
-    kernel = kernel[kernel.index("__global__"):kernel.index("cudaError_t launch(")]
-    loop = kernel[kernel.index("const auto load = "):kernel.index("const auto load_partial = ")]
+    assert _traits(_namespace(_source(spec)))["WHOLE_SEGMENTS"] == "false"
+    assert _traits(_namespace(_bench("decode_8x4096x14336")))["WHOLE_SEGMENTS"] == "true"
+    kernel = _device("kernel")
+    loop = kernel[kernel.index("const auto load = "):kernel.index("const auto mma_round = ")]
     assert "< k_len" not in loop and "const bool in = seg < k_whole;" in loop
     main, partial = kernel.split("for (int kk = 0; kk < k_whole; kk += 2 * STEP) {")[1].split("if (k_whole < k_len)")
-    assert "load_partial" not in main and "mma_round(wb, xb, kk + STEP, k_whole);" in main
-    assert "load_partial(wa, xa, k_whole);" in partial and "mma_round(wa, xa, k_whole, k_whole + 1);" in partial
-    whole = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
-    assert "k_whole" not in whole and "load_partial" not in whole
+    assert "< k_len" not in main and "mma_round(wb, xb, kk + STEP, k_whole);" in main
+    assert "if constexpr (!T::WHOLE_SEGMENTS) {" in main  # whole segments: no partial one
+    assert "seg + 8 * t < k_len" in partial and "mma_round(wa, xa, k_whole, k_whole + 1);" in partial
 
 
 def test_run_time_tokens_are_a_kernel_argument():
@@ -218,9 +252,15 @@ def test_run_time_tokens_are_a_kernel_argument():
     families = {(b.lo, b.hi): b.plan.family for b in plan.buckets}
     assert families == {(2, 2): "tcgemv", (3, 3): "tcgemv", (4, 4): "tcgemv", (5, 8): "tcgemv", (9, 16): "hopper"}
     cu = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)["dyn.cu"]
-    body = cu[cu.index("namespace m5_8_tcgemv {"):]
-    assert "const index_t M = index_t(m) * M_UNIT;" in body
-    assert "C_t* __restrict__ C, index_t M, float alpha, float beta)" in body
+    body = _namespace(cu, "m5_8_tcgemv")
+    assert _traits(body)["rows_at_run_time"] == "true" and _traits(body)["M"] == "8"
+    assert "const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;" in body
+    assert "dg::tcgemv::launch<Traits>(A, B, C, M, " in body
+    # one template, one instantiation a bucket: the fixed buckets differ in M alone
+    fixed = [_traits(_namespace(cu, f"m{m}_tcgemv")) for m in (2, 3)]
+    assert fixed[0]["M"] == "2" and fixed[1]["M"] == "3" and fixed[0]["rows_at_run_time"] == "false"
+    assert {k: v for k, v in fixed[0].items() if k != "M"} == {k: v for k, v in fixed[1].items() if k != "M"}
+    assert "const index_t M = T::rows_at_run_time ? m : T::M;" in _device("kernel")
 
 
 @pytest.mark.slow
@@ -245,14 +285,16 @@ def test_tcgemv_kernels_compile_without_spills(tmp_path):
 
 
 def test_a_batch_moves_the_views_to_the_blocks_product():
-    spec = load_spec(REPO / "specs" / "bench" / "gqa_scores_b32_m8.yaml")  # a KV cache in place
-    cu = _source(spec)
-    body = cu.split("namespace tcgemv")[1]
-    assert "constexpr int TILES_N = 256;" in body and "constexpr int BLOCKS = 8192;" in body
-    assert "const index_t batch = index_t(blockIdx.x / TILES_N);" in body
-    for x in "ABC":
-        assert f"  {x} += {x.lower()}_batch_offset(batch);" in body
-    assert "return i * 128;" in body.split("b_batch_offset")[1]  # the cache's head stride, not a dense one
+    body = _namespace(_bench("gqa_scores_b32_m8"))  # a KV cache in place
+    traits = _traits(body)
+    assert (traits["TILES_N"], traits["BLOCKS"], traits["has_batch"]) == ("256", "8192", "true")
+    # B's batch role: the cache's head stride, not a dense one
+    b_view = body[body.index("using B_view"):body.index("using C_view")]
+    assert "dg::View<dg::Role<index_t, dg::Seg<32, 128>>," in b_view
+    kernel = _device("kernel")
+    assert "const index_t batch = index_t(blockIdx.x / T::TILES_N);" in kernel
+    for x in ("A += Av::batch", "B += Bv::batch", "C += T::C_view::batch", "T::move_to_batch(ep, batch);"):
+        assert x in kernel
 
 
 def test_a_staged_in_shared_memory_where_one_block_an_sm_fills_the_sms():
@@ -297,19 +339,26 @@ def test_a_is_staged_only_through_one_tensor_map_that_fits():
     assert not _staged(_views(16, 14336, 8192))
 
 
-def test_the_staged_kernel_renders_its_tensor_map_and_no_activation_loads():
-    cu = _source(load_spec(REPO / "specs" / "bench" / "decode_16x4096x14336.yaml"))
-    body = cu.split("namespace tcgemv")[1].split("namespace cta")[0]
-    assert "constexpr int ROW_GROUPS = 7;" in body and "constexpr int THREADS = 32 * K_WARPS * ROW_GROUPS;" in body
-    assert "const __grid_constant__ CUtensorMap map_a" in body and "cp.async.bulk.tensor.2d" in body
-    assert "const cuuint64_t strides[1] = { 8192ull };" in body and "CU_TENSOR_MAP_SWIZZLE_128B" in body
-    assert "__ldg" not in body and "a_m_offset" not in body and "mbar_arrive(" not in body  # A only by TMA
-    assert "<<<BLOCKS, THREADS, SMEM_BYTES, stream>>>(map_a, B, C, alpha, beta)" in body
-    assert "n0 + 8 * OCTETS * group + 8 * o + 2 * q" in body
-    # the L1 kernel is unchanged by the option: no row groups, no tensor map
-    cu8 = _source(load_spec(REPO / "specs" / "bench" / "decode_8x4096x14336.yaml"))
-    body8 = cu8.split("namespace tcgemv")[1].split("namespace cta")[0]
-    assert "ROW_GROUPS" not in body8 and "CUtensorMap" not in body8 and "k_warp" not in body8
+def test_the_staged_kernel_renders_its_layout_and_loads_a_only_by_tma():
+    body = _namespace(_bench("decode_16x4096x14336"))
+    traits = _traits(body)
+    assert {x: traits[x] for x in ("A_STAGED", "ROW_GROUPS", "THREADS", "BN", "ACT_BYTES", "BARRIERS", "SMEM_ALIGN")} \
+        == {"A_STAGED": "true", "ROW_GROUPS": "7", "THREADS": "448", "BN": "112", "ACT_BYTES": str(16 * 64 * 128),
+            "BARRIERS": "32", "SMEM_ALIGN": "1024"}
+    assert "PREFETCH_ROUNDS" not in traits  # a plain launch: nothing before a wait
+    # A's tensor map reads its rows' stride off A's view: 4096 f16 elements, 8192 bytes
+    assert "dg::Role<index_t, dg::Seg<16, 4096>>," in body[body.index("using A_view"):body.index("using B_view")]
+    staged = _device("staged_kernel")
+    assert "const __grid_constant__ CUtensorMap map_a" in staged and "tma_load(act + s * BOX, &map_a, bar" in staged
+    assert "__ldg" not in staged and "Av::" not in staged and "mbar_arrive(" not in staged  # A only by TMA
+    assert "wait_for_predecessor" not in staged and "n0 + 8 * OCTETS * group + 8 * o + 2 * q" in staged
+    mapping = HEADER[HEADER.index("cudaError_t activation_map("):]
+    assert "CU_TENSOR_MAP_SWIZZLE_128B" in mapping and "Av::m::offset(1) * sizeof(typename T::A_t)" in mapping
+    launch = HEADER[HEADER.index("cudaError_t launch("):]
+    assert "activation_map<T>(A, M, &map_a)" in launch and "unsigned(T::SMEM_BYTES), false, 1};" in launch
+    # the L1 kernel is unchanged by the option: one row group, no staged layout
+    traits8 = _traits(_namespace(_bench("decode_8x4096x14336")))
+    assert traits8["ROW_GROUPS"] == "1" and traits8["A_STAGED"] == "false" and "ACT_BYTES" not in traits8
 
 
 def test_run_time_tokens_through_the_staged_activation_encode_the_map_with_m():
@@ -317,7 +366,11 @@ def test_run_time_tokens_through_the_staged_activation_encode_the_map_with_m():
                        "operands": LINEAR})
     plan = make_plan(analyse(spec), SM90, "tcgemv")
     assert [(b.lo, b.hi, b.plan.primary.shared_act) for b in plan.buckets] == [(9, 16, True)]
-    cu = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)["dyn.cu"]
-    body = cu[cu.index("namespace m9_16_tcgemv {"):]
-    assert "const index_t M = index_t(m) * M_UNIT;" in body and "activation_map(A, M, &map_a)" in body
-    assert "(map_a, B, C, M, alpha, beta)" in body and "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" in body
+    files = render_sources(spec, analyse(spec), plan, plan_baseline(analyse(spec)), SM90)
+    body = _namespace(files["dyn.cu"], "m9_16_tcgemv")
+    assert _traits(body)["rows_at_run_time"] == "true" and _traits(body)["A_STAGED"] == "true"
+    assert "dg::tcgemv::launch<Traits>(A, B, C, M, " in body and "using A_t = __nv_bfloat16;" in files["dyn.cu"]
+    assert "const index_t M = T::rows_at_run_time ? m : T::M;" in _device("staged_kernel")
+    assert "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" in HEADER and "dg/tcgemv.cuh" in files
+    # the header tells the caller of the tensor-map cache and the shared-memory opt-in its launcher keeps
+    assert "a cache of TMA tensor maps" in files["dyn.h"] and "cudaFuncSetAttribute" in files["dyn.h"]

@@ -118,16 +118,33 @@ def test_entry_point_takes_m_checks_its_range_and_picks_buckets_in_order(decode_
     assert entry.rstrip().endswith("}") and entry.count("return m") == entry.count("::launch(")
 
 
+def _namespaces(cu: str) -> dict[str, str]:
+    """Each bucket's kernel namespace of a run-time artifact (m1_gemv, m5_16_splitk, ...): its traits and launch()."""
+    return dict(re.findall(r"namespace (m\w+) \{\n(.*?)\}  // namespace \1", cu, re.S))
+
+
 def test_range_kernels_take_m_as_an_argument_and_exact_ones_keep_the_constant(decode_sources):
-    cu = decode_sources["d.cu"]
-    bodies = dict(re.findall(r"namespace (m\w+) \{\n(.*?)\}  // namespace \1", cu, re.S))
-    assert "constexpr index_t M = 1;" in bodies["m1_gemv"]
-    ranged = [body for name, body in bodies.items() if re.match(r"m\d+_\d+_", name)]
+    bodies = _namespaces(decode_sources["d.cu"])
+    assert "static constexpr bool rows_at_run_time = false;" in bodies["m1_gemv"]
+    assert "static constexpr index_t M = 1, " in bodies["m1_gemv"]
+    ranged = {name: body for name, body in bodies.items() if re.match(r"m\d+_\d+_", name)}
     assert ranged
-    for body in ranged:
-        assert "constexpr index_t M =" not in body and "constexpr index_t M_UNIT = 1;" in body
-        assert "const index_t M = index_t(m) * M_UNIT;" in body
-        assert "(M + BM - 1) / BM" in body  # the grid follows M
+    for name, body in ranged.items():
+        # M is the launch's: m x M_UNIT rows, passed to the kernel; the traits' M is the bucket's most.
+        most = int(re.match(r"m\d+_(\d+)_", name).group(1))
+        assert "static constexpr bool rows_at_run_time = true;" in body
+        assert "static constexpr index_t M_UNIT = 1;" in body
+        assert f"static constexpr index_t M = {most}, " in body
+        assert "const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;" in body
+        launches = re.findall(r"return (dg::\w+::launch)<Traits, \w+, \w+>\(A, B, C, M, ", body)
+        assert launches and set(launches) == {"dg::splitk::launch"}, name
+    # dg/splitk.cuh's kernel takes M from its argument where the rows are a run-time size, and the grid follows M
+    # (dg/cta.cuh's tile count).
+    splitk, cta = decode_sources["dg/splitk.cuh"], decode_sources["dg/cta.cuh"]
+    assert "const index_t M = T::rows_at_run_time ? M_arg : T::M;" in splitk
+    assert "unsigned(Split<T>::blocks(M))" in splitk
+    assert "return cta::Shape<T>::tiles(M) * T::GROUPS * T::SPLITS;" in splitk
+    assert "static constexpr index_t tiles_m(index_t M) { return (M + T::BM - 1) / T::BM; }" in cta
 
 
 def test_run_time_rows_with_a_unit_merge_into_m():
@@ -181,12 +198,23 @@ def test_hopper_ranges_encode_a_for_the_run_time_rows_and_count_tiles_from_them(
     plan = make_plan(analyse(parse_spec(UP)), get_arch("sm_90a"))
     ranged = [b for b in plan.buckets if not b.exact and b.plan.family == "hopper"]
     assert ranged, [b.plan.family for b in plan.buckets]
-    cu = _sources(UP)["up.cu"]
-    body = cu[cu.index(f"namespace {ranged[-1].label}_hopper {{"):]
-    assert "bool encode_a(CUtensorMap* map, const void* view, cuuint64_t m_inner)" in body
-    assert "const cuuint64_t dims[2] = { 4096ull, m_inner };" in body
-    assert "e.a == A && e.b == B && e.m_inner == m_inner" in body  # a cached map is per M too
-    assert "tile_at(t, TILES_M)" in body and "constexpr int TILES_M" not in body.split("namespace")[1]
+    files = _sources(UP)
+    traits = _namespaces(files["up.cu"])[f"{ranged[-1].label}_hopper"]
+    assert "static constexpr bool rows_at_run_time = true;" in traits
+    # A's map: its rows (size 0) and its box are the launch's; m reaches the launcher.
+    assert re.search(r"\{ 0, 8192, 0, dg::hopper::AT_MN, 0 \},  // m\[128\]", traits)
+    assert "{ 4096, 0, 64, dg::hopper::AT_K, 0 },  // k[4096]" in traits
+    variant = re.search(r"return dg::hopper::launch_(\w+)<Traits>\(A, B, C, m, ", traits).group(1)
+    common = files["dg/hopper_common.cuh"]
+    assert "dims[d] = Op::DIMS[d].size != 0 ? Op::DIMS[d].size : m_inner;" in common  # encode: M_INNER rows
+    assert "e.a == A && e.b == B && e.m_inner == m_inner" in common  # a cached map is per M too
+    assert "if constexpr (T::rows_at_run_time) return int(m) * T::M_UNIT;" in common  # rows_of
+    # The tiles follow the run-time rows: the kernel's TILES_M and TILES, the launcher's grid.
+    kernel = files[f"dg/hopper_{variant}.cuh"]
+    assert "const int TILES_M = T::rows_at_run_time ? (M_INNER + T::BM - 1) / T::BM : T::TILES_M;" in kernel
+    assert "tile_at<T>(t, TILES_M)" in kernel and "tiles_of<T>(m_inner)" in kernel
+    assert ("if constexpr (T::rows_at_run_time) return T::TILE_GROUPS * ((m_inner + T::BM - 1) / T::BM) * T::TILES_N;"
+            in common)
     # Ranges whose primary plans agree share one kernel even where their misaligned-pointer fallbacks differ
     # (9..64 on hopper; 5..8 is a tcgemv kernel).
     assert [(b.lo, b.hi) for b in plan.buckets if not b.exact] == [(5, 8), (9, 64), (65, 128)]

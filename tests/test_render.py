@@ -31,8 +31,14 @@ def render(spec, arch="sm_90a"):
 def test_every_spec_renders(path, arch):
     spec = load_spec(path)
     files = render(spec, arch)
-    assert set(files) == {f.format(n=spec.name) for f in FILES}
+    shipped = {f for f in files if f.startswith("dg/")}
+    assert set(files) - shipped == {f.format(n=spec.name) for f in FILES}
     cu = files[f"{spec.name}.cu"]
+    # The folder ships exactly the device headers the .cu includes, and what they include in turn.
+    included = set(re.findall(r'#include "(dg/\w+\.cuh)"', cu))
+    for h in sorted(shipped):
+        included |= {f"dg/{n}" for n in re.findall(r'#include "(\w+\.cuh)"', files[h])}
+    assert included == shipped
     # The header comment carries the spec, the plan and the reasons.
     assert f"name: {spec.name}" in cu and f"Kernel family for {arch}" in cu
     assert "forced by" in cu or "cost model" in cu
@@ -57,19 +63,33 @@ def test_no_dead_code_for_unused_features():
     # Dense, 16-byte aligned, no batch, f32: no ldmatrix, no gather, no batch offsets, no dispatch.
     spec = parse_spec({"name": "plain", "dtype": "f32", "gemm": {"m": 64, "n": 64, "k": 64},
                        "operands": {x: {"align": 16} for x in "ABC"}})
-    cu = render(spec)["plain.cu"]
-    assert "ldmatrix" not in cu and "Gather" not in cu and "batch_offset" not in cu
-    assert "Run-time dispatch" not in cu
-    assert "fmaf(a[i], b[j]" in cu
-    # Every cp.async width defined is used.
-    for width in re.findall(r"void cp_async(\d+)\(", cu):
-        assert f"cp_async{width}(stage" in cu
+    files = render(spec)
+    cu = files["plain.cu"]
+    assert "Gather" not in cu and "Run-time dispatch" not in cu and "if (aligned(" not in cu
+    # No batch: the traits say so, no view has a batch segment, and dg/cta.cuh's batch offsets compile only with one.
+    assert "static constexpr bool has_batch = false;" in cu and "move_to_batch" not in cu
+    assert cu.count("dg::View<dg::Role<index_t>,") == 3  # A, B and C: the batch role empty
+    cta = files["dg/cta.cuh"]
+    assert "if constexpr (T::has_batch) {\n    const index_t batch = tile / tiles_m;" in cta
+    # f32: the FFMA mainloop of dg/cta.cuh; ldmatrix and mma.sync are only in the MMA = true specialization.
+    assert "static constexpr bool MMA = false;" in cu and "WARPS_M" not in cu
+    ffma = cta.index("struct Math<T, false> {")
+    assert "fmaf(a[i], b[j], acc[i][j])" in cta[ffma:] and "ldmatrix" not in cta[ffma:cta.index("struct Shape {")]
+    assert cta.index("ldmatrix_x4<") > cta.index("struct Math<T, true> {")
+    assert set(files) & {"dg/tcgemv.cuh", "dg/hopper_common.cuh", "dg/reduce.cuh", "dg/activations.cuh"} == set()
+    # Every loader the traits name is one the launch instantiates, and cp.async is instantiated only at their widths.
+    loaders = re.findall(r"^using (\w+) = dg::cta::(Load\w+)<Traits, dg::cta::Operand::\w, (\d+)>;", cu, re.MULTILINE)
+    assert loaders and all(cu.count(name) == 2 for name, _, _ in loaders)
+    launch = cu[cu.index("cudaError_t launch("):]
+    assert launch.count("dg::cta::launch<Traits, ") == 1  # one instantiation: no run-time choice
+    assert "cp_async<VEC * int(sizeof(E))>(" in cta and "template <int Bytes>" in files["dg/ptx.cuh"]
 
 
 def test_offsets_applied_inside_and_segments_rendered():
     spec = load_spec(next(p for p in SPECS if p.stem == "conv1x1_nchw"))
     cu = render(spec)["conv1x1_nchw.cu"]
-    assert "(i % 3136) * 1" in cu and "i * 802816" in cu  # two M segments of A
+    # Two M segments of A (innermost first: hw, then the batch n), then K along c.
+    assert "dg::Role<index_t, dg::Seg<3136, 1>, dg::Seg<8, 802816>>,\n" in cu
     spec = parse_spec({"name": "off", "gemm": {"m": 8, "n": 8, "k": 8}, "operands": {"A": {"offset": 5}}})
     cu = render(spec)["off.cu"]
     assert "A += 5;" in cu
@@ -84,7 +104,8 @@ def test_generate_writes_directory(tmp_path):
     spec = load_spec(SPECS[0])
     g = generate(spec, get_arch("sm_80"), tmp_path)
     assert g.directory == tmp_path / spec.name
-    assert {p.name for p in g.directory.iterdir()} == {f.format(n=spec.name) for f in FILES}
+    assert {p.name for p in g.directory.iterdir()} == {f.format(n=spec.name) for f in FILES} | {"dg"}
+    assert {p.name for p in (g.directory / "dg").iterdir()} >= {"view.cuh", "launch.cuh"}
 
 
 def _tree(root):
@@ -105,7 +126,7 @@ def test_same_spec_anywhere_gives_byte_identical_files(path, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path / "two")
     second = generate(load_spec(Path("deeper/still") / path.name), get_arch("sm_90a"), Path("out_two"))
     one, two = _tree(first.directory), _tree(tmp_path / "two" / second.directory)
-    assert set(one) == {f.format(n=first.name) for f in FILES}
+    assert {f for f in one if not f.startswith("dg/")} == {f.format(n=first.name) for f in FILES}
     assert set(one) == set(two)
     for name in one:
         assert one[name] == two[name], f"{name} differs between the two places"
@@ -154,7 +175,8 @@ def _split_spec(m=8, n=14336, k=4096, c="row", **extra):
 
 
 def _hopper_sources(spec, splits=None):
-    """The hopper kernel of `spec`, the model's pick or its cheapest plan with `splits` blocks a cluster."""
+    """The files of the hopper kernel of `spec`, the model's pick or its cheapest plan with `splits` blocks a
+    cluster, and that plan."""
     from dataclasses import replace
 
     from dgemm_cli.families import hopper
@@ -165,51 +187,109 @@ def _hopper_sources(spec, splits=None):
     if splits is not None:
         primary = next(p for p in ranked(hopper.problem(views, arch), 2000) if p.k_splits == splits)
         plan = replace(plan, primary=primary)
-    return render_sources(spec, views, plan, plan_baseline(views), arch)[f"{spec.name}.cu"], plan.primary
+    return render_sources(spec, views, plan, plan_baseline(views), arch), plan.primary
+
+
+def _namespace(cu: str, name: str) -> str:
+    """The traits and launch() of kernel namespace `name` of a generated .cu."""
+    return cu[cu.index(f"\nnamespace {name} {{\n"):cu.index(f"\n}}  // namespace {name}\n")]
+
+
+def _function(text: str, start: str) -> str:
+    """A function of a shipped header, from `start` (its name and opening parenthesis) to its closing brace."""
+    at = text.index(start)
+    return text[at:text.index("\n}\n", at)]
+
+
+def _assert_dependent_launches_wait(files: dict[str, str]) -> None:
+    """dg/launch.cuh: a LaunchShape with `dependent` set is a programmatic dependent launch (the attribute), one with
+    `cluster` > 1 a cluster launch; the kernels' wait is griddepcontrol.wait (dg/ptx.cuh)."""
+    launch = _function(files["dg/launch.cuh"], "inline cudaError_t launch(")
+    dependent = launch[launch.index("if (shape.dependent) {"):]
+    assert dependent.index("cudaLaunchAttributeProgrammaticStreamSerialization") < dependent.index("++n;")
+    assert f"attrs[n].val.{PDL_ATTRIBUTE};" in dependent[:dependent.index("++n;")]
+    assert "attrs[n].val.clusterDim.x = shape.cluster;" in launch[launch.index("if (shape.cluster > 1) {"):]
+    assert "cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...)" in launch
+    assert 'void wait_for_predecessor() { asm volatile("griddepcontrol.wait;\\n"' in files["dg/ptx.cuh"]
 
 
 @pytest.mark.parametrize("c", ["row", "col"])
 def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_rank_order(c):
-    cu, plan = _hopper_sources(_split_spec(c=c), splits=2)
+    files, plan = _hopper_sources(_split_spec(c=c), splits=2)
     assert plan.k_splits == 2 and plan.kt_per_split == 32
-    assert "#include <cooperative_groups.h>" in cu
-    assert "constexpr int SPLITS = 2, KT_PER_SPLIT = 32;" in cu
-    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
+    cu = files["ks.cu"]
+    traits = _namespace(cu, "hopper")
+    # The traits carry the plan's split and its partial tile's pitch; the launch takes the cluster kernel.
+    assert f"static constexpr int SPLITS = 2, KT_PER_SPLIT = 32, RED_PITCH = {plan.red_pitch};" in traits
+    assert f"static constexpr bool C_ALONG_M = {'true' if c == 'col' else 'false'};" in traits
+    assert "return dg::hopper::launch_split<Traits>(A, B, C, 0, Traits::Epilogue{}, alpha, beta, stream);" in traits
+    assert '#include "dg/hopper_split.cuh"' in cu and "dg/hopper_persistent.cuh" not in files
+    header = files["dg/hopper_split.cuh"]
+    assert "#include <cooperative_groups.h>" in header
+    kernel = _function(header, "split_kernel(")
     # PDL: the kernel waits for its predecessor once its barriers are set up, before any memory access (no
     # prefetch: measured slower in the K-split kernel); the launch allows it.
     head = _before_wait(kernel)
-    assert kernel.count("griddepcontrol.wait") == 1 and "tma_prefetch_" not in cu
-    assert head.rindex("__syncthreads();") > head.index("mbar_init") and "tma_load_" not in head
-    assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel and "kt > kt0 || kk > 0" in kernel
+    assert kernel.count("wait_for_predecessor();") == 1 and "prefetch" not in head.replace("prefetch_tensormap", "")
+    assert head.rindex("__syncthreads();") > head.index("mbar_init") and "issue_stage" not in head
+    assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel  # the producer: this block's K slice
+    assert "stage, phase, kt0, kt_end, wg, lane);" in kernel  # the consumers: the same slice (mma_tile)
+    assert "kt > kt0 || kk > 0" in _function(files["dg/hopper_common.cuh"], "void mma_tile(")
     assert "for (int t = blockIdx.x; t < TILES" not in kernel  # one tile a cluster: the stages park its partial
     assert kernel.count("cluster.sync();") == 4  # twice in the producer warpgroup, twice in the consumers
     assert "for (int s = 0; s < SPLITS; ++s)" in kernel and "cluster.map_shared_rank(partial, s)" in kernel
-    assert ("partial[col * RED_PITCH + r] = acc" if c == "col" else "&partial[r * RED_PITCH + col]") in kernel
-    launch = cu[cu.index("cudaError_t launch("):]
-    assert "attrs[1].val.clusterDim.x = SPLITS;" in launch and "TILES * SPLITS" in launch
-    assert "programmaticStreamSerializationAllowed = 1" in launch
+    # The partial tile is parked along the output's contiguous role: the branch C_ALONG_M takes.
+    along_m, along_n = kernel[kernel.index("if constexpr (T::C_ALONG_M) {  // [col][row]"):].split("} else {", 1)
+    assert "partial[col * RED_PITCH + r] = acc" in along_m and "&partial[r * RED_PITCH + col]" in along_n[:200]
+    launch = header[header.index("cudaError_t launch_split("):]
+    assert ("const LaunchShape shape{unsigned(tiles_of<T>(m_inner) * T::SPLITS), unsigned(Config<T>::THREADS),\n"
+            "                          unsigned(T::SMEM_BYTES), true, unsigned(T::SPLITS)};") in launch
+    _assert_dependent_launches_wait(files)
 
 
 def test_an_unsplit_hopper_kernel_stays_persistent_and_has_no_cluster():
-    cu, plan = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
+    files, plan = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
     assert plan.k_splits == 1
-    assert "for (int t = blockIdx.x; t < TILES; t += gridDim.x)" in cu and "cooperative_groups" not in cu
-    assert "SPLITS" not in cu and "clusterDim" not in cu and "A_BOX_ROWS" not in cu
+    cu = files["ks.cu"]
+    traits = _namespace(cu, "hopper")
+    assert f"static constexpr int SPLITS = 1, KT_PER_SPLIT = {plan.k_iters}, RED_PITCH = 0;" in traits
+    assert PERSISTENT_LAUNCH in traits
+    assert {"dg/hopper_split.cuh", "dg/hopper_multicast.cuh"} & set(files) == set()
+    assert not any("cooperative_groups" in text for text in files.values()) and "clusterDim" not in cu
+    # A's box is the whole tile's BM rows: nothing cut.
+    assert f"BM = {plan.block_m}," in traits and f"static constexpr int A_BOX_ROWS = {plan.block_m};" in traits
+    assert "A: a box of" not in cu
+    header = files["dg/hopper_persistent.cuh"]
+    assert "for (int t = blockIdx.x; t < TILES; t += gridDim.x)" in _function(header, "persistent_kernel(")
+    assert "cluster" not in header and "unsigned(T::SMEM_BYTES), dependent, 1};" in header  # clusters of 1: none
+
+
+PERSISTENT_LAUNCH = "return dg::hopper::launch_persistent<Traits>(A, B, C, 0, Traits::Epilogue{}, alpha, beta, stream);"
 
 
 def _before_wait(kernel: str) -> str:
-    return kernel[:kernel.index("griddepcontrol.wait")]
+    return kernel[:kernel.index("wait_for_predecessor();")]
 
 
-def _assert_only_prefetches_before_the_wait(kernel: str) -> None:
-    """A dependent launch may not read or write memory the previous grid may use before its griddepcontrol.wait:
-    before it, only L2 prefetches (which return nothing) of B's boxes (A's too measured slower)."""
-    assert kernel.count("griddepcontrol.wait") == 1
+def _assert_only_prefetches_before_the_wait(kernel: str, common: str) -> None:
+    """A dependent launch may not read or write memory the previous grid may use before its wait for it: before it,
+    only L2 prefetches (which return nothing) of B's boxes (A's too measured slower), in dg/hopper_common.cuh's
+    prefetch_first_stages."""
+    assert kernel.count("wait_for_predecessor();") == 1
     head = _before_wait(kernel)
-    assert "(&tmap_b, " in head and "(&tmap_a, " not in head
-    for access in ("tma_load_", "C[", "ld.global", "st.global", "__ldg", "mbar_wait", "epi["):
+    assert "prefetch_first_stages<T>(" in head
+    for access in ("issue_stage", "tma_load", "C[", "ld.global", "st.global", "__ldg", "mbar_wait", "epi[", "store"):
         assert access not in head, access
-    assert head.index("__syncthreads();") > head.rindex("tma_prefetch_")  # all threads wait after the barriers
+    assert head.index("__syncthreads();") > head.rindex("prefetch_first_stages")  # all threads wait after it
+    prologue = _function(common, "void prefetch_first_stages(")
+    assert "issue_stage<T, true>(" in prologue  # Prefetch: the boxes into L2 only
+    stage = _function(common, "void issue_stage(")
+    prefetch = stage[stage.index("if constexpr (Prefetch) {"):stage.index("mbar_wait")]
+    assert "issue_operand<T, false, PREFETCH>(nullptr, map_b, " in prefetch  # B's boxes
+    assert "issue_operand<T, true, PREFETCH>(nullptr, map_a, " in prefetch.split("else")[0]  # A's only if multicast
+    assert "if constexpr (C::MULTICAST)" in prefetch.split("else")[0]
+    box = _function(common, "void issue_box(")
+    assert box.index("if constexpr (How == PREFETCH) {") < box.index("tma_prefetch(map, ") < box.index("} else if")
 
 
 def _family_sections(cu: str) -> list[tuple[str, str]]:
@@ -217,6 +297,25 @@ def _family_sections(cu: str) -> list[tuple[str, str]]:
     starts = list(re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|hopper|cta) \{", cu))
     return [(m.group(1), cu[m.start():(starts[i + 1].start() if i + 1 < len(starts) else len(cu))])
             for i, m in enumerate(starts)]
+
+
+def _int(traits: str, name: str) -> int:
+    """An int member of rendered traits."""
+    found = re.search(rf"\b{name} = (\d+)\b", traits)
+    assert found, name
+    return int(found.group(1))
+
+
+def _flag(traits: str, name: str) -> bool:
+    """A bool member of rendered traits."""
+    found = re.search(rf"\b{name} = (true|false)\b", traits)
+    assert found, name
+    return found.group(1) == "true"
+
+
+# The kernel of each small-M family's header (splitk's: dg/dot.cuh where M = N = 1), by the launcher the .cu calls.
+SMALL_M_KERNELS = {"dg::gemv::launch<": "dg/gemv.cuh", "dg::tcgemv::launch<": "dg/tcgemv.cuh",
+                   "dg::splitk::launch<": "dg/splitk.cuh", "dg::dot::launch<": "dg/dot.cuh"}
 
 
 @pytest.mark.parametrize("name, prefetching", [
@@ -229,59 +328,101 @@ def test_kernels_that_load_through_the_sms_prefetch_only_ahead_of_coherent_loads
     run-time artifact; not 4 or 8 rounds at N = 4096). A prefetching kernel's weight loads are coherent: with the
     first rounds prefetched into L2 before the wait, `.nc` loads can read the NaN image the harness's predecessor
     has since replaced. Before the wait it only prefetches; it lets the next grid
-    in after its loads, and a kernel without the prefetch keeps its `.nc` loads and never triggers."""
+    in after its loads, and a kernel without the prefetch keeps its `.nc` loads and never triggers.
+    The traits say how many rounds (PREFETCH_ROUNDS, the plan's); dg/tcgemv.cuh's kernel does the rest."""
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
-    cu = render(spec)[f"{spec.name}.cu"]
+    files = render(spec)
+    cu = files[f"{spec.name}.cu"]
     sections = [(family, text) for family, text in _family_sections(cu) if family in ("gemv", "tcgemv", "splitk")]
     assert sections
-    with_prefetch = [(family, text) for family, text in sections if "prefetch" in text]
+    with_prefetch = [(family, text) for family, text in sections if "PREFETCH_ROUNDS" in text
+                     and _int(text, "PREFETCH_ROUNDS") > 0]
     assert len(with_prefetch) == prefetching and all(family == "tcgemv" for family, _ in with_prefetch)
     for family, text in sections:
-        kernel = text[text.index("__global__ void"):]
-        assert "griddepcontrol.wait" in kernel
-        if "prefetch" not in text:
-            assert "launch_dependents" not in kernel or family != "tcgemv"
+        # The kernel the launch instantiates waits for its predecessor (it is a dependent launch: the README tests).
+        launcher = next(x for x in SMALL_M_KERNELS if x in text)
+        header = files[SMALL_M_KERNELS[launcher]]
+        kernel = _function(header, "    kernel(")
+        if family == "gemv":
+            assert _flag(text, "DEPENDENT_LAUNCH")
+            assert "if constexpr (T::DEPENDENT_LAUNCH) wait_for_predecessor();" in kernel
+        else:
+            assert "  wait_for_predecessor();" in kernel
+        if family != "tcgemv":
+            assert "prefetch" not in header  # only tcgemv prefetches
             continue
-        assert "ld.global.nc" not in text and "ld.global.L1::no_allocate.v4.u32" in text
+        assert not _flag(text, "A_STAGED")  # the register-stream kernel, kernel<T>
+        # dg/tcgemv.cuh: weight loads coherent exactly where the kernel prefetches; the prefetch, before the wait, is
+        # all the kernel does there besides its pointer math, and the trigger after its last mma round is the
+        # prefetching kernel's only.
+        assert "constexpr bool COHERENT = T::PREFETCH_ROUNDS > 0;" in kernel
+        assert kernel.count("load_stream<COHERENT>(") == 4 and "load_stream<false>" not in kernel
+        stream = _function(header, "uint4 load_stream(")
+        coherent, nc = stream[stream.index("if constexpr (Coherent) {"):].split("} else {", 1)
+        assert "ld.global.L1::no_allocate.v4.u32" in coherent and "ld.global.nc" not in coherent
+        assert "ld.global.nc.L1::no_allocate.v4.u32" in nc
         head = _before_wait(kernel)
-        assert "prefetch_l2(even_row[o] + seg + even_chunk)" in head and "constexpr int PREFETCH_ROUNDS = 2;" in head
-        for access in ("load_stream(", "C[", "st.global", "__ldg", "epi["):
+        prefetch = head[head.index("if constexpr (T::PREFETCH_ROUNDS > 0) {"):]
+        assert "for (int r = 0; r < T::PREFETCH_ROUNDS; ++r)" in prefetch
+        assert "prefetch_l2(even_row[o] + seg + even_chunk)" in prefetch
+        for access in ("load_stream(", "load_stream<", "C[", "st.global", "__ldg", "epi[", "store"):
             assert access not in head, access
-        assert kernel.index("launch_dependents") > kernel.rindex("mma_round(")
+        assert kernel.rindex("mma_round(") < kernel.index("if constexpr (T::PREFETCH_ROUNDS > 0) launch_dependents();")
+        assert kernel.count("launch_dependents") == 1
+        assert "prefetch.global.L2 [%0]" in _function(header, "void prefetch_l2(")
+        if (family, text) in with_prefetch:
+            assert _int(text, "PREFETCH_ROUNDS") == 2
 
 
 def test_a_persistent_hopper_kernel_is_a_dependent_launch():
     """PDL: every thread waits for the previous grid after the barriers are set up and before any memory
     access but the first stages' L2 prefetch; the producer lets the next grid be scheduled once it has issued
     its last load."""
-    cu, _ = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
-    kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-    _assert_only_prefetches_before_the_wait(kernel)
-    head = _before_wait(kernel)
-    # The block's first tile, its first STAGES k-iterations (no more than K has).
-    assert "if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {" in head  # one tile a block only
-    assert "const Tile tile = tile_at(int(blockIdx.x));" in head
-    assert "for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt)" in head
-    wait = kernel.index("griddepcontrol.wait")
-    assert kernel.index("__syncthreads();") < wait < kernel.index("tma_load_") < kernel.index("launch_dependents")
-    assert kernel.index("launch_dependents") < kernel.index("setmaxnreg.inc")  # the producer's branch
-    launch = cu[cu.index("cudaError_t launch("):]
-    assert "programmaticStreamSerializationAllowed = 1" in launch
+    files, plan = _hopper_sources(_split_spec(m=4096, n=4096, k=4096))
+    traits = _namespace(files["ks.cu"], "hopper")
+    assert "static constexpr int A_PARTS = 1;" in traits  # no multicast: B's boxes are the prefetched stream
+    assert f"static constexpr int TILE_GROUPS = 1, TILES = {plan.tiles};" in traits
+    assert PERSISTENT_LAUNCH in traits
+    header, common = files["dg/hopper_persistent.cuh"], files["dg/hopper_common.cuh"]
+    kernel = _function(header, "persistent_kernel(")
+    _assert_only_prefetches_before_the_wait(kernel, common)
+    # The block's first tile, its first STAGES k-iterations (no more than K has); one tile a block only.
+    assert "prefetch_first_stages<T>(&tmap_a, &tmap_b, TILES, TILES_M, 0);" in kernel
+    prologue = _function(common, "void prefetch_first_stages(")
+    assert "if (int(blockIdx.x) < tiles && tiles <= int(gridDim.x)) {" in prologue
+    assert "const TileOf<T> tile = tile_at<T>(int(blockIdx.x), tiles_m);" in prologue
+    assert "for (int kt = 0; kt < (T::STAGES < T::K_ITERS ? T::STAGES : T::K_ITERS); ++kt)" in prologue
+    wait = kernel.index("wait_for_predecessor();")
+    assert kernel.index("__syncthreads();") < wait < kernel.index("issue_stage<T, false>(") < kernel.index(
+        "launch_dependents();")
+    assert kernel.index("launch_dependents();") < kernel.index("setmaxnreg.inc")  # the producer's branch
+    launch = header[header.index("cudaError_t launch_persistent("):]
     # Dependent where the grid takes every block slot, or all but a sixteenth of them over one tile row (measured:
     # grids leaving more SMs idle run slower dependent).
-    assert ("const bool dependent = grid == resident || (TILES == TILES_N && 16 * (resident - grid) <= resident);"
+    assert ("const bool dependent = grid == resident || (tiles == T::TILES_N && 16 * (resident - grid) <= resident);"
             in launch)
-    assert "config.numAttrs = (dependent) ? 1 : 0;" in launch
-    assert "cudaLaunchKernelEx(&config, ks_kernel, map_a, map_b, C, alpha, beta)" in launch
+    assert "unsigned(T::SMEM_BYTES), dependent, 1};" in launch
+    assert "return dg::launch(kernel, shape, stream, map_a, map_b, C, m_inner, ep, alpha, beta);" in launch
+    _assert_dependent_launches_wait(files)
 
 
 def test_a_box_of_few_rows_expects_only_its_bytes():
-    cu, plan = _hopper_sources(_split_spec(m=20))
-    assert plan.a_box_rows == 24
-    assert "constexpr int A_BOX_ROWS = 24;" in cu
-    assert "constexpr int STAGE_TX_BYTES = A_BOX_ROWS * BK * 2 + B_STAGE_BYTES;" in cu
-    assert re.search(r"const cuuint32_t box\[2\] = \{ 64, 24 \};", cu)
-    assert "A: a box of 24 rows" in cu  # the header comment says so
+    files, plan = _hopper_sources(_split_spec(m=20))
+    assert plan.a_box_rows == 24 and plan.block_m > 24
+    traits = _namespace(files["ks.cu"], "hopper")
+    assert f"BM = {plan.block_m}," in traits
+    assert "static constexpr bool A_ROWS_FOLLOW_M = true;" in traits
+    assert "static constexpr int A_BOX_ROWS = 24;" in traits
+    assert "{ 20, 8192, 24, dg::hopper::AT_MN, 0 },  // m[20]" in traits  # A's map: 20 rows, boxes of 24
+    common = files["dg/hopper_common.cuh"]
+    # A stage expects A's box's bytes, not BM rows' (Config::STAGE_TX_BYTES), with fixed rows as here.
+    assert ("(T::A_ROWS_FOLLOW_M && T::A_BOX_ROWS < T::BM ? T::A_BOX_ROWS * T::BK * int(sizeof(typename T::A_t))\n"
+            "                                                   : A_STAGE_BYTES) + B_STAGE_BYTES;") in common
+    assert re.search(r": unsigned\(Cfg::STAGE_TX_BYTES\);", _function(files["dg/hopper_persistent.cuh"],
+                                                                    "persistent_kernel("))
+    assert "mbar_expect_tx(&full[stage], tx_bytes);" in _function(common, "void issue_stage(")
+    assert "box[d] = Op::DIMS[d].box != 0 ? Op::DIMS[d].box : " in _function(common, "bool encode(")
+    assert "A: a box of 24 rows" in files["ks.cu"]  # the header comment says so
 
 
 def test_run_time_rows_cut_a_s_box_when_the_map_is_encoded():
@@ -292,12 +433,27 @@ def test_run_time_rows_cut_a_s_box_when_the_map_is_encoded():
     files = render_sources(spec, views, make_plan(views, get_arch("sm_90a"), "hopper"), plan_baseline(views),
                            get_arch("sm_90a"))
     cu = files["rt.cu"]
-    ranged = [b for b in re.split(r"\nnamespace \w+ \{", cu)[1:] if "a_box_rows(int m_inner)" in b]
+    ranged = [text for family, text in _family_sections(cu)
+              if family == "hopper" and "static constexpr bool rows_at_run_time = true;" in text]
     assert ranged, "a hopper kernel for a range of rows"
-    body = ranged[0]
-    assert "const cuuint32_t box[2] = { 64, a_box_rows(int(m_inner)) };" in body
-    assert "const unsigned stage_tx_bytes = unsigned(a_box_rows(M_INNER) * BK * 2 + B_STAGE_BYTES);" in body
-    assert "mbar_expect_tx(&full[stage], stage_tx_bytes);" in body and "STAGE_TX_BYTES" not in body
+    traits = ranged[0]
+    # A's map: its rows (size 0) and its box (0) are the launch's; the box rows follow them.
+    assert re.search(r"\{ 0, 8192, 0, dg::hopper::AT_MN, 0 \},  // m\[64\]", traits)
+    assert "static constexpr bool A_ROWS_FOLLOW_M = true;" in traits
+    assert "static constexpr int A_BOX_ROWS = 0;" in traits
+    variant = re.search(r"return dg::hopper::launch_(\w+)<Traits>\(A, B, C, m, ", traits).group(1)
+    common = files["dg/hopper_common.cuh"]
+    encode = _function(common, "bool encode(")
+    assert "dims[d] = Op::DIMS[d].size != 0 ? Op::DIMS[d].size : m_inner;" in encode
+    assert "box[d] = Op::DIMS[d].box != 0 ? Op::DIMS[d].box : cuuint32_t(a_box_rows<T>(int(m_inner)));" in encode
+    assert "return m_inner < T::BM ? (m_inner + 7) / 8 * 8 : T::BM;" in _function(common, "constexpr int a_box_rows(")
+    # Each stage expects the bytes of the box the map was encoded with, not STAGE_TX_BYTES.
+    kernel = _function(files[f"dg/hopper_{variant}.cuh"], f"{variant}_kernel(")
+    assert re.search(r"const unsigned tx_bytes = T::rows_at_run_time && T::A_ROWS_FOLLOW_M\s+"
+                     r"\? unsigned\(a_box_rows<T>\(M_INNER\) \* T::BK \* int\(sizeof\(typename T::A_t\)\) \+\s+"
+                     r"Cfg::B_STAGE_BYTES\)", kernel)
+    assert "const int M_INNER = T::rows_at_run_time ? m_inner_arg : T::M_INNER;" in kernel
+    assert "mbar_expect_tx(&full[stage], tx_bytes);" in _function(common, "void issue_stage(")
 
 
 @pytest.mark.slow
@@ -320,17 +476,18 @@ def test_split_hopper_kernels_compile_without_spills(case, tmp_path):
                                         {"clamp": [-2.0, 2.0]}]})
     else:
         spec = _split_spec(m=24, n=1000, k=4104, c="row" if case == "rows" else "col", beta=0.5)
-    cu, plan = _hopper_sources(spec, splits=2)
+    files, plan = _hopper_sources(spec, splits=2)
     assert plan.k_splits == 2
-    (tmp_path / "ks.cu").write_text(cu)
-    (tmp_path / "ks.h").write_text(render_sources(spec, analyse(spec), make_plan(analyse(spec), get_arch("sm_90a"),
-                                                                                 "hopper"),
-                                                  plan_baseline(analyse(spec)), get_arch("sm_90a"))["ks.h"])
+    assert "return dg::hopper::launch_split<Traits>(" in files["ks.cu"]
+    for name, text in files.items():  # the whole folder: the .cu includes its dg/ headers
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
     out = subprocess.run([*nvcc.compile_prefix(), "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
                           "-Xptxas", "-v", "-c", str(tmp_path / "ks.cu"), "-o", str(tmp_path / "ks.o")],
                          capture_output=True, text=True, env=nvcc.run_env(os.environ))
     assert out.returncode == 0, out.stderr[-3000:]
     assert "warning" not in out.stderr.lower(), out.stderr[-3000:]
+    assert "split_kernel" in out.stderr  # ptxas reports the cluster kernel
     spills = re.findall(r"(\d+) bytes spill stores", out.stderr)
     assert spills and all(s == "0" for s in spills), out.stderr[-2000:]
 
@@ -346,20 +503,64 @@ def test_two_consumer_warpgroups_meet_before_the_partial_tile_goes_over_the_stag
     spec = _split_spec(m=128, n=4096, k=4096)
     views, arch = analyse(spec), get_arch("sm_90a")
     plans = ranked(hopper.problem(views, arch), 3000)
+    barrier = 'if constexpr (T::CONSUMERS > 1) asm volatile("bar.sync 1, %0;\\n" ::"n"(T::CONSUMERS * 128) : "memory");'
     for consumers in (1, 2):
         primary = next(p for p in plans if p.k_splits == 2 and p.consumers == consumers)
         plan = replace(make_plan(views, arch, "hopper"), primary=primary)
-        cu = render_sources(spec, views, plan, plan_baseline(views), arch)["ks.cu"]
-        kernel = cu[cu.index("__global__ void"):cu.index("// ---- Host side")]
-        barrier = 'asm volatile("bar.sync 1, %0;\\n" ::"n"(CONSUMERS * 128) : "memory");'
-        assert (barrier in kernel) == (consumers == 2)
-        if consumers == 2:
-            assert kernel.index("wgmma_wait<0>();") < kernel.index(barrier) < kernel.index("partial[")
-
+        files = render_sources(spec, views, plan, plan_baseline(views), arch)
+        traits = _namespace(files["ks.cu"], "hopper")
+        assert f"static constexpr int CONSUMERS = {consumers}," in traits
+        assert "return dg::hopper::launch_split<Traits>(" in traits
+        # The barrier (the two warpgroups') is the one CONSUMERS > 1 compiles in: after each warpgroup's last wgmma
+        # is done (mma_tile ends with wgmma_wait<0>), before the first write of the partial tile.
+        kernel = _function(files["dg/hopper_split.cuh"], "split_kernel(")
+        assert kernel.index("mma_tile<T>(") < kernel.index(barrier) < kernel.index("partial[")
+        mma = _function(files["dg/hopper_common.cuh"], "void mma_tile(")
+        assert mma.rindex("wgmma_wait<0>();") > mma.rindex("wgmma_commit();")
 
 
 PDL_ATTRIBUTE = "programmaticStreamSerializationAllowed = 1"
 DECODE_SPECS = sorted((SPECS[0].parent / "bench").glob("decode_[0-9]*.yaml"))  # fixed sizes: run-time ones are slow
+
+# How each shipped launcher sets LaunchShape::dependent (dg/launch.cuh: a programmatic dependent launch where it is
+# true), by the launcher the .cu calls: its header, the text there that decides it, and whether the traits let it
+# be true (the hopper persistent and multicast launchers decide at run time, from the grid they take).
+LAUNCHERS = {
+    "dg::cta::launch<": ("dg/cta.cuh", "unsigned(T::THREADS), unsigned(T::SMEM_BYTES), false, 1};", lambda t: False),
+    "dg::gemv::launch<": ("dg/gemv.cuh", "T::SPLITS > 1 || T::DEPENDENT_LAUNCH, unsigned(T::SPLITS)};",
+                          lambda t: _int(t, "SPLITS") > 1 or _flag(t, "DEPENDENT_LAUNCH")),
+    "dg::tcgemv::launch<": ("dg/tcgemv.cuh", "unsigned(T::BLOCKS), unsigned(T::THREADS), 0, true, 1};",
+                            lambda t: not _flag(t, "A_STAGED")),
+    "dg::splitk::launch<": ("dg/splitk.cuh", "unsigned(T::LAUNCH_SMEM_BYTES), true,\n", lambda t: True),
+    "dg::dot::launch<": ("dg/dot.cuh", "unsigned(Grid<T>::BLOCKS), unsigned(T::THREADS), 0u, true, 1u};",
+                         lambda t: True),
+    "dg::hopper::launch_persistent<": ("dg/hopper_persistent.cuh", "unsigned(T::SMEM_BYTES), dependent, 1};",
+                                       lambda t: True),
+    "dg::hopper::launch_split<": ("dg/hopper_split.cuh", "unsigned(T::SMEM_BYTES), true, unsigned(T::SPLITS)};",
+                                  lambda t: True),
+    "dg::hopper::launch_multicast<": ("dg/hopper_multicast.cuh", "unsigned(T::SMEM_BYTES), dependent,\n",
+                                      lambda t: True),
+}
+
+
+def _takes_dependent_launch(files: dict[str, str], cu: str) -> bool:
+    """Whether any kernel of the .cu can be launched as a programmatic dependent launch: by its traits and the
+    header its launch() instantiates, which must set LaunchShape::dependent as LAUNCHERS says."""
+    dependent = False
+    for _, text in _family_sections(cu):
+        calls = set(re.findall(r"(dg::\w+::launch\w*<)Traits", text))
+        assert len(calls) == 1 and calls <= set(LAUNCHERS), calls
+        header, decides, when = LAUNCHERS[calls.pop()]
+        assert decides in files[header], (header, decides)
+        dependent |= when(text)
+    tcgemv = files.get("dg/tcgemv.cuh")
+    if tcgemv:  # the staged kernel is a plain launch, the register-stream one a dependent one
+        launch = tcgemv[tcgemv.index("cudaError_t launch(const"):]
+        assert (launch.index("if constexpr (T::A_STAGED) {") < launch.index("SMEM_BYTES), false, 1};")
+                < launch.index("} else {") < launch.index("0, true, 1};"))
+    if dependent:
+        _assert_dependent_launches_wait(files)
+    return dependent
 
 
 def _readme_and_dependent(spec, views, arch, family=None):
@@ -367,7 +568,8 @@ def _readme_and_dependent(spec, views, arch, family=None):
     plan = make_plan(views, arch, family)
     files = render_sources(spec, views, plan, plan_baseline(views), arch)
     readme = files["README.md"]
-    return "Programmatic dependent launch" in readme, PDL_ATTRIBUTE in files[f"{spec.name}.cu"], plan, readme
+    return ("Programmatic dependent launch" in readme, _takes_dependent_launch(files, files[f"{spec.name}.cu"]), plan,
+            readme)
 
 
 @pytest.mark.parametrize("path", DECODE_SPECS, ids=lambda p: p.stem)

@@ -189,9 +189,9 @@ def test_one_group_renders_the_cluster_kernel_alone():
     assert plan.primary.groups == 1
     cu = _render(views, plan)["decode_8x4096x4096.cu"]
     # No scratch, no second kernel, no groups line in the header.
-    for absent in ("GROUPS", "partials", "cudaMallocAsync", "_finish", "groups ="):
+    for absent in ("TILE_ELEMS", "partials", "cudaMallocAsync", "scratch_bytes", "groups ="):
         assert absent not in cu, absent
-    assert "return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);" in cu
+    assert "GROUPS = 1, KT_PER_SPLIT" in cu and "return dg::splitk::launch<Traits, " in cu
 
 
 def test_groups_render_a_scratch_a_second_kernel_and_the_free():
@@ -200,16 +200,17 @@ def test_groups_render_a_scratch_a_second_kernel_and_the_free():
     p = plan.primary
     files = _render(views, plan)
     cu = files["skinny_4x16_k4M_f16.cu"]
-    assert f"constexpr int GROUPS = {p.groups};" in cu and f"static_assert(SCRATCH_BYTES == {p.scratch_bytes}ull" in cu
-    # Alloc, the cluster kernel, the second kernel, the free: in stream order.
-    order = [cu.index(s) for s in ("cudaMallocAsync(", "status = cudaLaunchKernelEx(&config, kernel",
-                                   "status = cudaLaunchKernelEx(&finish", "cudaFreeAsync(partials, stream)")]
+    assert f"GROUPS = {p.groups}, " in cu and f"scratch_bytes() == {p.scratch_bytes}ull" in cu
+    assert '#include "dg/splitk.cuh"' in cu
+    # The header: alloc, the cluster kernel, the second kernel, the free, in stream order.
+    header = files["dg/splitk.cuh"]
+    launch = header[header.index("cudaError_t launch("):]
+    order = [launch.index(s) for s in ("cudaMallocAsync(", "status = dg::launch(k,", "dg::launch(finish<T>",
+                                       "cudaFreeAsync(partials, stream)")]
     assert order == sorted(order)
-    # Both kernels wait for their predecessor before touching memory (programmatic dependent launch).
-    finish = cu[cu.index("_finish(const float*"):]
-    assert finish.index("griddepcontrol.wait;") < finish.index("partials +")
-    assert "for (int g = 0; g < GROUPS; ++g) sum += in[g * TILE_ELEMS + e];" in cu
-    assert "slot[e] = sum;" in cu and "store_c(C, m0 + r, n0 + c, sum, alpha, beta);" in cu
+    # The second kernel waits for its predecessor before touching memory (programmatic dependent launch).
+    finish = header[header.index("    finish(const float*"):]
+    assert finish.index("wait_for_predecessor();") < finish.index("partials +")
     assert "Scratch:" in files["README.md"] and "bit-identical" in files["README.md"]
 
 
@@ -220,11 +221,11 @@ def test_a_full_reduction_renders_the_dot_block_and_checks_both_pointers():
     assert "namespace splitk" in cu and "cudaLaunchAttributeClusterDimension" not in cu
     # The spec promises 2 bytes: the 16-byte loads only when both view pointers pass the check; the order of
     # the sum is the same in both instantiations.
-    assert "if (aligned(A, 16) && aligned(B, 16)) return launch_with<8, 8>(" in cu
-    assert "return launch_with<1, 1>(" in cu
-    kernel = cu[cu.index("g_kernel("):]
-    assert kernel.index("griddepcontrol.wait;") < kernel.index("K_SLICE")
-    assert "partials[blockIdx.x] = sum;" in cu and "cudaFreeAsync(partials, stream)" in cu
+    assert "if (aligned(A, 16) && aligned(B, 16)) return dg::dot::launch<Traits, 8, 8>(" in cu
+    assert "return dg::dot::launch<Traits, 1, 1>(" in cu
+    assert '#include "dg/dot.cuh"' in cu and "FINISH_THREADS = " in cu and "scratch_bytes() == " in cu
+    kernel = files["dg/dot.cuh"][files["dg/dot.cuh"].index("    kernel(const"):]
+    assert kernel.index("wait_for_predecessor();") < kernel.index("K_SLICE")
     assert "Scratch:" in files["README.md"]
 
 
@@ -235,7 +236,7 @@ def test_a_small_full_reduction_may_keep_one_block_and_store_directly():
     from dgemm_cli.plan import Plan
     plan = Plan(p, None, make_plan(views, SM90, "splitk").family_decision)
     cu = _render(views, plan)["g.cu"]
-    assert "store_c(C, 0, 0, sum, alpha, beta);" in cu and "cudaMallocAsync" not in cu and "_finish" not in cu
+    assert "GROUPS = 1;" in cu and "FINISH_THREADS" not in cu and "scratch_bytes" not in cu
 
 
 def test_explain_shows_the_groups_node_and_why():
@@ -280,4 +281,4 @@ def test_group_and_dot_kernels_compile_without_spills(tmp_path):
         report = build(g.directory, "sm_90a", nvcc)
         assert report.ok, report.error
         assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
-        assert any("_finish" in k.kernel for k in report.kernels)
+        assert any("finish" in k.kernel for k in report.kernels)

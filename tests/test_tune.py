@@ -6,10 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from dgemm_cli.arch import get_arch
+from dgemm_cli.records import (
+    TUNING_SCHEMA_VERSION,
+    BenchReport,
+    MeasuredCandidate,
+    TuningDb,
+    TuningRecord,
+    VerifyReport,
+)
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.tune import (
     FORMAT,
@@ -39,10 +48,22 @@ def _entry(spec, winner_family="cta", rank=3, date="2026-11-30T10:00:00+00:00", 
                  "assignment": c.plan.primary.assignment, "verified": True,
                  "us": us if (c.family, c.model_rank) == (winner_family, rank) else us * 1.5 + c.model_rank}
                 for c in cands]
-    winner = pick(measured)
-    return {"spec_hash": spec_hash(spec), "name": spec.name, "arch": "sm_90a", "gpu": gpu, "driver": "580.159.04",
-            "generator": __import__("dgemm_cli").__version__, "level": 2, "date": date,
-            "winner": {**winner, "ratio": 0.9, "baseline_us": 90.0, "baseline": "C^T=BA"}, "measured": measured}
+    winner = pick([MeasuredCandidate(**m) for m in measured]).to_dict()
+    return TuningRecord.from_dict({
+        "spec_hash": spec_hash(spec), "name": spec.name, "arch": "sm_90a", "gpu": gpu, "driver": "580.159.04",
+        "generator": __import__("dgemm_cli").__version__, "level": 2, "date": date, "families": "all",
+        "winner": {**winner, "ratio": 0.9, "baseline_us": 90.0, "baseline": "C^T=BA"}, "measured": measured})
+
+
+def _verify(ok: bool) -> VerifyReport:
+    """A verify report as the harness prints it."""
+    return VerifyReport.from_dict({"command": "verify", "name": "k", "passed": ok, "tol": 0.01, "max_abs_err": 0.0,
+                                   "rel_err": 0.0, "first_fail": None})
+
+
+def _bench(**fields) -> BenchReport:
+    """A bench report as the harness prints it."""
+    return BenchReport.from_dict({"command": "bench", "name": "k", **fields})
 
 
 def test_levels_measure_4_16_or_every_candidate_of_every_family():
@@ -71,22 +92,27 @@ def test_database_round_trip_merge_and_lookup(tmp_path):
     spec = load_spec(SQUARE)
     old, new = _entry(spec, date="2026-11-01T00:00:00+00:00"), _entry(spec, rank=1)
     db = empty_db()
-    db["entries"]["k"] = old
+    db.entries["k"] = old
     save_db(tmp_path / "a.json", db)
     assert load_db(tmp_path / "a.json") == db
     other = empty_db()
-    other["entries"]["k"] = new
-    other["entries"]["k2"] = _entry(spec, gpu="NVIDIA H100", date="2026-11-02T00:00:00+00:00")
-    assert merge(db, other) == 2 and db["entries"]["k"] is new
-    assert merge(db, {"entries": {"k": old}}) == 0  # older never replaces newer
-    assert lookup(db, spec, "sm_90a")["date"] == new["date"]  # most recent of any GPU
-    assert lookup(db, spec, "sm_90a", gpu="NVIDIA H100")["gpu"] == "NVIDIA H100"
+    other.entries["k"] = new
+    other.entries["k2"] = _entry(spec, gpu="NVIDIA H100", date="2026-11-02T00:00:00+00:00")
+    assert merge(db, other) == 2 and db.entries["k"] is new
+    assert merge(db, TuningDb({"k": old})) == 0  # older never replaces newer
+    assert lookup(db, spec, "sm_90a").date == new.date  # most recent of any GPU
+    assert lookup(db, spec, "sm_90a", gpu="NVIDIA H100").gpu == "NVIDIA H100"
     assert lookup(db, spec, "sm_80") is None
     assert lookup(db, parse_spec({"name": "z", "gemm": {"m": 8, "n": 8, "k": 8}}), "sm_90a") is None
 
 
-@pytest.mark.parametrize("text,match", [("{", "not a readable"), ('{"format": "x", "entries": {}}', "not a deepgemm"),
-                                        (json.dumps({"format": FORMAT, "version": 99, "entries": {}}), "version 99")])
+@pytest.mark.parametrize("text,match", [
+    ("{", "not readable JSON"), ('{"format": "x", "entries": {}}', "format: is 'x': not a deepgemm tuning database"),
+    (json.dumps({"format": FORMAT, "schema_version": 99, "entries": {}}), "schema_version: is 99; this deepgemm reads"),
+    (json.dumps({"format": FORMAT, "entries": {}}), "schema_version: missing.*Fix: move it away and tune again"),
+    (json.dumps({"format": FORMAT, "schema_version": 1, "entries": {"k": {"name": "x"}}}),
+     "entries.k.winner: missing"),
+])
 def test_bad_database_files_are_refused(tmp_path, text, match):
     path = tmp_path / "db.json"
     path.write_text(text)
@@ -95,20 +121,18 @@ def test_bad_database_files_are_refused(tmp_path, text, match):
 
 
 def test_pick_takes_the_fastest_verified_and_breaks_ties_by_family_then_model_rank():
-    rows = [{"id": "cta-00", "family": "cta", "model_rank": 0, "verified": True, "us": 5.0},
-            {"id": "hopper-02", "family": "hopper", "model_rank": 2, "verified": True, "us": 5.0},
-            {"id": "hopper-01", "family": "hopper", "model_rank": 1, "verified": True, "us": 5.0},
-            {"id": "hopper-00", "family": "hopper", "model_rank": 0, "verified": False, "us": 1.0},
-            {"id": "cta-01", "family": "cta", "model_rank": 1, "verified": True, "us": None}]
-    assert pick(rows)["id"] == "hopper-01"
-    assert pick([r for r in rows if not r["verified"]]) is None
+    rows = [MeasuredCandidate(ident, family, rank, 1.0, {}, verified, us) for ident, family, rank, verified, us in (
+        ("cta-00", "cta", 0, True, 5.0), ("hopper-02", "hopper", 2, True, 5.0), ("hopper-01", "hopper", 1, True, 5.0),
+        ("hopper-00", "hopper", 0, False, 1.0), ("cta-01", "cta", 1, True, None))]
+    assert pick(rows).id == "hopper-01"
+    assert pick([r for r in rows if not r.verified]) is None
 
 
 def test_tuned_plan_is_the_measured_winner():
     spec = load_spec(SQUARE)
     entry = _entry(spec, winner_family="cta", rank=3)
     plan = tuned_plan(analyse(spec), get_arch("sm_90a"), entry)
-    assert plan.family == "cta" and plan.primary.assignment == entry["winner"]["assignment"]
+    assert plan.family == "cta" and plan.primary.assignment == entry.winner.assignment
     assert "measured by deepgemm tune" in plan.family_decision.summary()
     assert plan.tuned["us"] == 100.0 and plan.tuned["level"] == 2
 
@@ -121,8 +145,9 @@ def _dg(*args, env=None):
 def test_gen_renders_the_tuned_plan_and_explain_shows_the_ranking(tmp_path):
     spec = load_spec(SQUARE)
     db = empty_db()
-    db["entries"]["k"] = _entry(spec, winner_family="cta", rank=3)
-    db["entries"]["k"]["measured"][-1]["us"] = None  # one candidate the budget left untimed
+    entry = _entry(spec, winner_family="cta", rank=3)
+    # one candidate the budget left untimed
+    db.entries["k"] = replace(entry, measured=(*entry.measured[:-1], replace(entry.measured[-1], us=None)))
     save_db(tmp_path / "db.json", db)
     out = _dg("gen", SQUARE, "-o", tmp_path / "g", "--db", tmp_path / "db.json")
     assert out.returncode == 0, out.stderr
@@ -131,7 +156,7 @@ def test_gen_renders_the_tuned_plan_and_explain_shows_the_ranking(tmp_path):
     assert "by the cost model)" not in out.stdout.split("cta:", 1)[1].split("run-time fallback")[0]
     plan = json.loads((tmp_path / "g" / spec.name / "plan.json").read_text())
     assert plan["plan"]["family"] == "cta" and plan["plan"]["tuned"]["us"] == 100.0
-    assert plan["plan"]["primary"]["assignment"] == db["entries"]["k"]["winner"]["assignment"]
+    assert plan["plan"]["primary"]["assignment"] == db.entries["k"].winner.assignment
     out = _dg("gen", SQUARE, "-o", tmp_path / "u", "--db", tmp_path / "db.json", "--untuned")
     assert json.loads((tmp_path / "u" / spec.name / "plan.json").read_text())["plan"]["tuned"] is None
     out = _dg("explain", SQUARE, "--db", tmp_path / "db.json")
@@ -149,11 +174,11 @@ def test_tune_level_0_prints_the_model_ranking_without_a_gpu(tmp_path):
 def test_tune_merges_databases(tmp_path):
     spec = load_spec(SQUARE)
     other = empty_db()
-    other["entries"]["k"] = _entry(spec)
+    other.entries["k"] = _entry(spec)
     save_db(tmp_path / "job1.json", other)
     out = _dg("tune", SQUARE, "--level", "0", "--db", tmp_path / "team.json", "--merge", tmp_path / "job1.json")
     assert out.returncode == 0, out.stderr
-    assert load_db(tmp_path / "team.json")["entries"]["k"]["name"] == spec.name
+    assert load_db(tmp_path / "team.json").entries["k"].name == spec.name
 
 
 @pytest.fixture
@@ -187,21 +212,23 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
         us = 10.0 + int(rank) + (5.0 if family == "cta" else 0.0)
         if args[0] == "verify":
             ok = ident != "hopper-00"
-            return HarnessRun(directory, arch, 0 if ok else 1, {"passed": ok}, "")
+            return HarnessRun(directory, arch, 0 if ok else 1, _verify(ok), "")
         report = {"us": us}
         if "--baseline" not in args:
             report.update(ratio=0.5, baseline_us=us / 2, baseline_formulation="C^T=BA")
-        return HarnessRun(directory, arch, 0, report, "")
+        return HarnessRun(directory, arch, 0, _bench(**report), "")
     monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(db), "-o",
                                         str(tmp_path / "w"), "--json"])
     assert res.exit_code == 0, res.output
-    entry = next(iter(load_db(db)["entries"].values()))
-    assert entry["winner"]["id"] == "hopper-01"  # hopper-00 failed verify
-    assert entry["winner"]["ratio"] == 0.5 and entry["gpu"] == "NVIDIA H200" and entry["driver"] == "580.159.04"
-    assert len(entry["measured"]) == 8 and not entry["measured"][0]["verified"]
+    entry = next(iter(load_db(db).entries.values()))
+    assert entry.winner.id == "hopper-01"  # hopper-00 failed verify
+    assert entry.winner.ratio == 0.5 and entry.gpu == "NVIDIA H200" and entry.driver == "580.159.04"
+    assert entry.winner.baseline == "C^T=BA" and entry.winner.us == 11.0
+    assert len(entry.measured) == 8 and not entry.measured[0].verified
+    assert json.loads((tmp_path / "db.json").read_text())["schema_version"] == TUNING_SCHEMA_VERSION
     assert (tmp_path / "w" / "square_bf16" / "cta-03" / "square_bf16.cu").is_file()
 
 
@@ -230,18 +257,18 @@ def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(t
         problem, ident = directory.parent.name, directory.name
         seen_m[problem] = args[args.index("--m") + 1] if "--m" in args else None
         if args[0] == "verify":
-            return HarnessRun(directory, arch, 0, {"passed": True}, "")
+            return HarnessRun(directory, arch, 0, _verify(True), "")
         family, rank = ident.split("-")
         us = 10.0 + int(rank) + (0.0 if family == "cta" else 3.0)  # cta-00 wins every bucket
         rows = [{"m": 1, "us": us}, {"m": 2, "us": us}] if "--m" in args else []
-        return HarnessRun(directory, arch, 0, {"us": us, "m_rows": rows, "ratio": 0.9}, "")
+        return HarnessRun(directory, arch, 0, _bench(us=us, m_rows=rows, ratio=0.9), "")
     monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     res = CliRunner().invoke(cli.main, ["tune", str(path), "--level", "1", "--db", str(db), "-o",
                                         str(tmp_path / "w"), "--json"])
     assert res.exit_code == 0, res.output
-    assert len(load_db(db)["entries"]) == 7
+    assert len(load_db(db).entries) == 7
     assert seen_m["dyn_m1"] is None and seen_m["dyn_m5_8"] == "5,8" and seen_m["dyn_m17_32"] == "17,32"
 
     res = CliRunner().invoke(cli.main, ["gen", str(path), "-o", str(tmp_path / "g"), "--db", str(db), "--json"])
@@ -292,18 +319,18 @@ def test_resume_skips_what_the_database_holds_at_this_level_and_measures_the_res
     def fake_run(directory, harness, arch, args, env, timeout=None):
         if args[0] == "verify":
             measured.append(directory.parent.name)
-            return HarnessRun(directory, arch, 0, {"passed": True}, "")
-        return HarnessRun(directory, arch, 0, {"us": 10.0, "ratio": 1.0}, "")
+            return HarnessRun(directory, arch, 0, _verify(True), "")
+        return HarnessRun(directory, arch, 0, _bench(us=10.0, ratio=1.0), "")
     monkeypatch.setattr(tune_run, "run_harness", fake_run)
 
     db = tmp_path / "db.json"
     tune = ["tune", str(path), "--db", str(db), "-o", str(tmp_path / "w"), "--json"]
     assert CliRunner().invoke(cli.main, [*tune, "--level", "1"]).exit_code == 0
-    entries = load_db(db)["entries"]
-    assert sorted(e["name"] for e in entries.values()) == ["dyn_m1", "dyn_m2"]
+    entries = load_db(db).entries
+    assert sorted(e.name for e in entries.values()) == ["dyn_m1", "dyn_m2"]
     # As if the tune had stopped after the first bucket: the second goes.
     stopped = load_db(db)
-    stopped["entries"] = {k: e for k, e in entries.items() if e["name"] == "dyn_m1"}
+    stopped.entries = {k: e for k, e in entries.items() if e.name == "dyn_m1"}
     save_db(db, stopped)
     measured.clear()
     res = CliRunner().invoke(cli.main, [*tune, "--level", "1", "--resume"])

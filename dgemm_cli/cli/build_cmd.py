@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
-from dgemm_cli.arch import get_arch, unbuildable
+from dgemm_cli.arch import Arch, get_arch, unbuildable
 from dgemm_cli.build import BuildResult, build, build_dir_for, read_plan
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
+from dgemm_cli.records import PlanRecord, RecordError
 from dgemm_cli.toolchain import find_nvcc
 
 
@@ -48,12 +49,16 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
         fail(err)
     work, refused = [], []
     for d in directories:
-        plan = read_plan(d)
-        target = arch or plan["arch"]
+        try:
+            plan = read_plan(d)
+        except RecordError as err:  # a folder from another deepgemm: refused, the others still build
+            refused.append({"name": d.name, "directory": str(d), "arch": arch, "ok": False, "refused": str(err)})
+            continue
+        target = arch or plan.arch
         why = unbuildable_reason(plan, get_arch(target))
         if why:
-            refused.append({"name": plan["spec"]["name"], "directory": str(d), "arch": target, "ok": False,
-                            "refused": f"{d}: planned for {plan['arch']}, and {why}. Fix: regenerate it for that "
+            refused.append({"name": plan.name, "directory": str(d), "arch": target, "ok": False,
+                            "refused": f"{d}: planned for {plan.arch}, and {why}. Fix: regenerate it for that "
                                        f"arch: `deepgemm gen SPEC --arch {target}`"})
         else:
             work.append((d, target))
@@ -77,15 +82,10 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
     sys.exit(EXIT_OK if all(r.ok for r in results) and not refused else EXIT_FAILED)
 
 
-def unbuildable_reason(plan: dict, target) -> str | None:
+def unbuildable_reason(plan: PlanRecord, target: Arch) -> str | None:
     """Why a generated directory (its plan.json) cannot be built for `target`, or None."""
-    features = plan["build"].get("arch_features")
-    if features is None:  # a directory generated before plans listed their features: the arch they named
-        requires = plan["build"].get("requires_arch", [])
-        why = f"it needs {', '.join(requires)}" if requires and target.name not in requires else None
-    else:
-        why = unbuildable(features, target)
-    need = plan["plan"]["smem_bytes"]
+    why = unbuildable(list(plan.arch_features), target)
+    need = plan.smem_bytes
     if why is None and need > target.smem_per_block:
         why = f"it needs {need} B of shared memory a block, more than {target.name}'s {target.smem_per_block} B"
     return why

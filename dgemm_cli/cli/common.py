@@ -9,6 +9,7 @@ import click
 
 from dgemm_cli.arch import ARCHES
 from dgemm_cli.errors import DeepGemmError, NotBuiltError
+from dgemm_cli.records import TuningDb
 from dgemm_cli.tune import default_db_path, load_db
 
 DEFAULT_OUT = Path("generated")
@@ -44,6 +45,6 @@ def fmt(x) -> str:
     return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.3g}"  # 3580, not 3.58e+03
 
 
-def tuning_db(db_path: Path | None) -> tuple[Path, dict]:
+def tuning_db(db_path: Path | None) -> tuple[Path, TuningDb]:
     path = db_path or default_db_path()
     return path, load_db(path)

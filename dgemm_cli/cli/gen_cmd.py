@@ -14,6 +14,7 @@ from dgemm_cli.errors import DeepGemmError, PlanError, SpecError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import Artifact, generate
 from dgemm_cli.plan import BucketPlan, Plan, plan_buckets
+from dgemm_cli.records import TunedSummary, TuningDb
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import find_gpus
 from dgemm_cli.tune import lookup, tuned_buckets, tuned_plan
@@ -41,10 +42,10 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
     that `deepgemm tune` measured renders its measured winner instead (--untuned: the model's pick)."""
     results, failed = [], 0
     try:
-        db = {"entries": {}} if untuned or family else tuning_db(db_path)[1]
+        db = TuningDb() if untuned or family else tuning_db(db_path)[1]
     except DeepGemmError as err:
         fail(err)
-    gpus = find_gpus() if db["entries"] else []
+    gpus = find_gpus() if db.entries else []
     written_by: dict[str, Path] = {}  # spec name -> the spec file whose folder OUT/<name>/ this gen writes
     for path in specs:
         try:
@@ -62,7 +63,7 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
             gpu = gpus[0].name if gpus else None
             views = analyse(spec)
             try:
-                tuned = _tuned(db, spec, views, target, gpu) if db["entries"] else None
+                tuned = _tuned(db, spec, views, target, gpu) if db.entries else None
             except PlanError as err:  # a tuned plan this generator can no longer build: the model plans it
                 click.echo(f"note: {path}: {err}; planned by the cost model instead (tune it again)", err=True)
                 tuned = None
@@ -98,7 +99,7 @@ def _gen_footer(results: list[Artifact], out: Path, failed: int) -> str:
     return "\n".join(lines)
 
 
-def _tuned(db: dict, spec, views, target, gpu: str | None) -> Plan | BucketPlan | None:
+def _tuned(db: TuningDb, spec, views, target, gpu: str | None) -> Plan | BucketPlan | None:
     """The measured plan of a spec from the tuning database, if `tune` measured it; for a run-time spec,
     its buckets' measured plans (the cost model plans the buckets not measured)."""
     if not spec.dynamic:
@@ -121,24 +122,24 @@ def _gen_summary(g: Artifact) -> str:
         for b in p.buckets:
             lines.append(f"  {b.sizes(p.letter)}: {b.plan.family}: {b.plan.primary.summary}")
             if b.plan.tuned:
-                lines.append(f"    {_tuned_line(b.plan.tuned)}")
+                lines.append(f"    {_tuned_line(TunedSummary.from_dict(b.plan.tuned))}")
             lines.extend(_fallback_lines(b.plan, "    "))
         return "\n".join(lines)
     lines.append(f"  {p.family_decision.summary()}")
     lines.append(f"  {p.primary.family}: {p.primary.summary}")
     if p.tuned:  # the tiling is the measured winner: the model's reasons for each value do not apply
-        lines.append(f"    {_tuned_line(p.tuned)}")
+        lines.append(f"    {_tuned_line(TunedSummary.from_dict(p.tuned))}")
     else:
         lines.extend(f"    {d.summary()}" for d in p.primary.decisions)
     lines.extend(_fallback_lines(p, "  "))
     return "\n".join(lines)
 
 
-def _tuned_line(t: dict) -> str:
+def _tuned_line(t: TunedSummary) -> str:
     """A tuned plan in one line (plan.json's `tuned`)."""
-    ratio = f", {t['ratio']:.2f}x cuBLAS" if isinstance(t.get("ratio"), (int, float)) else ""
-    return (f"tuned: candidate {t['candidate']}, the fastest of {t['timed']} timed of {t['measured']} by "
-            f"deepgemm tune (level {t['level']}, {t['gpu']}, {t['date'][:10]}): {t['us']:.4g} µs{ratio}")
+    ratio = f", {t.ratio:.2f}x cuBLAS" if t.ratio is not None else ""
+    return (f"tuned: candidate {t.candidate}, the fastest of {t.timed} timed of {t.measured} by "
+            f"deepgemm tune (level {t.level}, {t.gpu}, {t.date[:10]}): {t.us:.4g} µs{ratio}")
 
 
 def _fallback_lines(p: Plan, indent: str) -> list[str]:

@@ -12,6 +12,7 @@ import click
 from dgemm_cli.build import built_arches, harness_path, read_plan
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
+from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
 from dgemm_cli.toolchain import find_gpus
 
@@ -25,7 +26,7 @@ def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, 
             target = arch
         else:
             built = built_arches(d)
-            target = plan["arch"] if plan["arch"] in built or not built else built[0]
+            target = plan.arch if plan.arch in built or not built else built[0]
         out.append((d, target, harness_path(d, target)))
     return out
 
@@ -104,20 +105,13 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
                                  + (["--repeat", str(repeat)] if repeat else []), sizes)
     for i, run in enumerate(runs, 1):
-        d, target = run.directory, run.arch
         r = run.report
-        ok = run.exit_code == 0 and bool(r.get("passed"))
+        assert isinstance(r, VerifyReport)
+        ok = run.exit_code == 0 and r.passed
         all_ok &= ok
-        row = {"name": r.get("name", d.name), "arch": target, "passed": ok, "max_abs_err": r.get("max_abs_err"),
-               "rel_err": r.get("rel_err"), "tol": r.get("tol"), "first_fail": r.get("first_fail"),
-               "error": r.get("error"), "directory": str(d), "report": r,
-               # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
-               "dynamic": r.get("dynamic"), "m_cases": r.get("m_cases"),
-               # A fused epilogue: its steps as text, and which view is written (C, or D).
-               "epilogue": r.get("epilogue"), "output": r.get("output")}
-        rows.append(row)
+        rows.append(_verify_row(run, r, ok))
         if not as_json:
-            click.echo(_verify_line(i, total, row))
+            click.echo(_verify_line(i, total, run, r, ok))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     elif len(rows) > 1:
@@ -125,45 +119,56 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     sys.exit(EXIT_OK if all_ok else EXIT_FAILED)
 
 
-def _verify_line(i: int, total: int, row: dict) -> str:
-    head = f"[{i}/{total}] {row['name']} ({row['arch']}) "
-    if row["error"]:
-        return head + f"ERROR: {row['error']}"
-    status = "PASS" if row["passed"] else "FAIL"
-    line = head + (f"{status}  max_abs_err {fmt(row['max_abs_err'])}  rel_err {fmt(row['rel_err'])} "
-                   f"(tol {fmt(row['tol'])})")
-    if row["first_fail"]:
-        line += f"\n    first failure: {row['first_fail']}"
-    rep = row["report"]
-    for key in ("api_null_rejected", "api_misaligned_rejected"):
-        if rep.get(key) is False:
+def _verify_row(run: HarnessRun, r: VerifyReport, ok: bool) -> dict:
+    """A kernel's object in `verify --json`: the summary, and the harness's whole report under "report"."""
+    return {"name": r.name or run.directory.name, "arch": run.arch, "passed": ok,
+            "max_abs_err": json_number(r.max_abs_err), "rel_err": json_number(r.rel_err), "tol": json_number(r.tol),
+            "first_fail": r.first_fail, "error": r.error, "directory": str(run.directory), "report": dict(r.raw),
+            # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
+            "dynamic": r.dynamic.to_dict() if r.dynamic else None,
+            "m_cases": [c.to_dict() for c in r.m_cases] if r.m_cases is not None else None,
+            # A fused epilogue: its steps as text, and which view is written (C, or D).
+            "epilogue": list(r.epilogue) if r.epilogue is not None else None, "output": r.output}
+
+
+def _verify_line(i: int, total: int, run: HarnessRun, r: VerifyReport, ok: bool) -> str:
+    head = f"[{i}/{total}] {r.name or run.directory.name} ({run.arch}) "
+    if r.error:
+        return head + f"ERROR: {r.error}"
+    status = "PASS" if ok else "FAIL"
+    line = head + f"{status}  max_abs_err {fmt(r.max_abs_err)}  rel_err {fmt(r.rel_err)} (tol {fmt(r.tol)})"
+    if r.first_fail:
+        line += f"\n    first failure: {dict(r.first_fail)}"
+    for key, rejected in (("api_null_rejected", r.api_null_rejected),
+                          ("api_misaligned_rejected", r.api_misaligned_rejected)):
+        if rejected is False:
             line += f"\n    {key}: false"
-    if rep.get("repeat_differed"):
-        line += (f"\n    not deterministic: {rep['repeat_differed']} of {rep['repeat']} repeated launches "
+    if r.repeat_differed:
+        line += (f"\n    not deterministic: {r.repeat_differed} of {r.repeat} repeated launches "
                  "changed C's bits")
-    elif rep.get("repeat"):
-        line += f"  ({rep['repeat']} repeats bit-identical)"
-    return line + "".join(_size_lines(rep))
+    elif r.repeat:
+        line += f"  ({r.repeat} repeats bit-identical)"
+    return line + "".join(_size_lines(r))
 
 
-def _size_lines(rep: dict) -> list[str]:
+def _size_lines(r: VerifyReport) -> list[str]:
     """A kernel with a run-time size: which sizes outside its range it accepted, then one line a size."""
-    if not rep.get("dynamic"):
+    if not r.dynamic:
         return []
-    letter, lo, hi = (rep["dynamic"][k] for k in ("letter", "lo", "hi"))
+    letter, lo, hi = r.dynamic.letter, r.dynamic.lo, r.dynamic.hi
     lines = []
-    accepted = [p["m"] for p in rep.get("api_m_probes", []) if not p["rejected"]]
+    accepted = [p.m for p in r.api_m_probes if not p.rejected]
     if accepted:
         lines.append(f"\n    {letter} outside {lo}..{hi} accepted (must be cudaErrorInvalidValue): "
                      + ", ".join(f"{letter}={m}" for m in accepted))
-    for case in rep.get("m_cases", []):
-        size = f"{letter}={case['m']}"
-        line = (f"\n    {size:<8} {'PASS' if case['passed'] else 'FAIL'}  max_abs_err {fmt(case['max_abs_err'])}  "
-                f"rel_err {fmt(case['rel_err'])}")
-        if case.get("repeat_differed"):
-            line += f"  not deterministic: {case['repeat_differed']} repeated launches changed C's bits"
-        if case.get("first_fail"):
-            line += f"\n        first failure: {case['first_fail']}"
+    for case in r.m_cases or ():
+        size = f"{letter}={case.m}"
+        line = (f"\n    {size:<8} {'PASS' if case.passed else 'FAIL'}  max_abs_err {fmt(case.max_abs_err)}  "
+                f"rel_err {fmt(case.rel_err)}")
+        if case.repeat_differed:
+            line += f"  not deterministic: {case.repeat_differed} repeated launches changed C's bits"
+        if case.first_fail:
+            line += f"\n        first failure: {dict(case.first_fail)}"
         lines.append(line)
     return lines
 
@@ -211,31 +216,30 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
                    f"{'µs':>10} {'ratio':>7}")
     for run in runs:
         r = run.report
-        any_error |= run.exit_code != 0 or "error" in r
-        row = {"name": r.get("name", run.directory.name), "arch": run.arch, **{k: r.get(k) for k in (
-            "us", "tflops", "gbps", "baseline", "baseline_us", "baseline_tflops", "ratio", "device", "error", "method",
-            "baseline_formulation", "us_stream", "baseline_us_stream", "us_passes", "baseline_us_passes",
-            "baseline_candidates", "copy_gbps",
-            # A run-time size: its range, the size of the numbers above (the largest) and every size's row.
-            "m", "dynamic", "m_rows",
-            # A fused epilogue: its steps, the view written, and what the baseline ran after (or fused into)
-            # the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's fused epilogue).
-            "epilogue", "output", "baseline_epilogue")}}
-        rows.append(row)
+        assert isinstance(r, BenchReport)
+        any_error |= run.exit_code != 0 or r.error is not None
+        name = r.name or run.directory.name
+        # The harness's layout (NaN as "nan"): a run-time size's range, the size of the top-level numbers (the
+        # largest) and every size's row; a fused epilogue's steps, the view written and what the baseline ran
+        # after, or fused into, the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's epilogue).
+        rows.append({**r.to_dict(), "name": name, "arch": run.arch})
         if as_json:
             continue
-        if row["error"]:
-            click.echo(f"{row['name']:<24} {row['arch']:<7} ERROR: {row['error']}")
+        if r.error is not None or r.row is None:
+            click.echo(f"{name:<24} {run.arch:<7} ERROR: {r.error}")
             continue
-        letter = (row["dynamic"] or {}).get("letter")
-        for size in row["m_rows"] or [row]:
-            label = f"{row['name']} {letter}={size['m']}" if letter else row["name"]
-            click.echo(f"{label:<24} {row['arch']:<7} {fmt(size['us']):>10} {fmt(size['tflops']):>9} "
-                       f"{fmt(size['gbps']):>8}   {str(size['baseline'])[:14]:<14} {fmt(size['baseline_us']):>10} "
-                       f"{fmt(size['ratio']):>7}")
-        if row["baseline_formulation"]:
-            click.echo(f"{'':<24} baseline formulation: {row['baseline_formulation']}"
-                       + (f", then {row['baseline_epilogue']}" if row["baseline_epilogue"] else ""))
+        for size in r.rows:
+            click.echo(_bench_line(name, run.arch, r, size))
+        if r.row.baseline_formulation:
+            click.echo(f"{'':<24} baseline formulation: {r.row.baseline_formulation}"
+                       + (f", then {r.row.baseline_epilogue}" if r.row.baseline_epilogue else ""))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)
+
+
+def _bench_line(name: str, arch: str, r: BenchReport, size: BenchRow) -> str:
+    """One size's times, as the table's columns."""
+    label = f"{name} {r.dynamic.letter}={size.m}" if r.dynamic and size.m is not None else name
+    return (f"{label:<24} {arch:<7} {fmt(size.us):>10} {fmt(size.tflops):>9} {fmt(size.gbps):>8}   "
+            f"{str(size.baseline)[:14]:<14} {fmt(size.baseline_us):>10} {fmt(size.ratio):>7}")

@@ -55,9 +55,10 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
         db = tuning_db(db_path)[1]
-        entry = lookup(db, spec, target.name, None) if db["entries"] and not spec.dynamic else None
-        tuned = tuned_buckets(db, spec, target, None) if db["entries"] and spec.dynamic else {}
-        click.echo(explain_text(spec, target, entry, tuned_buckets=tuned))
+        entry = lookup(db, spec, target.name, None) if db.entries and not spec.dynamic else None
+        tuned = tuned_buckets(db, spec, target, None) if db.entries and spec.dynamic else {}
+        # explain reads the entry in the database's layout
+        click.echo(explain_text(spec, target, entry.to_dict() if entry else None, tuned_buckets=tuned))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
         if dump_sass:
@@ -81,7 +82,7 @@ def _ptx(directory: Path, name: str, arch: str, nvcc_path: str | None) -> str:
     target = build_dir_for(directory, arch)
     target.mkdir(parents=True, exist_ok=True)
     ptx = target / f"{name}.ptx"
-    cmd = [*nvcc.compile_prefix(), *plan["build"]["nvcc_flags"], f"-arch={get_arch(arch).compute}", "-ptx",
+    cmd = [*nvcc.compile_prefix(), *plan.nvcc_flags, f"-arch={get_arch(arch).compute}", "-ptx",
            f"{name}.cu", "-o", str(ptx.relative_to(directory))]
     proc = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, env=nvcc.run_env(os.environ),
                           check=False)

@@ -15,6 +15,7 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, fmt, tuning_db
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.families import FAMILIES
+from dgemm_cli.records import TuningRecord
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import find_gpus, find_nvcc
 from dgemm_cli.tune import LEVEL3_CAP, already_tuned, load_db, merge, save_db
@@ -106,7 +107,7 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
             click.echo(_tune_line(entry))
     save_db(path, db)
     if as_json:
-        click.echo(json.dumps(entries, indent=2))
+        click.echo(json.dumps([e.to_dict() for e in entries], indent=2))
     else:
         click.echo(f"wrote {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} to {path}")
     sys.exit(EXIT_OK if len(entries) == len(problems) else EXIT_FAILED)
@@ -119,10 +120,10 @@ def _model_ranking(spec, views, target) -> str:
     return "\n".join(lines)
 
 
-def _tune_line(entry: dict) -> str:
-    w = entry["winner"]
-    ok = [m for m in entry["measured"] if m.get("us")]
-    model = next((m for m in entry["measured"] if m["model_rank"] == 0 and m.get("us")), None)
-    vs_model = f", the model's pick {model['us']:.4g} µs ({model['id']})" if model else ""
-    return (f"{entry['name']}: {w['id']} wins at {w['us']:.4g} µs (ratio {fmt(w.get('ratio'))} vs cuBLAS), "
-            f"{len(ok)} of {len(entry['measured'])} candidates measured{vs_model}")
+def _tune_line(entry: TuningRecord) -> str:
+    w = entry.winner
+    ok = [m for m in entry.measured if m.us]
+    model = next((m for m in entry.measured if m.model_rank == 0 and m.us), None)
+    vs_model = f", the model's pick {model.us:.4g} µs ({model.id})" if model else ""
+    return (f"{entry.name}: {w.id} wins at {w.us:.4g} µs (ratio {fmt(w.ratio)} vs cuBLAS), "
+            f"{len(ok)} of {len(entry.measured)} candidates measured{vs_model}")

@@ -11,7 +11,7 @@ loads, several in flight per thread, and multiply-add in f32:
   - lanes along n when B is n-contiguous ([K, N] weights): each lane owns a chunk of columns and the
     warps of a block split the K slice, summed through shared memory.
 K may also be split over the blocks of a thread-block cluster, reduced in rank order through DSMEM
-(templates/common/_reduce.j2, as in the `splitk` family): bit-identical run to run, no workspace.
+(templates/dg/reduce.cuh, as in the `splitk` family): bit-identical run to run, no workspace.
 """
 
 from __future__ import annotations

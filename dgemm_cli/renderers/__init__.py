@@ -19,6 +19,10 @@ class Body:
     decisions: tuple[str, ...]
     includes: frozenset[str] = field(default_factory=frozenset)  # system headers the body needs
     requirements: tuple[str, ...] = ()  # what the kernel asks of the GPU and the caller (the generated README)
+    headers: tuple[str, ...] = ()  # the shipped device headers the body instantiates (dg/<family>.cuh)
+    # What its launcher does beyond the launch (render.LAUNCH_FACTS' names), where the code is in a shipped header
+    # rather than in the body's text.
+    facts: frozenset[str] = field(default_factory=frozenset)
 
 
 PORTABLE_CLUSTER = 8  # blocks a cluster may hold without cudaFuncAttributeNonPortableClusterSizeAllowed
@@ -41,7 +45,7 @@ def launch_attributes(smem_bytes: int, smem_symbol: str, cluster: int) -> tuple[
 
 
 def dependent_launch_note(when: str = "") -> str:
-    """What a programmatic dependent launch (common/_launch.j2: dependent_launch) means for the caller's stream;
+    """What a programmatic dependent launch (dg/launch.cuh: dg::launch with LaunchShape::dependent) means for the caller's stream;
     `when`: the condition under which the launcher takes it, if it does not always."""
     return (f"Programmatic dependent launch{when}: the kernel may start while the previous kernel in `stream` "
             "finishes, and waits for that kernel to complete before it reads or writes memory, so stream order holds "

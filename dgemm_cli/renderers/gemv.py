@@ -29,8 +29,9 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     k = context(spec, views, plan, base)
     text = env.get_template("gemv/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
-    includes = {"cooperative_groups.h"} if plan.splits > 1 else set()
-    if k["func_attributes"]:
-        includes.add("atomic")
     requirements = cluster_requirements(plan.splits) or ((dependent_launch_note(),) if plan.dependent_launch else ())
-    return Body("gemv", text, f"gemv: {plan.summary}", tuple(decisions), frozenset(includes), requirements)
+    facts = {"attributes"} if k["func_attributes"] else set()
+    if plan.b_check:
+        facts.add("pointer_checks")
+    return Body("gemv", text, f"gemv: {plan.summary}", tuple(decisions), frozenset(), requirements,
+                headers=("dg/gemv.cuh",), facts=frozenset(facts))

@@ -23,39 +23,37 @@ PROMOTION_ENUM = {"256B": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", "none": "CU_TENS
 
 RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 
+# The kernel variant by (K split, A multicast): dg/hopper_<variant>.cuh, launched by dg::hopper::launch_<variant>.
+VARIANT = {(False, False): "persistent", (True, False): "split", (False, True): "multicast"}
 
-def _coord(index: str, operand: str, tile: str = "tile", part: bool = False) -> str:
-    """The kernel's coordinate of a tensor-map dim; `tile`: the Tile whose origin and loop indices it takes;
-    `part`: A's box is loaded in parts over the cluster (A multicast), this block's rows of it."""
+
+def _source(index: str) -> tuple[str, int]:
+    """What a tensor-map dim's coordinate is in the kernel (dg::hopper::Source) and the loop's index: the k
+    offset, the tile's origin in the tiled m or n segment, a tile loop's index ("loop<i>") or an outer k loop's
+    ("kouter<i>")."""
     if index == "k":
-        return "k0"
+        return "AT_K", 0
     if index == "mn":
-        if part:
-            return f"{tile}.m0 + a_part * A_PART_ROWS"
-        return f"{tile}.m0" if operand == "A" else f"{tile}.n0"
+        return "AT_MN", 0
     if index.startswith("loop"):
-        return f"{tile}.loop[{index[4:]}]"
-    return f"ko[{index[6:]}]"
+        return "AT_LOOP", int(index[4:])
+    return "AT_K_LOOP", int(index[6:])
 
 
-def _tma_ctx(t: TmaOperand, elem: int, rows_at_run_time: bool, rows_follow_m: bool = False,
-             flat: bool = False, parts: int = 1) -> dict:
-    """A tensor map's template context. `flat` (A with flat rows): one box a 64-row block, at the block's
-    coordinates (`blocks[j]`, from granule_at). `parts` (A multicast): the box is one of that many parts of the
-    tile's rows, this block's."""
+def _tma_ctx(t: TmaOperand, rows_at_run_time: bool, rows_follow_m: bool = False) -> dict:
+    """A tensor map's traits: its dims innermost first (with M a run-time argument, A's tiled m dim is sized by it
+    when the map is encoded, size 0, and its box cut to the rows present for K-major A, box 0), its boxes a stage."""
     box_bytes = t.stage_bytes // t.boxes_per_stage
     run_time_rows = rows_at_run_time and t.operand == "A"
+    dims = []
+    for d in t.dims:
+        source, index = _source(d.index)
+        run_time_dim = run_time_rows and d.index == "mn"
+        dims.append({"label": d.label, "size": 0 if run_time_dim else d.size, "stride": d.stride_bytes,
+                     "box": 0 if run_time_dim and rows_follow_m else d.box, "source": source, "index": index})
     return {
-        "name": t.operand, "major": t.major, "rank": len(t.dims), "transpose": int(t.major == "mn"),
-        # With M a run-time argument, A's tiled m dim is sized by it when the map is encoded (and its box
-        # cut to the rows present, for K-major A).
-        "dims": [{"label": d.label, "size": "m_inner" if run_time_rows and d.index == "mn" else f"{d.size}ull",
-                  "stride": d.stride_bytes,
-                  "box": "a_box_rows(int(m_inner))" if run_time_rows and rows_follow_m and d.index == "mn" else d.box}
-                 for d in t.dims],
-        "coords": [_coord(d.index, t.operand, "blocks[j]" if flat else "tile", parts > 1) for d in t.dims],
-        "flat": flat, "boxes": t.boxes_per_stage, "box_bytes": box_bytes,
-        "elem": elem,
+        "name": t.operand, "major": t.major, "rank": len(t.dims), "dims": dims, "boxes": t.boxes_per_stage,
+        "box_bytes": box_bytes,
         "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
                  if t.major == "k" else
                  f"MN-major: {t.boxes_per_stage} box(es) of [64 k rows][{BOX_MN} mn], {box_bytes} B apart (LBO), "
@@ -84,8 +82,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, DTYPE_BYTES[spec.A.dtype], rows, plan.a_rows_follow_m, plan.flat_rows, plan.a_multicast)
-    tb = _tma_ctx(plan.b, DTYPE_BYTES[spec.B.dtype], rows)
+    ta = _tma_ctx(plan.a, rows, plan.a_rows_follow_m)
+    tb = _tma_ctx(plan.b, rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out], "is_m": x.role == "m"}
              for x in plan.tile_loops]
@@ -96,6 +94,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     kloops = [{"label": x.label, "size": x.size} for x in plan.k_loops]
     return {
         **base,
+        "variant": VARIANT[(plan.k_splits > 1, plan.a_multicast > 1)],
         "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
         "l2_promotion": plan.l2_promotion, "l2_promotion_enum": PROMOTION_ENUM[plan.l2_promotion],
@@ -105,10 +104,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "m_inner": plan.m_inner, "n_inner": plan.n_inner, "k_inner": plan.k_inner,
         "m_inner_label": plan.m_inner_label, "n_inner_label": plan.n_inner_label, "k_inner_label": plan.k_inner_label,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tile_groups": plan.tile_groups, "tiles": plan.tiles,
-        "tm_arg": ", TILES_M" if rows else "",
         "k_inner_tiles": -(-plan.k_inner // BLOCK_K), "k_iters": plan.k_iters,
         "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
-        "ranks": sorted({ta["rank"], tb["rank"]}),
         "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
         "out_ptr": "ep.D" if out == "D" else "C", "out_t": "D_t" if out == "D" else "C_t", "ep_reads": reads,
         "c_raw": RAW_VECTOR.get(plan.c_vec * c_elem, ""),
@@ -121,7 +118,6 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "flat": plan.flat_rows, "m_rows": plan.m_loop_rows,
         "packed": plan.packed_store, "pack_cols": plan.pack_cols,
         "pack_pitch": PACK_PITCH,
-        "pack_pair": {"bf16": "__floats2bfloat162_rn", "f16": "__floats2half2_rn"}.get(spec.output.dtype, ""),
     }
 
 
@@ -130,9 +126,8 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
     text = env.get_template("hopper/body.cu.j2").render(k=k)
     decisions = [d.summary() for d in plan.decisions]
     for t in (k["ta"], k["tb"]):
-        sizes = [d["size"].removesuffix("ull").replace("m_inner", "M at run time") for d in t["dims"]]
-        dims = ", ".join(f"{d['label']}:{size}" + (f"@{d['stride']}B" if d["stride"] else "") + f" box {d['box']}"
-                         for d, size in zip(t["dims"], sizes))
+        dims = ", ".join(f"{d['label']}:{d['size'] or 'M at run time'}" + (f"@{d['stride']}B" if d["stride"] else "")
+                         + f" box {d['box'] or 'a_box_rows(int(m_inner))'}" for d in t["dims"])
         decisions.append(f"TMA {t['name']}: {t['rank']}-d map [{dims}] (innermost first), {t['desc']}")
     if plan.tile_loops:
         per_block = "; the m loops' per 64-row block" if plan.flat_rows else ""  # flat rows (the line below)
@@ -165,15 +160,20 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
         grid = (f"a persistent grid of clusters of {plan.a_multicast} blocks along n ({plan.grid_tiles} tiles with "
                 f"the tile columns rounded up to whole clusters), {plan.k_iters} k-iterations a tile, each block "
                 f"loading {plan.block_m // plan.a_multicast} of A's {plan.block_m} rows into the cluster's blocks")
-    includes = {"atomic", "cuda.h", "mutex"} | ({"cooperative_groups.h"} if plan.k_splits > 1 else set())
-    # The persistent kernel's launcher decides at run time, from the SM count (templates/hopper/body.cu.j2).
+    # The launcher's work beyond the launch (render.LAUNCH_FACTS), in dg/hopper_<variant>.cuh: tensor maps always, the
+    # shared-memory opt-in past 48 KB, and the persistent grids' size from the SM count or the cluster occupancy.
+    facts = {"tensor_maps"} | ({"attributes"} if plan.smem_bytes > 48 * 1024 else set())
+    facts |= {"persistent": {"sm_count"}, "split": set(), "multicast": {"clusters"}}[k["variant"]]
+    body = {"text": text, "title": f"hopper: {plan.summary}", "decisions": tuple(decisions),
+            "headers": (f"dg/hopper_{k['variant']}.cuh",), "facts": frozenset(facts)}
+    # The persistent kernel's launcher decides at run time, from the SM count (dg/hopper_persistent.cuh).
     if plan.a_multicast > 1:
         requirements = (f"Thread-block clusters of {plan.a_multicast} blocks: compute capability 9.0 or later.",
                         dependent_launch_note(" where the grid takes every cluster slot of the GPU, or all but a "
                                               "sixteenth of them over one cluster's tile columns (decided at run "
                                               "time)"))
-        return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes), requirements)
+        return Body("hopper", requirements=requirements, **body)
     requirements = cluster_requirements(plan.k_splits) or (dependent_launch_note(
         " where the grid takes every block slot of the GPU, or all but a sixteenth of them over one tile row "
         "(decided at run time from the SM count)"),)
-    return Body("hopper", text, f"hopper: {plan.summary}", tuple(decisions), frozenset(includes), requirements)
+    return Body("hopper", requirements=requirements, **body)

@@ -1,6 +1,6 @@
-"""Template context of the `splitk` family (templates/splitk/): the cta context of its block tile plus
-the K split (body.cu.j2), or the block shape `dot` for M = N = 1 (dot.cu.j2). A plan with groups > 1 adds
-the scratch buffer and the second kernel (_groups.j2)."""
+"""Template context of the `splitk` family (templates/splitk/): the traits of dg/splitk.cuh's kernel, the cta
+context of its block tile plus the K split (body.cu.j2), or of dg/dot.cuh's kernel, the block shape `dot` for
+M = N = 1 (dot.cu.j2). A plan with groups > 1 adds the scratch buffer and the second kernel (in the headers)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,12 @@ from dgemm_cli.views import ProblemViews
 
 def context(spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> dict:
     k = cta_renderer.context(spec, views, plan.tile, base)
-    settings, why = launch_attributes(plan.smem_bytes, "LAUNCH_SMEM_BYTES", plan.splits)
+    settings, _ = launch_attributes(plan.smem_bytes, "LAUNCH_SMEM_BYTES", plan.splits)
     return {
         **k,
         "splits": plan.splits, "kt_per_split": plan.k_tiles_per_split, "blocks": plan.blocks,
         "red_pitch": plan.red_pitch, "launch_smem_bytes": plan.smem_bytes,
-        "func_attributes": settings,
-        "func_attributes_why": why,
+        "func_attributes": settings,  # dg/splitk.cuh's launcher sets them once per device
         "groups": plan.groups, "tile_elems": plan.tile_elems, "scratch_bytes": plan.scratch_bytes,
     }
 
@@ -52,12 +51,13 @@ def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: 
                          f"scratch), index math in {plan.tile.index_type}.")
     if k["dispatch"]:
         decisions.append(f"Run-time loader dispatch: {k['dispatch_desc']}")
-    includes = {"cooperative_groups.h"} | ({"atomic"} if k["func_attributes"] else set())
     requirements = cluster_requirements(plan.splits)
     if plan.groups > 1:
         requirements = (*requirements[:-1], scratch_requirement(
             plan, f"K is summed across each cluster and then across its {plan.groups} groups in a fixed order"))
-    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(includes), requirements)
+    facts = ({"attributes"} if k["func_attributes"] else set()) | ({"scratch"} if plan.groups > 1 else set())
+    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(), requirements,
+                headers=("dg/splitk.cuh",), facts=frozenset(facts))
 
 
 def dot_context(spec: Spec, views: ProblemViews, plan: DotPlan, base: dict) -> dict:
@@ -86,4 +86,5 @@ def render_dot(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: D
                         "give bit-identical results. No workspace and no state between calls.")
     else:
         requirements = (arch, dependent_launch_note(), scratch_requirement(plan, what))
-    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(), requirements)
+    return Body("splitk", text, f"splitk: {plan.summary}", tuple(decisions), frozenset(), requirements,
+                headers=("dg/dot.cuh",), facts=frozenset({"scratch"} if plan.groups > 1 else set()))
