@@ -394,8 +394,8 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only:
     library = full.library_only()
     # The keys are taken before compiling: a source edited during the build makes the next one rebuild.
     keys = {"key": None if lib_only else build_key(inputs, full.all(), nvcc, arch, os.environ),
-            "lib_key": build_key({f: inputs[f] for f in library_inputs(name) + device_headers(directory)}, library.all(), nvcc, arch,
-                                 os.environ)}
+            "lib_key": build_key({f: inputs[f] for f in library_inputs(name) + device_headers(directory)},
+                                 library.all(), nvcc, arch, os.environ)}
     commands = library if lib_only else full
     products = [*commands.products, *([shared.object] if shared is not None else [])]
     out = build_dir_for(directory, arch)

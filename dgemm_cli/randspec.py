@@ -336,10 +336,15 @@ def _redraw_a_in_vectors(spec: dict, rng: random.Random) -> None:
     b_strides = dict(zip(b_letters, spec["operands"]["B"]["strides"]))
     ks = sorted((x for x in a_letters if x in b_letters and x not in c_letters), key=lambda x: (abs(b_strides[x]), x))
     if rng.random() < 0.5:
-        sizes[ks[0]] = -(-sizes[ks[0]] // vec) * vec
+        rounded = -(-sizes[ks[0]] // vec) * vec
+        if math.prod(sizes[x] for x in b_letters) // sizes[ks[0]] * rounded <= WIDE_MAX_WEIGHT:
+            sizes[ks[0]] = rounded
     if rng.random() < 0.5:
         b_view = _k_innermost_strides(b_letters, ks, sizes, 16 // elem, rng, broadcast=False)
         spec["operands"]["B"] = {"strides": b_view, **({"align": 16} if rng.random() < 0.5 else {})}
+    b = spec["operands"]["B"]
+    if _extent(b_letters, b["strides"], sizes) > WIDE_MAX_WEIGHT:  # the rounding or the rows' padding took it past
+        b["strides"] = _unpadded(b_letters, ks, sizes, _k_innermost_strides(b_letters, ks, sizes, 1, rng, False))
     roll = rng.random()
     a = spec["operands"]["A"] = {"strides": _k_innermost_strides(a_letters, ks, sizes, vec, rng, broadcast=True)}
     if roll < 0.4:

@@ -45,8 +45,8 @@ def launch_attributes(smem_bytes: int, smem_symbol: str, cluster: int) -> tuple[
 
 
 def dependent_launch_note(when: str = "") -> str:
-    """What a programmatic dependent launch (dg/launch.cuh: dg::launch with LaunchShape::dependent) means for the caller's stream;
-    `when`: the condition under which the launcher takes it, if it does not always."""
+    """What a programmatic dependent launch (dg/launch.cuh: dg::launch with LaunchShape::dependent) means for the
+    caller's stream; `when`: the condition under which the launcher takes it, if it does not always."""
     return (f"Programmatic dependent launch{when}: the kernel may start while the previous kernel in `stream` "
             "finishes, and waits for that kernel to complete before it reads or writes memory, so stream order holds "
             "as for any launch. It may also let the next kernel start before it completes: a next kernel that you "

@@ -64,6 +64,7 @@ struct Dim {
 template <class T>
 struct Config {
   static constexpr int MI = T::WG_M / 64;  // m64 wgmmas per k16 step
+  static constexpr int ODD_MI = T::ACC_CHAINS == 2 ? MI : 1;  // blocks of the odd k16 steps' accumulators
   static constexpr int THREADS = 128 * (T::CONSUMERS + 1);
   static constexpr int NACC = T::BN / 2;  // accumulators a thread per m64 block
   static constexpr bool SPLIT = T::SPLITS > 1;
@@ -391,7 +392,7 @@ __device__ __forceinline__ void release_stage(uint64_t* empty, int last, int lan
 // `acc_odd`, summed after the tile's last wgmma (consecutive wgmmas then do not wait on each other's accumulators).
 template <class T>
 __device__ __forceinline__ void mma_tile(float (&acc)[Config<T>::MI][Config<T>::NACC],
-                                         float (&acc_odd)[Config<T>::MI][Config<T>::NACC], uint64_t* full,
+                                         float (&acc_odd)[Config<T>::ODD_MI][Config<T>::NACC], uint64_t* full,
                                          uint64_t* empty, uint32_t stages_a, uint32_t stages_b, int& stage,
                                          uint32_t& phase, int kt0, int kt_end, int wg, int lane) {
   using C = Config<T>;

@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
     float* const epi = reinterpret_cast<float*>(smem + Cfg::EPI_OFFSET) + wg * T::EPI_FLOATS;
     float acc[Cfg::MI][Cfg::NACC];
-    float acc_odd[T::ACC_CHAINS == 2 ? Cfg::MI : 1][Cfg::NACC];
+    float acc_odd[Cfg::ODD_MI][Cfg::NACC];
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < TILES; t += gridDim.x) {

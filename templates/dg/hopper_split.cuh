@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
     float* const partial = reinterpret_cast<float*>(smem);  // the parked partial tile, over the stages
     float acc[Cfg::MI][Cfg::NACC];
-    float acc_odd[T::ACC_CHAINS == 2 ? Cfg::MI : 1][Cfg::NACC];
+    float acc_odd[Cfg::ODD_MI][Cfg::NACC];
     int stage = 0;
     uint32_t phase = 0;
     {  // the cluster's one tile

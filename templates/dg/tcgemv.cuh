@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     const index_t n_even = n0 + 8 * o + 2 * q, n_odd = n_even + 1;
     even_in[o] = T::WHOLE_BLOCKS || n_even < T::N;
     odd_in[o] = T::WHOLE_BLOCKS || n_odd < T::N;
-    even_row[o] = B + (even_in[o] ? Bv::n::offset(n_even) + Bv::k::offset(k0) : 0);
-    odd_row[o] = B + (odd_in[o] ? Bv::n::offset(n_odd) + Bv::k::offset(k0) : 0);
+    even_row[o] = even_in[o] ? B + Bv::n::offset(n_even) + Bv::k::offset(k0) : B;
+    odd_row[o] = odd_in[o] ? B + Bv::n::offset(n_odd) + Bv::k::offset(k0) : B;
   }
   if constexpr (T::PREFETCH_ROUNDS > 0) {
     // Before the wait for the previous grid: the warp's first rounds of the weight into L2, so that its stream starts
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 #pragma unroll
   for (int h = 0; h < TOKEN_HALVES; ++h) {
     const index_t token = min(index_t(g + 8 * h), M - 1);
-    x_row[h] = A + (Av::m::offset(token) + Av::k::offset(k0));
+    x_row[h] = A + Av::m::offset(token) + Av::k::offset(k0);
   }
 
   uint4 wa[OCTETS][UNROLL][2], wb[OCTETS][UNROLL][2], xa[TOKEN_HALVES][UNROLL][2], xb[TOKEN_HALVES][UNROLL][2];
@@ -367,8 +367,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     const index_t n_even = n0 + 8 * OCTETS * group + 8 * o + 2 * q, n_odd = n_even + 1;
     even_in[o] = T::WHOLE_BLOCKS || n_even < T::N;
     odd_in[o] = T::WHOLE_BLOCKS || n_odd < T::N;
-    even_row[o] = B + (even_in[o] ? Bv::n::offset(n_even) + Bv::k::offset(k0) : 0);
-    odd_row[o] = B + (odd_in[o] ? Bv::n::offset(n_odd) + Bv::k::offset(k0) : 0);
+    even_row[o] = even_in[o] ? B + Bv::n::offset(n_even) + Bv::k::offset(k0) : B;
+    odd_row[o] = odd_in[o] ? B + Bv::n::offset(n_odd) + Bv::k::offset(k0) : B;
   }
   // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment, read from the
   // staged boxes just before its mmas (chunk c of token g at (c ^ g) * 16 in its 128-byte line: a quarter warp's two

@@ -1,6 +1,7 @@
 // Instantiates dg/hopper_persistent.cuh, dg/hopper_split.cuh and dg/hopper_multicast.cuh with hand-written traits, as
 // a generated folder does: a persistent bf16 GEMM with a batch loop and the packed store, a K split over a cluster
-// with rows at run time, and A multicast over a 2-block cluster with C m-contiguous; tests/test_device_headers.py
+// with rows at run time, A multicast over a 2-block cluster with C m-contiguous, and flat rows (an NCHW 1x1
+// convolution) with one warpgroup of two m64 blocks and one accumulator chain; tests/test_device_headers.py
 // compiles it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -187,6 +188,70 @@ struct Multicast {
   }
 };
 
+// C[n][k][hw] = A[n][c][hw] B[k][c]: a 1x1 convolution over NCHW, n[32] and hw[3136] walked as one run of rows,
+// A MN-major; one consumer warpgroup of 128 rows (two m64 blocks) and one accumulator chain.
+struct FlatRows {
+  using A_t = __nv_bfloat16;
+  using B_t = __nv_bfloat16;
+  using C_t = __nv_bfloat16;
+  using C_param = C_t;
+  using Out_t = C_t;
+  using Epilogue = NoViews;
+  static constexpr int BM = 128, BN = 64, BK = 64, STAGES = 4, CONSUMERS = 1, WG_M = 128, CTAS_PER_SM = 2;
+  static constexpr int RASTER = 8, PRODUCER_REGS = 40, CONSUMER_REGS = 216, ACC_CHAINS = 1;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr int M_UNIT = 1, M_INNER = 3136, TILES_M = 784, N_INNER = 64, TILES_N = 1;
+  static constexpr int TILE_GROUPS = 1, TILES = 784;
+  static constexpr bool FLAT_ROWS = true;
+  static constexpr int M_ROWS = 100352;
+  static constexpr int K_INNER_TILES = 1, K_ITERS = 1;
+  static constexpr int TILE_LOOPS = 1;
+  static constexpr dg::hopper::Loop LOOPS[TILE_LOOPS] = {{32, true, 200704}};
+  static constexpr int K_LOOPS = 0;
+  static constexpr int K_LOOP_SIZE[1] = {1};
+  static constexpr CUtensorMapDataType TMA_DTYPE = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  static constexpr CUtensorMapL2promotion L2_PROMOTION = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  struct A_map {
+    static constexpr bool IS_A = true, K_MAJOR = false;
+    static constexpr int RANK = 3, BOXES = 2, BOX_BYTES = 8192;
+    static constexpr dg::hopper::Dim DIMS[RANK] = {{3136, 0, 64, dg::hopper::AT_MN, 0},
+                                                   {64, 6272, 64, dg::hopper::AT_K, 0},
+                                                   {32, 401408, 1, dg::hopper::AT_LOOP, 0}};
+  };
+  struct B_map {
+    static constexpr bool IS_A = false, K_MAJOR = true;
+    static constexpr int RANK = 2, BOXES = 1, BOX_BYTES = 8192;
+    static constexpr dg::hopper::Dim DIMS[RANK] = {{64, 0, 64, dg::hopper::AT_K, 0},
+                                                   {64, 128, 64, dg::hopper::AT_MN, 0}};
+  };
+  static constexpr bool A_ROWS_FOLLOW_M = false;
+  static constexpr int A_BOX_ROWS = 0;
+  static constexpr bool B_FIRST = false, B_EVICT_FIRST = false, A_EVICT_FIRST = false;
+  static constexpr int A_PARTS = 1;
+  static constexpr bool C_ALONG_M = true;
+  static constexpr int C_VEC = 8;
+  static constexpr long long C_SM = 1, C_SN = 3136;
+  static constexpr int EPI_COLS = 32, EPI_PITCH = 68, EPI_FLOATS = 2304;
+  static constexpr bool PACKED = true;
+  static constexpr int PACK_COLS = 64, PACK_PITCH = 72;
+  static constexpr int SPLITS = 1, KT_PER_SPLIT = 1, RED_PITCH = 0;
+  static constexpr int SMEM_BYTES = 108608;
+  __device__ static Out_t* out(C_param* C, const Epilogue&) { return C; }
+  __device__ static float pointwise(float t) { return t; }
+  // C_VEC outputs along m, up to the end of the m segment.
+  template <class Tile>
+  __device__ static void store_vector(Out_t* p, const float* src, int gm, int, const Tile&, int m_inner, C_param*,
+                                      const Epilogue&, float alpha, float beta) {
+#pragma unroll
+    for (int e = 0; e < C_VEC; ++e) {
+      if (gm + e >= m_inner) break;
+      float out = alpha * src[e];
+      if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
+      p[e] = dg::from_float<Out_t>(out);
+    }
+  }
+};
+
 }  // namespace
 
 cudaError_t persistent(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, float alpha, float beta,
@@ -201,4 +266,9 @@ cudaError_t split(const __half* A, const __half* B, __half* C, int64_t m, float 
 cudaError_t multicast(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, float alpha, float beta,
                       cudaStream_t stream) {
   return dg::hopper::launch_multicast<Multicast>(A, B, C, 0, Multicast::Epilogue{}, alpha, beta, stream);
+}
+
+cudaError_t flat_rows(const __nv_bfloat16* A, const __nv_bfloat16* B, __nv_bfloat16* C, float alpha, float beta,
+                      cudaStream_t stream) {
+  return dg::hopper::launch_persistent<FlatRows>(A, B, C, 0, NoViews{}, alpha, beta, stream);
 }

@@ -57,9 +57,8 @@
 //   => 256 threads, 156672 B shared memory, 128 blocks in clusters of 2, index math in int.
 //   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
 #include "decode_8x4096x4096.h"
+#include "dg/splitk.cuh"
 
-#include <atomic>
-#include <cooperative_groups.h>
 #include <cstdint>
 
 namespace {
@@ -72,393 +71,80 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace splitk {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 8, N = 4096, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 8;
-constexpr index_t N = 4096;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(*p), out); *p = __float2half_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 32, BN = 64, BK = 128;
-constexpr int STAGES = 6;
-constexpr int THREADS = 256;
-constexpr int WARPS_N = 4;
-constexpr int WM = BM / 2, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 1, TILES_N = 64;
-constexpr int K_TILES = 32;
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 256;
+  static constexpr int BM = 32, BN = 64, BK = 128, STAGES = 6;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, f16
+  static constexpr int WARPS_M = 2, WARPS_N = 4;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // At most 128 registers a thread (2 blocks an SM) when both loaders are cp.async; the gather
+  // fallback keeps the whole register file (under the cap ptxas spills it).
+  static constexpr int MIN_BLOCKS = 2;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = true;
+  static constexpr int BATCH = 1, SMEM_BYTES = 156672;
 
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 32, A_INNER = 128, A_PITCH = 136;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 64, B_INNER = 128, B_PITCH = 136;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 156672, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[8]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[4096]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[8]*4096)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// C: n index -> element offset (1 segment: n[4096]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // K split: the SPLITS blocks of a cluster share one output tile, block r streaming k-tiles
+  // [r * KT_PER_SPLIT, (r + 1) * KT_PER_SPLIT).
+  static constexpr int SPLITS = 2, GROUPS = 1, KT_PER_SPLIT = 16;
+  // The partial tile (RED_PITCH floats a row) reuses the pipeline's shared memory; the launch asks for the larger.
+  static constexpr int RED_PITCH = 68, LAUNCH_SMEM_BYTES = 156672;
+};
+static_assert(dg::splitk::Split<Traits>::blocks(Traits::M) == 128, "planner and kernel disagree on the grid");
 
 // A tile (32 x 128, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (ties by the cost model: the first of 2 in the domain)
-struct ALoadCpAsync16 {
-  static constexpr bool kAsync = true;
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__half* stage, const __half* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 16, col = (c % 16) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __half* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__half)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (64 x 128, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr bool kAsync = true;
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__half* stage, const __half* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 16, col = (c % 16) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __half* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__half)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (32 x 128, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr bool kAsync = false;
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__half* stage, const __half* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __half v = __half(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (64 x 128, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr bool kAsync = false;
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__half* stage, const __half* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __half v = __half(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, f16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(*p), out); *p = __float2half_rn(out); }
-}
-
-
-// K split: the SPLITS blocks of a cluster share one output tile, block r streaming k-tiles
-// [r * KT_PER_SPLIT, (r + 1) * KT_PER_SPLIT) of K_TILES.
-constexpr int SPLITS = 2;
-constexpr int KT_PER_SPLIT = 16;
-constexpr int BLOCKS = 128;  // output tiles x SPLITS
-constexpr int RED_PITCH = 68;  // floats per row of the partial tile in shared memory
-// The partial tile reuses the pipeline's shared memory; the launch asks for the larger of the two.
-constexpr int PARTIAL_BYTES = BM * RED_PITCH * 4;
-constexpr int LAUNCH_SMEM_BYTES = SMEM_BYTES > PARTIAL_BYTES ? SMEM_BYTES : PARTIAL_BYTES;
-static_assert(LAUNCH_SMEM_BYTES == 156672, "planner and kernel disagree on shared memory");
-
-// At most 128 registers a thread (2 blocks an SM) when both loaders are cp.async; the gather
-// fallback keeps the whole register file (under the cap ptxas spills it).
-
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, (LoadA::kAsync && LoadB::kAsync) ? 2 : 1) decode_8x4096x4096_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-
-  // Blocks [SPLITS * t, SPLITS * (t + 1)) form the cluster of output tile t; the rank is the K slice.
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int split = int(cluster.block_rank());
-  const int kt0 = split * KT_PER_SPLIT;
-  const int kt_count = min(KT_PER_SPLIT, K_TILES - kt0);  // >= 1: the plan leaves no slice empty
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x / SPLITS;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < kt_count) {
-      load_a.issue(As + s * A_TILE, A, m0, kt0 + s);
-      load_b.issue(Bs + s * B_TILE, B, n0, kt0 + s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < kt_count; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < kt_count) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, kt0 + next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, kt0 + next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < kt_count) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Park the partial tile in this block's shared memory (the pipeline's stages are free once every
-  // copy has landed and every thread is past its last k-tile).
-  cp_async_wait<0>();
-  __syncthreads();
-  float* const partial = reinterpret_cast<float*>(smem);
-  {
-    // m16n8 accumulators: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        float* p = partial + (warp_m0 + mi * 16 + g) * RED_PITCH + warp_n0 + ni * 8 + 2 * q;
-        *reinterpret_cast<float2*>(p) = make_float2(acc[mi][ni][0], acc[mi][ni][1]);
-        *reinterpret_cast<float2*>(p + 8 * RED_PITCH) = make_float2(acc[mi][ni][2], acc[mi][ni][3]);
-      }
-    }
-  }
-  // This block's loads are done: the next kernel in the stream may be scheduled (it waits for this grid
-  // to complete before it touches memory; programmatic dependent launch).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  cluster.sync();  // every block's partial is written and visible across the cluster
-
-  // Block `split` sums its share of the tile's valid elements over ranks 0..SPLITS-1 in order: the
-  // same order on every launch, so the result is bit-identical run to run. Consecutive threads
-  // take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = split * THREADS + int(threadIdx.x); e < rows * cols; e += SPLITS * THREADS) {
-    const int r = e / cols, c = e % cols;
-    float sum = 0.0f;
-#pragma unroll
-    for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)[r * RED_PITCH + c];
-    store_c(C, m0 + r, n0 + c, sum, alpha, beta);
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  auto* kernel = decode_8x4096x4096_kernel<LoadA, LoadB>;
-  // More than 48 KB of dynamic shared memory needs an opt-in: once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, LAUNCH_SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = LAUNCH_SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  attrs[1].id = cudaLaunchAttributeClusterDimension;
-  attrs[1].val.clusterDim.x = SPLITS;
-  attrs[1].val.clusterDim.y = 1;
-  attrs[1].val.clusterDim.z = 1;
-  config.attrs = attrs;
-  config.numAttrs = 2;
-  return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::splitk::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::splitk::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace splitk

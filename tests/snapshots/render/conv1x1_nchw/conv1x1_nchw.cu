@@ -76,11 +76,10 @@
 //
 // Run-time dispatch: hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta.
 #include "conv1x1_nchw.h"
+#include "dg/cta.cuh"
+#include "dg/hopper_persistent.cuh"
 
-#include <atomic>
 #include <cstdint>
-#include <cuda.h>
-#include <mutex>
 
 namespace {
 
@@ -92,863 +91,195 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace hopper {
 
-// Tiling: a BM x BN tile of C per iteration of a persistent block; BK = one 128-byte swizzle row.
-constexpr int BM = 128, BN = 256, BK = 64;
-constexpr int STAGES = 4;
-constexpr int CONSUMERS = 2;           // consumer warpgroups; warpgroup 0 is the producer
-constexpr int WG_M = 64, MI = WG_M / 64;     // rows per consumer, m64 wgmmas per k16 step
-constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int CTAS_PER_SM = 1;         // resident blocks an SM
-constexpr int RASTER = 8;                 // tile rows walked together (their A tiles stay in L2)
+struct Traits {
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using Out_t = C_t;  // the view the epilogue writes
+  struct Epilogue {};  // no view beside A, B and C
 
-// The tiled segments (the innermost of each role) and the loops over the others.
-constexpr int M_INNER = 3136;  // hw[3136]
-constexpr int N_INNER = 512;  // k[512]
-// Flat rows: the m loop(s) n[8] and hw[3136] walk as one run of M_ROWS rows, TILES_M tiles of BM
-// (64-row blocks, each inside one m-loop index: M_INNER is a multiple of 64).
-constexpr int M_ROWS = 25088;
-constexpr int TILES_M = 196, TILES_N = 2;
-constexpr int TILES = 392;  // 1 tile group(s) (the loops other than m) x TILES_M x TILES_N
-constexpr int K_INNER_TILES = 4, K_ITERS = 4;  // k-tiles of c[256] (256) x outer k loops
-constexpr int TILE_LOOPS = 1;  // n[8]
+  // The tiles: BM x BN of C an iteration of a persistent block; BK = one 128-byte swizzle row.
+  static constexpr int BM = 128, BN = 256, BK = 64;
+  static constexpr int STAGES = 4;
+  static constexpr int CONSUMERS = 2, WG_M = 64;  // consumer warpgroups (warpgroup 0 produces); rows each
+  static constexpr int CTAS_PER_SM = 1;  // resident blocks an SM
+  static constexpr int RASTER = 8;  // tile rows walked together (their A tiles stay in L2)
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;  // setmaxnreg
+  static constexpr int ACC_CHAINS = 1;  // accumulator sets (2: odd k16 steps apart)
 
-// Shared memory: STAGES x (A tile, B tile), 1024-byte aligned for the 128B swizzle, then each
-// consumer's epilogue staging, then the barriers.
-constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
-constexpr int STAGE_TX_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;  // what TMA delivers per stage (whole boxes)
-constexpr int EPI_COLS = 32, EPI_PITCH = 68, EPI_FLOATS = 2304;
-// The packed store's tile, in the same staging bytes: PACK_COLS columns of 64 rows ([col][row]) of 16-bit
-// values, lines padded to PACK_PITCH elements (stmatrix's eight 16-byte lines land on distinct banks).
-constexpr int PACK_COLS = 64, PACK_PITCH = 72;
-static_assert(PACK_COLS * PACK_PITCH * 2 <= EPI_FLOATS * 4, "the packed tile must fit the staging buffer");
-constexpr int A_OFFSET = 0, B_OFFSET = STAGES * A_STAGE_BYTES;
-constexpr int EPI_OFFSET = B_OFFSET + STAGES * B_STAGE_BYTES;
-constexpr int BAR_OFFSET = EPI_OFFSET + CONSUMERS * EPI_FLOATS * 4;
-constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;  // + room to align the base to 1024
-static_assert(SMEM_BYTES == 216128, "planner and kernel disagree on shared memory");
-static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages must stay 1024-byte aligned");
+  // The tiled segments (the innermost of each role) and the loops over the others.
+  static constexpr bool rows_at_run_time = false;
+  static constexpr int M_UNIT = 1, M_INNER = 3136, TILES_M = 196;  // hw[3136]
+  static constexpr int N_INNER = 512, TILES_N = 2;  // k[512]
+  static constexpr int TILE_GROUPS = 1, TILES = 392;  // x TILES_M x TILES_N (the loops other than m)
+  // Flat rows: the m loop(s) n[8] and hw[3136] walk as one run of M_ROWS rows, TILES_M tiles of BM
+  // (64-row blocks, each inside one m-loop index: M_INNER is a multiple of 64).
+  static constexpr bool FLAT_ROWS = true;
+  static constexpr int M_ROWS = 25088;
+  static constexpr int K_INNER_TILES = 4, K_ITERS = 4;  // k-tiles of c[256] (256) x outer k loops
+  // Tile loops, outermost first: size, an m loop, the output's element stride.
+  static constexpr int TILE_LOOPS = 1;
+  static constexpr dg::hopper::Loop LOOPS[TILE_LOOPS] = {
+      { 8, true, 1605632 },  // n[8]
+  };
+  static constexpr int K_LOOPS = 0;  // outer k loops, outermost first
+  static constexpr int K_LOOP_SIZE[1] = { 1 };
 
-// ---- mbarriers: `full[s]` completes when TMA has delivered stage s, `empty[s]` when every consumer
-// warp is done reading it. Phases alternate; a wait on parity p returns once phase p has completed.
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
+  // The operands' tensor maps (CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 128B swizzle, zero fill out of bounds, 256-byte L2 promotion).
+  static constexpr CUtensorMapDataType TMA_DTYPE = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  static constexpr CUtensorMapL2promotion L2_PROMOTION = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  // A: 3-d tensor map, innermost dim first (hw[3136], c[256], n[8]); MN-major: 2 box(es) of [64 k rows][64 mn], 8192 B apart (LBO), 8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed.
+  struct A_map {
+    static constexpr bool IS_A = true, K_MAJOR = false;
+    static constexpr int RANK = 3, BOXES = 2, BOX_BYTES = 8192;
+    // size (0: M_INNER at run time), stride in bytes, box (0: a_box_rows(M_INNER)), the coordinate's source
+    static constexpr dg::hopper::Dim DIMS[RANK] = {
+        { 3136, 0, 64, dg::hopper::AT_MN, 0 },  // hw[3136]
+        { 256, 6272, 64, dg::hopper::AT_K, 0 },  // c[256]
+        { 8, 1605632, 1, dg::hopper::AT_LOOP, 0 },  // n[8]
+    };
+  };
+  // B: 2-d tensor map, innermost dim first (c[256], k[512]); K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO).
+  struct B_map {
+    static constexpr bool IS_A = false, K_MAJOR = true;
+    static constexpr int RANK = 2, BOXES = 1, BOX_BYTES = 32768;
+    // size (0: M_INNER at run time), stride in bytes, box (0: a_box_rows(M_INNER)), the coordinate's source
+    static constexpr dg::hopper::Dim DIMS[RANK] = {
+        { 256, 0, 64, dg::hopper::AT_K, 0 },  // c[256]
+        { 512, 512, 256, dg::hopper::AT_MN, 0 },  // k[512]
+    };
+  };
+  // A's box rows follow M (K-major A: the rows present, rounded up to a swizzle atom, while fewer than BM).
+  static constexpr bool A_ROWS_FOLLOW_M = false;
+  static constexpr int A_BOX_ROWS = 0;
+  static constexpr bool B_FIRST = false, B_EVICT_FIRST = false, A_EVICT_FIRST = false;  // load order, L2 priority
+  static constexpr int A_PARTS = 1;  // blocks of a cluster along n sharing A's box (1: no multicast)
 
-// ---- TMA: one box of a tensor map into shared memory, completing on `bar`.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4}], [%2];\n"
-               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
-}
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4, %5}], [%2];\n"
-               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2) : "memory");
-}
+  // The output: C_VEC-element vectors along m; its strides along the tiled m and n segments.
+  static constexpr bool C_ALONG_M = true;
+  static constexpr int C_VEC = 8;
+  static constexpr long long C_SM = 1, C_SN = 3136;
+  static constexpr int EPI_COLS = 32, EPI_PITCH = 68, EPI_FLOATS = 2304;  // each consumer's f32 staging
+  // The packed store's tile, in the same staging bytes: PACK_COLS columns of 64 rows ([col][row]) of 16-bit
+  // values, lines padded to PACK_PITCH elements (stmatrix's eight 16-byte lines land on distinct banks).
+  static constexpr bool PACKED = true;
+  static constexpr int PACK_COLS = 64, PACK_PITCH = 72;
+  // K split: the SPLITS blocks of a cluster share a tile, KT_PER_SPLIT k-iterations each; RED_PITCH floats a column of the parked partial tile.
+  static constexpr int SPLITS = 1, KT_PER_SPLIT = 4, RED_PITCH = 0;
+  static constexpr int SMEM_BYTES = 216128;
 
-// ---- TMA: one box of a tensor map into L2 only.
-__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, { %1, %2}];\n"
-               ::"l"(map), "r"(c0), "r"(c1) : "memory");
-}
+  // The output's first element.
+  __device__ static __forceinline__ Out_t* out(C_param* C, const Epilogue& ep) {
+    (void)ep;
+    return C;
+  }
 
+  // 8 outputs at (gm, gn) of the tile's loop indices from src[0 .. 8): alpha * acc + beta * C (C read only when
+  // beta != 0), the store.
+  template <class Tile>
+  __device__ static __forceinline__ void store_vector(Out_t* p, const float* src, int gm, int gn, const Tile& tile,
+                                                      int m_inner, C_param* C, const Epilogue& ep, float alpha,
+                                                      float beta) {
+    (void)tile, (void)m_inner, (void)C, (void)ep;
+    if (gm + 8 <= m_inner) {
+      alignas(16) Out_t packed[8];
+      alignas(16) C_t previous[8];
+      if (beta != 0.0f) *reinterpret_cast<uint4*>(previous) = *reinterpret_cast<const uint4*>(p);
+      #pragma unroll
+      for (int e = 0; e < 8; ++e) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); packed[e] = __float2bfloat16_rn(out); }
+      __stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(packed));  // st.global.wb: a plain store, kept whole
+    } else {
+      // The end of the m segment: element by element (unrolled: src may be an array in registers).
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (gm + e < m_inner) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); p[e] = __float2bfloat16_rn(out); }
+    }
+  }
 
-// ---- wgmma. A shared-memory matrix descriptor: start address, leading-dimension byte offset (LBO),
-// stride-dimension byte offset (SBO), all in 16-byte units, and the 128B swizzle mode (bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N_PENDING) : "memory"); }
-
-// D (64 x 256, f32) = A (64 x 16) * B (16 x 256) + (accumulate ? D : 0); bf16 inputs.
-// A is mn-major (transposed), B is k-major.
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16\n"
-      " {"
-      " %0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      " %16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      " %32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      " %48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      " %64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      " %80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-      " %96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-      " %112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-      " },\n"
-      " %128, %129, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-// ---- The packed store. stmatrix.x4: four 8x8 matrices of 16-bit values, matrix i from register i of every
-// lane (row lane / 4, columns 2 (lane % 4) and + 1: wgmma's accumulator layout), lanes 8i .. 8i + 7 giving the
-// addresses of its eight 16-byte lines; .trans stores each matrix transposed (a line is a column).
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], { %1, %2, %3, %4 };\n"
-               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-
-// Two adjacent outputs of one row (beta == 0): the epilogue in f32, then rounded and packed (low half first).
-__device__ __forceinline__ uint32_t out_pair(float x0, float x1, float alpha) {
-  float t0 = alpha * x0, t1 = alpha * x1;
-  const auto pair = __floats2bfloat162_rn(t0, t1);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-
-// Keeps the compiler from touching accumulators that an in-flight wgmma still writes.
-__device__ __forceinline__ void acc_fence(float (&d)[128]) {
-#pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Descriptors of the 64 x 16 A block (rows `row0`.. of this stage, k16 step `kk`) and the 16 x BN B block.
-__device__ __forceinline__ uint64_t desc_a(uint32_t stage_a, int row0, int kk) {
-  // [BM / 64 boxes][64 k rows][64 m]: the box holding rows row0..row0+63, k rows kk*16.. (2 atoms).
-  return smem_desc(stage_a + (row0 / 64) * 8192 + kk * 16 * 128, 8192, 1024);
-}
-__device__ __forceinline__ uint64_t desc_b(uint32_t stage_b, int kk) {
-  // [BN rows][64 k]: all BN rows (SBO steps 8-row atoms), k16 step kk at kk * 32 bytes.
-  return smem_desc(stage_b + kk * 32, 16, 1024);
-}
-
-// ---- The tile order. Tile t -> its tile-loop indices and its BM x BN origin in the tiled segments:
-// tiles of one loop index are consecutive; inside, RASTER tile rows walk all tile columns together.
-struct Tile {
-  int m0, n0;
-  int loop[TILE_LOOPS];
+  // The epilogue's steps on alpha * acc where beta == 0 (the packed store: no view is read).
+  __device__ static __forceinline__ float pointwise(float t) {
+    return t;
+  }
 };
 
-__device__ __forceinline__ Tile tile_at(int t) {
-  Tile tile;
-  const int r = t % (TILES_M * TILES_N);
-  const int band = r / (RASTER * TILES_N), in_band = r % (RASTER * TILES_N);
-  const int rows = min(TILES_M - band * RASTER, RASTER);
-  tile.m0 = (band * RASTER + in_band % rows) * BM;
-  tile.n0 = (in_band / rows) * BN;
-  // the m loops' indices are each 64-row block's (granule_at)
-  tile.loop[0] = 0;
-  return tile;
-}
-
-// Row `flat` of the M_ROWS run -> its M_INNER index (m0) and the m loops' indices; n0 and the other loop
-// indices stay the tile's. Rows past M_ROWS give an m-loop index past its size: TMA zero-fills that box.
-__device__ __forceinline__ Tile granule_at(int flat, const Tile& tile) {
-  Tile b = tile;
-  int q = flat / M_INNER;
-  b.m0 = flat - q * M_INNER;
-  b.loop[0] = q;  // n[8]
-  return b;
-}
-
-__global__ void __launch_bounds__(THREADS, CTAS_PER_SM) conv1x1_nchw_kernel(const __grid_constant__ CUtensorMap tmap_a,
-                                                              const __grid_constant__ CUtensorMap tmap_b,
-                                                              C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + BAR_OFFSET);
-  uint64_t* const empty = full + STAGES;
-  const uint32_t stages_a = smem_u32(smem + A_OFFSET), stages_b = smem_u32(smem + B_OFFSET);
-
-  if (threadIdx.x == 0) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_a) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
-    // Before the wait for the previous grid: B's boxes of this block's first STAGES k-iterations into L2, so
-    // that the weight stream is already running while that grid finishes (this block gets its SM when the
-    // previous grid's block there leaves, before that grid completes). The TMA loads after the wait still read
-    // that grid's writes (verified; `.nc` loads would not). Only where every block has one tile (the decode
-    // shapes): with several tiles a block, with A's boxes too, and in the K-split kernel it measured slower. It
-    // pays in full where the previous grid's weight loads are evict_first, so that its stream leaves these boxes.
-    if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {
-      const Tile tile = tile_at(int(blockIdx.x));
-      for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt) {
-        const int k0 = (kt % K_INNER_TILES) * BK;
-        tma_prefetch_2d(&tmap_b, k0, tile.n0);
-      }
-    }
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx
-      mbar_init(&empty[s], CONSUMERS * 4);     // one arrive per consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  // Barriers are set up: from here on this block touches memory that the prior grid in the stream may use.
-  // (Waiting here rather than first thing measured faster on the K-split kernel.)
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    // Producer: few registers; one thread issues every load.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) {
-      int stage = 0;
-      uint32_t phase = 0;
-      for (int t = blockIdx.x; t < TILES; t += gridDim.x) {
-        const Tile tile = tile_at(t);
-        Tile blocks[BM / 64];  // A's 64-row blocks, each at its own M_INNER row and m-loop indices
-#pragma unroll
-        for (int j = 0; j < BM / 64; ++j) blocks[j] = granule_at(tile.m0 + j * 64, tile);
-        for (int kt = 0; kt < K_ITERS; ++kt) {
-          const int k0 = (kt % K_INNER_TILES) * BK;
-          mbar_wait(&empty[stage], phase ^ 1);  // the consumers released this stage's last use
-          mbar_expect_tx(&full[stage], STAGE_TX_BYTES);
-          #pragma unroll
-          for (int j = 0; j < 2; ++j)  // a box a 64-row block
-            tma_load_3d(smem + A_OFFSET + stage * A_STAGE_BYTES + j * 8192, &tmap_a, &full[stage], blocks[j].m0, k0, blocks[j].loop[0]);
-          tma_load_2d(smem + B_OFFSET + stage * B_STAGE_BYTES, &tmap_b, &full[stage], k0, tile.n0);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-      // Every load of this block is issued: the next grid may be scheduled (its blocks start as this grid's
-      // leave the SMs, and wait for it to complete before they touch memory).
-      asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    }
-  } else {
-    // Consumers: the accumulators need the registers the producer gave up.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
-    float* const epi = reinterpret_cast<float*>(smem + EPI_OFFSET) + wg * EPI_FLOATS;
-    float acc[MI][128];
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = blockIdx.x; t < TILES; t += gridDim.x) {
-      const Tile tile = tile_at(t);
-      int last = 0;
-      for (int kt = 0; kt < K_ITERS; ++kt) {
-        mbar_wait(&full[stage], phase);
-        wgmma_fence();
-        const uint32_t sa = stages_a + stage * A_STAGE_BYTES, sb = stages_b + stage * B_STAGE_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-#pragma unroll
-          for (int mi = 0; mi < MI; ++mi)
-            wgmma_m64n256k16(acc[mi], desc_a(sa, wg * WG_M + mi * 64, kk), desc_b(sb, kk), kt > 0 || kk > 0);
-        }
-        wgmma_commit();
-        if (kt > 0) {
-          wgmma_wait<1>();  // the wgmmas of k-iteration kt-1 are done: their stage may be refilled
-          if (lane == 0) mbar_arrive(&empty[last]);
-        }
-        last = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(&empty[last]);
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
-
-      // Epilogue. Accumulator layout of m64nN: warp w holds rows 16w + g and 16w + g + 8 (g = lane / 4),
-      // columns 8j + 2q and 8j + 2q + 1 (q = lane % 4) as d[4j .. 4j + 3].
-      const int g = lane / 4, q = lane % 4;
-      if (beta == 0.0f) {
-        // Packed store (beta == 0: C is not read). The epilogue runs on the accumulators in registers; stmatrix writes
-        // 16-bit pairs into this warpgroup's staging tile, PACK_COLS columns at a time ([col][row]: C is m-contiguous),
-        // and the warpgroup copies them out in 8-element vectors along m.
-        C_t* const tile16 = reinterpret_cast<C_t*>(epi);
-        // stmatrix.x4: lane l gives the address of line l % 8 of matrix l / 8; the matrices are rows 0-7 and 8-15 of
-        // this warp's 16 rows by columns 0-7, then the same rows by columns 8-15 (one register each, as wgmma left them).
-        const int line = lane % 8, half = (lane / 8) % 2, c8 = lane / 16;
-        #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-          const int flat0 = tile.m0 + wg * WG_M + mi * 64;  // this 64-row block's first row of the M_ROWS run
-          if (flat0 >= M_ROWS) continue;  // past the last m-loop index: nothing to store (the whole warpgroup skips it)
-          const Tile blk = granule_at(flat0, tile);
-          const int row0 = blk.m0;  // its first M_INNER index
-          const long long c_tile = 0 + static_cast<long long>(blk.loop[0]) * 1605632;
-        #pragma unroll
-          for (int nc = 0; nc < BN / PACK_COLS; ++nc) {
-        #pragma unroll
-            for (int j = 0; j < PACK_COLS / 16; ++j) {
-              const int i = (nc * (PACK_COLS / 8) + 2 * j) * 4;  // a constant once unrolled: acc stays in registers
-              const int col = 16 * j + 8 * c8 + line, row = warp * 16 + 8 * half;  // stored transposed: a line is a column
-              stmatrix_x4(smem_u32(tile16 + col * PACK_PITCH + row),
-                          out_pair(acc[mi][i], acc[mi][i + 1], alpha), out_pair(acc[mi][i + 2], acc[mi][i + 3], alpha),
-                          out_pair(acc[mi][i + 4], acc[mi][i + 5], alpha), out_pair(acc[mi][i + 6], acc[mi][i + 7], alpha));
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-            // Copy out: every vector of the tile loaded first (they are independent), then stored where it lies in C.
-            constexpr int VECS = 64 * PACK_COLS / 8 / 128;  // a thread's
-            uint4 vals[VECS];
-        #pragma unroll
-            for (int u = 0; u < VECS; ++u) {
-              const int v = tid + u * 128;
-              vals[u] = *reinterpret_cast<const uint4*>(tile16 + (v / (64 / 8)) * PACK_PITCH + (v % (64 / 8)) * 8);
-            }
-        #pragma unroll
-            for (int u = 0; u < VECS; ++u) {
-              const int v = tid + u * 128;
-              const int gm = row0 + (v % (64 / 8)) * 8, gn = tile.n0 + nc * PACK_COLS + v / (64 / 8);
-              if (gm >= M_INNER || gn >= N_INNER) continue;
-              C_t* const p = C + c_tile + static_cast<long long>(gm) * 1 + static_cast<long long>(gn) * 3136;
-              if (gm + 8 <= M_INNER) {
-                // __stwb (st.global.wb, a plain store): written as a dereference, nvcc split this store into 4-byte
-                // stores when C is m-contiguous (seen in the PTX of conv 8x256x56x56)
-                __stwb(reinterpret_cast<uint4*>(p), vals[u]);
-              } else {  // the end of the m segment: element by element, from the staging tile
-                const C_t* const e = tile16 + (v / (64 / 8)) * PACK_PITCH + (v % (64 / 8)) * 8;
-        #pragma unroll
-                for (int x = 0; x < 8; ++x)
-                  if (gm + x < M_INNER) p[x] = e[x];
-              }
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
-          }
-        }
-      } else {
-        // Staged store: EPI_COLS columns at a time through this warpgroup's f32 staging buffer, then the epilogue and
-        // vector stores along C's contiguous dim.
-        #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-          const int flat0 = tile.m0 + wg * WG_M + mi * 64;  // this 64-row block's first row of the M_ROWS run
-          if (flat0 >= M_ROWS) continue;  // past the last m-loop index: nothing to store (the whole warpgroup skips it)
-          const Tile blk = granule_at(flat0, tile);
-          const int row0 = blk.m0;  // its first M_INNER index
-          const long long c_tile = 0 + static_cast<long long>(blk.loop[0]) * 1605632;
-        #pragma unroll
-          for (int nc = 0; nc < BN / EPI_COLS; ++nc) {
-        #pragma unroll
-            for (int j = 0; j < EPI_COLS / 8; ++j) {
-              const int i = (nc * (EPI_COLS / 8) + j) * 4;  // a constant once unrolled: acc stays in registers
-              const int r = warp * 16 + g, col = j * 8 + 2 * q;
-              // [col][row] staging: the store phase reads runs of rows (C is m-contiguous).
-              epi[col * EPI_PITCH + r] = acc[mi][i];
-              epi[(col + 1) * EPI_PITCH + r] = acc[mi][i + 1];
-              epi[col * EPI_PITCH + r + 8] = acc[mi][i + 2];
-              epi[(col + 1) * EPI_PITCH + r + 8] = acc[mi][i + 3];
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-            // Store phase: 8 consecutive rows of one column per vector.
-            for (int v = tid; v < EPI_COLS * (64 / 8); v += 128) {
-              const int col = v / (64 / 8), rv = (v % (64 / 8)) * 8;
-              const int gm = row0 + rv, gn = tile.n0 + nc * EPI_COLS + col;
-              if (gn >= N_INNER || gm >= M_INNER) continue;
-              C_t* const p = C + c_tile + static_cast<long long>(gm) * 1 + static_cast<long long>(gn) * 3136;
-              const float* src = &epi[col * EPI_PITCH + rv];
-              if (gm + 8 <= M_INNER) {
-                alignas(16) C_t packed[8];
-                alignas(16) C_t previous[8];
-                if (beta != 0.0f) *reinterpret_cast<uint4*>(previous) = *reinterpret_cast<const uint4*>(p);
-                #pragma unroll
-                for (int e = 0; e < 8; ++e) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); packed[e] = __float2bfloat16_rn(out); }
-                *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(packed);
-              } else {
-                // The end of the m segment: element by element (unrolled: src may be an array in registers).
-                #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                  if (gm + e < M_INNER) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); p[e] = __float2bfloat16_rn(out); }
-              }
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
-          }
-        }
-      }
-    }
-  }
-}
-
-// ---- Host side: tensor maps through the driver's entry point (only the CUDA runtime is linked).
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiledFn encode_tiled() {
-  static const EncodeTiledFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      return static_cast<EncodeTiledFn>(nullptr);
-    return reinterpret_cast<EncodeTiledFn>(p);
-  }();
-  return fn;
-}
-
-// A: 3-d tensor map, innermost dim first (hw[3136], c[256], n[8]), 128B swizzle, zero fill out of bounds,
-// 256-byte L2 promotion (the plan's l2_promotion).
-bool encode_a(CUtensorMap* map, const void* view) {
-  const cuuint64_t dims[3] = { 3136ull, 256ull, 8ull };
-  const cuuint64_t strides[2] = { 6272ull, 1605632ull };  // bytes
-  const cuuint32_t box[3] = { 64, 64, 1 };
-  const cuuint32_t unit[3] = { 1, 1, 1 };
-  return encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(view), dims, strides, box, unit,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// B: 2-d tensor map, innermost dim first (c[256], k[512]), 128B swizzle, zero fill out of bounds,
-// 256-byte L2 promotion (the plan's l2_promotion).
-bool encode_b(CUtensorMap* map, const void* view) {
-  const cuuint64_t dims[2] = { 256ull, 512ull };
-  const cuuint64_t strides[1] = { 512ull };  // bytes
-  const cuuint32_t box[2] = { 64, 256 };
-  const cuuint32_t unit[2] = { 1, 1 };
-  return encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(view), dims, strides, box, unit,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// Tensor maps depend only on the A and B pointers: the last few pointer pairs keep theirs.
-struct MapPair {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  CUtensorMap map_a, map_b;
-};
-
-cudaError_t tensor_maps(const A_t* A, const B_t* B, CUtensorMap* map_a, CUtensorMap* map_b) {
-  constexpr int kSlots = 8;
-  static std::mutex lock;
-  static MapPair cache[kSlots];
-  static int next_slot = 0;
-  std::lock_guard<std::mutex> guard(lock);
-  for (const MapPair& e : cache) {
-    if (e.a == A && e.b == B) {
-      *map_a = e.map_a;
-      *map_b = e.map_b;
-      return cudaSuccess;
-    }
-  }
-  if (encode_tiled() == nullptr) return cudaErrorNotSupported;  // a driver without cuTensorMapEncodeTiled
-  MapPair& e = cache[next_slot];
-  if (!encode_a(&e.map_a, A) || !encode_b(&e.map_b, B)) {
-    e.a = e.b = nullptr;
-    return cudaErrorInvalidValue;
-  }
-  e.a = A;
-  e.b = B;
-  next_slot = (next_slot + 1) % kSlots;
-  *map_a = e.map_a;
-  *map_b = e.map_b;
-  return cudaSuccess;
-}
-
-int sm_count(int device) {
-  static std::atomic<int> counts[64];  // 0: not read yet
-  int n = counts[device % 64].load(std::memory_order_relaxed);
-  if (n == 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess)
-    counts[device % 64].store(n, std::memory_order_relaxed);
-  return n > 0 ? n : 1;
-}
-
+// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  // More than 48 KB of dynamic shared memory needs an opt-in, once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(conv1x1_nchw_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  CUtensorMap map_a, map_b;
-  err = tensor_maps(A, B, &map_a, &map_b);
-  if (err != cudaSuccess) return err;
-  const int resident = CTAS_PER_SM * sm_count(device);
-  const int grid = TILES < resident ? TILES : resident;  // persistent: CTAS_PER_SM blocks an SM
-  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row:
-  // measured faster there, and slower on grids that leave more SMs idle or span two tile rows (not understood).
-  const bool dependent = grid == resident || (TILES == TILES_N && 16 * (resident - grid) <= resident);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = (dependent) ? 1 : 0;
-  return cudaLaunchKernelEx(&config, conv1x1_nchw_kernel, map_a, map_b, C, alpha, beta);
+  return dg::hopper::launch_persistent<Traits>(A, B, C, 0, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace hopper
 
 namespace cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3136, 1>, dg::Seg<8, 802816>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<256, 3136>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<512, 256>>,
+                          dg::Role<index_t, dg::Seg<256, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3136, 1>, dg::Seg<8, 1605632>>,
+                          dg::Role<index_t, dg::Seg<512, 3136>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 25088, N = 512, K = 256;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = true;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 25088;
-constexpr index_t N = 512;
-constexpr index_t K = 256;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 128, BN = 128, BK = 32;
-constexpr int STAGES = 4;
-constexpr int THREADS = 256;
-constexpr int WARPS_N = 4;
-constexpr int WM = BM / 2, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 196, TILES_N = 4;
-constexpr int K_TILES = 8;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 32, A_INNER = 128, A_PITCH = 136;  // [k][m]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 128, B_INNER = 32, B_PITCH = 40;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 75776, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (2 segments: n[8]*802816, hw[3136]*1)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  index_t off = 0;
-  off += (i % 3136) * 1;
-  i /= 3136;
-  off += i * 802816;
-  return off;
-}
-
-// A: k index -> element offset (1 segment: c[256]*3136)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i * 3136;
-}
-
-// B: n index -> element offset (1 segment: k[512]*256)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 256;
-}
-
-// B: k index -> element offset (1 segment: c[256]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (2 segments: n[8]*1605632, hw[3136]*1)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  index_t off = 0;
-  off += (i % 3136) * 1;
-  i /= 3136;
-  off += i * 1605632;
-  return off;
-}
-
-// C: n index -> element offset (1 segment: k[512]*3136)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i * 3136;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 256;
+  static constexpr int BM = 128, BN = 128, BK = 32, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 2, WARPS_N = 4;
+  // Shared tiles: A [k][m], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = false, B_K_INNER = true;
+  // (256, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 75776;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 784, "planner and kernel disagree on the grid");
 
 // A tile (32 x 128, m contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (cheapest of 2 by the cost model)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 16, col = (c % 16) * 8;
-      const index_t gk = k0 + row, gm = m0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (M - gm) < 8 ? int((M - gm)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (128 x 32, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (cheapest of 2 by the cost model)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 4, col = (c % 4) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (32 x 128, m contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gk = k0 + row, gm = m0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (128 x 32, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [k][m]: matrix j = lane/8 is (m half j%2, k half j/2), read transposed.
-      const int j = lane / 8, r = lane % 8;
-      const A_t* p = As + (kk + (j / 2) * 8 + r) * A_PITCH + warp_m0 + mi * 16 + (j % 2) * 8;
-      ldmatrix_x4_trans(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (256, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) conv1x1_nchw_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  // More than 48 KB of dynamic shared memory needs an opt-in, once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(conv1x1_nchw_kernel<LoadA, LoadB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  conv1x1_nchw_kernel<LoadA, LoadB><<<784, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace cta

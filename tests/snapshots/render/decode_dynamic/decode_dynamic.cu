@@ -191,11 +191,12 @@
 //   m in 5..8        tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
 //   m in 9..64       hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid, raster group 8; hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta
 #include "decode_dynamic.h"
+#include "dg/cta.cuh"
+#include "dg/gemv.cuh"
+#include "dg/hopper_persistent.cuh"
+#include "dg/tcgemv.cuh"
 
-#include <atomic>
 #include <cstdint>
-#include <cuda.h>
-#include <mutex>
 
 namespace {
 
@@ -207,3350 +208,799 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace m1_gemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 1, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 1;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
-
-// Blocks: BN columns of C (all M rows) and one K slice of K_SLICE elements; SPLITS slices of one
-// column tile form a cluster (one block: no split).
-constexpr int THREADS = 128;
-constexpr int MIN_BLOCKS = 65536 / (THREADS * 128);
-constexpr int BM = 1, BN = 4;
-constexpr int CH = 8;  // elements of B a lane handles at a time (along k)
-constexpr int UNROLL = 4;  // chunks along k per column a round; two rounds in flight
-constexpr int COLS = 1;  // columns of each warp (BN = THREADS / 32 x COLS)
-constexpr int K_SLICE = 4096;
-constexpr int TILES_N = 3584;
-constexpr int BLOCKS = 3584;
-constexpr int RED_PITCH = 8;  // floats per row of a partial tile
-// Shared memory: A's K slice [M][K_SLICE] (zero past the slice's end), then the f32 partial sums.
-constexpr int PARTIAL_OFFSET = 8192;
-constexpr int SMEM_BYTES = 8224;
-static_assert(PARTIAL_OFFSET >= M * K_SLICE * int(sizeof(A_t)) && PARTIAL_OFFSET % 16 == 0, "A's slice overlaps the partial sums");
-static_assert(SMEM_BYTES == PARTIAL_OFFSET + 1 * M * RED_PITCH * 4, "planner and kernel disagree on shared memory");
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// BYTES of raw data from global to registers in one load (a 16-byte vector when B allows it).
-template <int BYTES> struct Raw;
-template <> struct Raw<16> { using type = uint4; };
-template <> struct Raw<8> { using type = uint2; };
-template <> struct Raw<4> { using type = unsigned; };
-template <> struct Raw<2> { using type = unsigned short; };
-
-// One chunk of B: CH elements along k at (column gn, K-slice index kk), VEC elements a load; zero
-// where the chunk leaves the view or the slice (tails).
-template <int VEC>
-__device__ __forceinline__ void load_b_chunk(B_t (&w)[CH], const B_t* __restrict__ B, index_t gn, index_t k0, int kk,
-                                             int k_len) {
-  const int valid = gn < N ? min(CH, k_len - kk) : 0;
-  if (valid == CH) {
-    const B_t* p = B + b_n_offset(gn) + b_k_offset(k0 + kk);
-    using R = typename Raw<VEC * int(sizeof(B_t))>::type;
-#pragma unroll
-    for (int v = 0; v < CH; v += VEC) *reinterpret_cast<R*>(&w[v]) = __ldg(reinterpret_cast<const R*>(p + v));
-  } else {
-#pragma unroll
-    for (int e = 0; e < CH; ++e) {
-      w[e] = e < valid ? B[b_n_offset(gn) + b_k_offset(k0 + kk + e)] : __nv_bfloat16(0.0f);
-    }
-  }
-}
-
-// At most 128 registers a thread: MIN_BLOCKS blocks an SM keep enough loads in flight. The narrow-load
-// fallback (a B pointer that fails the alignment check) keeps the whole register file: under the cap it spilled.
-template <int VEC>
-__global__ void __launch_bounds__(THREADS, VEC == CH ? MIN_BLOCKS : 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                     C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const xs = reinterpret_cast<A_t*>(smem);
-  float* const partial = reinterpret_cast<float*>(smem + PARTIAL_OFFSET);
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  constexpr int split = 0;
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  constexpr index_t m0 = 0;
-  const index_t k0 = index_t(split) * K_SLICE;
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-
-  // Lanes along k: warp w owns columns [w * COLS, (w + 1) * COLS) of the block; lane l takes elements
-  // [l * CH, (l + 1) * CH) of every 32 * CH wide step of the slice. STEP elements of K a round.
-  constexpr int U = VEC == CH ? UNROLL : 1;  // narrower loads take more registers: one chunk a round
-  constexpr int STEP = 32 * CH * U;
-  const index_t col0 = n0 + warp * COLS;
-  const int kb0 = lane * CH;
-  alignas(16) B_t wa[U][COLS][CH], wb[U][COLS][CH];
-  const auto load = [&](B_t (&w)[U][COLS][CH], int kb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int c = 0; c < COLS; ++c) load_b_chunk<VEC>(w[u][c], B, col0 + c, k0, kb + u * 32 * CH, k_len);
-  };
-  // B's first round is in flight while A's slice is staged: the two round trips overlap.
-  load(wa, kb0);
-
-  // A's K slice, every row, into shared memory once (zero past the slice: whole chunks can be read).
-  // 16-byte vectors where A's view pointer allows them (uniform over the grid), else element by element.
-  if (reinterpret_cast<uintptr_t>(A) % 16 == 0) {
-    // AV-element vectors, up to A_BATCH a thread loaded before any is stored: one round trip for up to
-    // A_BATCH x THREADS vectors (element loads took one a few elements).
-    constexpr int AV = 8, A_VECS = M * (K_SLICE / AV);
-    constexpr int A_PER = (A_VECS + THREADS - 1) / THREADS, A_BATCH = A_PER < 4 ? A_PER : 4;
-    using AV_t = typename Raw<AV * int(sizeof(A_t))>::type;
-#pragma unroll 1
-    for (int b0 = 0; b0 < A_PER; b0 += A_BATCH) {
-      AV_t v[A_BATCH];
-#pragma unroll
-      for (int b = 0; b < A_BATCH; ++b) {
-        const int i = threadIdx.x + (b0 + b) * THREADS;
-        const int kk = i % (K_SLICE / AV) * AV;  // one row of A: M = 1
-        // K is whole vectors (and so is every slice): a vector is in the slice or past its end (zero).
-        v[b] = i < A_VECS && kk < k_len ? __ldg(reinterpret_cast<const AV_t*>(A + a_k_offset(k0 + kk))) : AV_t{};
-      }
-#pragma unroll
-      for (int b = 0; b < A_BATCH; ++b) {
-        const int i = threadIdx.x + (b0 + b) * THREADS;
-        if (i < A_VECS) reinterpret_cast<AV_t*>(xs)[i] = v[b];
-      }
-    }
-  } else {
-    for (int i = threadIdx.x; i < M * K_SLICE; i += THREADS) {
-      const int kk = i % K_SLICE;  // one row of A: M = 1
-      xs[i] = kk < k_len ? A[a_k_offset(k0 + kk)] : __nv_bfloat16(0.0f);
-    }
-  }
-  __syncthreads();
-
-  float acc[M][COLS];
-#pragma unroll
-  for (int r = 0; r < M; ++r)
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) acc[r][c] = 0.0f;
-  const auto fma_round = [&](const B_t (&w)[U][COLS][CH], int kb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int kk = kb + u * 32 * CH;
-      if (kk < k_len) {
-#pragma unroll
-        for (int r = 0; r < M; ++r) {
-          alignas(16) A_t x[CH];
-          *reinterpret_cast<typename Raw<CH * int(sizeof(A_t))>::type*>(x) =
-              *reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(xs + r * K_SLICE + kk);
-#pragma unroll
-          for (int e = 0; e < CH; ++e) {
-            const float xf = __bfloat162float(x[e]);
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) acc[r][c] = fmaf(xf, __bfloat162float(w[u][c][e]), acc[r][c]);
-          }
-        }
-      }
-    }
-  };
-  // Two register buffers: one round's loads are in flight while the other's FMAs run. Loads past the
-  // slice fetch nothing (zeros), so the loop needs no epilogue.
-#pragma unroll 1
-  for (int kb = kb0; kb < k_len; kb += 2 * STEP) {
-    load(wb, kb + STEP);
-    fma_round(wa, kb);
-    load(wa, kb + 2 * STEP);
-    fma_round(wb, kb + STEP);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
 
-  // The warp's 32 partial sums of each output, added with shuffles (a fixed tree: deterministic).
-#pragma unroll
-  for (int r = 0; r < M; ++r)
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) {
-      float v = acc[r][c];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == 0) partial[r * RED_PITCH + warp * COLS + c] = v;
-    }
-  __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
-
-  // Consecutive threads take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = int(threadIdx.x); e < rows * cols; e += THREADS) {
-    const int r = e / cols, c = e % cols;
-    store_c(C, m0 + r, n0 + c, partial[r * RED_PITCH + c], alpha, beta);
-  }
-}
-
-template <int VEC>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  auto* kernel = decode_dynamic_kernel<VEC>;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);
-}
+  // The plan: BN columns of C (all M rows) a block, and one K slice of K_SLICE elements; the SPLITS slices of a
+  // column tile form a cluster (one block: no split).
+  static constexpr int THREADS = 128;
+  static constexpr int BN = 4;
+  static constexpr bool LANES_ALONG_K = true;  // else along n
+  static constexpr int CH = 8;  // elements of B a lane loads at a time
+  // CH-element loads need B's pointer B_CHECK-byte aligned; the spec promises CH_PROMISED-element ones.
+  static constexpr int B_CHECK = 16, CH_PROMISED = 1;
+  static constexpr int UNROLL = 4;  // chunks along k per column a round; two rounds in flight
+  static constexpr int COLS = 1, WN = 1;  // columns of a warp (lanes along k); warps along n (lanes along n)
+  static constexpr int SPLITS = 1, K_SLICE = 4096;
+  static constexpr int TILES_N = 3584, BLOCKS = 3584;
+  static constexpr int A_VEC = 8, A_CHECK = 16;  // A's staging vector (elements); bytes its pointer is checked for
+  // Shared memory: A's K slice [M][K_SLICE], then the f32 partial sums (RED_PITCH floats a row).
+  static constexpr int RED_PITCH = 8, PARTIAL_OFFSET = 8192, SMEM_BYTES = 8224;
+  static constexpr bool DEPENDENT_LAUNCH = true;
+};
+static_assert(Traits::PARTIAL_OFFSET >= Traits::M * Traits::K_SLICE * int(sizeof(A_t)) && Traits::PARTIAL_OFFSET % 16 == 0,
+              "A's slice overlaps the partial sums");
+static_assert(Traits::SMEM_BYTES == Traits::PARTIAL_OFFSET + 1 * Traits::M * Traits::RED_PITCH * 4,
+              "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  // 8-element loads of B need its view 16-byte aligned (the spec promises 2 bytes).
-  if (aligned(B, 16)) return launch_with<8>(A, B, C, alpha, beta, stream);
-  return launch_with<1>(A, B, C, alpha, beta, stream);
+  return dg::gemv::launch<Traits>(A, B, C, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m1_gemv
 
 namespace m2_tcgemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<2, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<2, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 2, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 2;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
-
-// C^T = B^T A^T on mma.sync.m16n8k16: the mma's A operand is TOKENS rows of A (the tokens; zero past M), its B
-// operand 8 rows of B (8 columns of C, an "octet"). A block: K_WARPS warps, each streaming the block's OCTETS
-// octets over its K slice of K_SLICE elements, UNROLL 64-k segments a round, two rounds in flight.
-constexpr int TOKENS = 8;
-constexpr int OCTETS = 2;
-constexpr int K_WARPS = 2;
-constexpr int UNROLL = 2;
-constexpr int THREADS = 32 * K_WARPS;
-constexpr int BM = TOKENS, BN = 8 * OCTETS;
-constexpr int K_SLICE = 2048;
-constexpr int BLOCKS = 896;
-constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-constexpr int STEP = 64 * UNROLL;             // k a round
-static_assert(K_SLICE % 64 == 0, "a warp's slice is whole 64-k segments");
-
-// A: m index -> element offset (1 segment: m[2]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[2]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
-// not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
-// ones read the writes the wait makes visible.
-__device__ __forceinline__ uint4 load_stream(const B_t* p) {
-  uint4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
-// 16 bytes of the weight (the line that holds them) into L2 ahead of its load.
-__device__ __forceinline__ void prefetch_l2(const B_t* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
-// d += a (16 x 16, the tokens) * b (16 x 8, an octet of B's rows); bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 { %0, %1, %2, %3}, "
-               "{ %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
-  return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
-}
-
-__device__ __forceinline__ uint4 swap_with_lane_xor_4(uint4 v) {
-  return make_uint4(__shfl_xor_sync(0xffffffffu, v.x, 4), __shfl_xor_sync(0xffffffffu, v.y, 4),
-                    __shfl_xor_sync(0xffffffffu, v.z, 4), __shfl_xor_sync(0xffffffffu, v.w, 4));
-}
-
-// At most 128 registers a thread: 8 blocks an SM keep two rounds of loads in flight each.
-__global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                        C_t* __restrict__ C, float alpha, float beta) {
-  __shared__ __align__(16) float partial[K_WARPS * TOKENS * RED_PITCH];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const index_t n0 = index_t(blockIdx.x) * BN;
-  constexpr index_t m0 = 0;
-  // The warp's K slice: [k0, k0 + k_len); empty for the last warps when K is short (they add zeros).
-  const index_t k0 = min(index_t(warp) * K_SLICE, K);
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-
-  // Loads: lanes 8q..8q+7 read rows 2q and 2q + 1 of each octet (whole 128-byte lines of 64 k); lane e = lane % 8
-  // takes chunk e of row 2q and chunk e ^ 4 of row 2q + 1. Lane (g, t) = (lane / 4, lane % 4) then keeps the
-  // chunk t of its own row g (from the first load if g is even, else the second) and swaps the other with
-  // lane ^ 4: it ends with chunks t and t + 4 of row g, the k its four mmas of the segment pair with.
-  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
-  const bool g_odd = e >= 4;
-  const int even_chunk = 8 * e, odd_chunk = 8 * (e ^ 4);
-  const B_t* even_row[OCTETS];
-  const B_t* odd_row[OCTETS];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) {  // N is whole blocks: every row is in
-    const index_t n_even = n0 + 8 * o + 2 * q, n_odd = n_even + 1;
-    even_row[o] = B + b_n_offset(n_even) + b_k_offset(k0);
-    odd_row[o] = B + b_n_offset(n_odd) + b_k_offset(k0);
-  }
-  // Before the wait for the previous grid: the warp's first PREFETCH_ROUNDS of its 16 rounds of the weight into L2,
-  // so that its stream starts while that grid finishes. A prefetch returns nothing; the loads after the wait are
-  // coherent (load_stream) and read that grid's writes to these lines, if any.
-  constexpr int PREFETCH_ROUNDS = 2;
-#pragma unroll
-  for (int r = 0; r < PREFETCH_ROUNDS; ++r)
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = r * STEP + 64 * s;
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        if (seg + even_chunk < k_len) prefetch_l2(even_row[o] + seg + even_chunk);
-        if (seg + odd_chunk < k_len) prefetch_l2(odd_row[o] + seg + odd_chunk);
-      }
-    }
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
-  // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
-  // loads measured slower).
-  constexpr int TOKEN_HALVES = TOKENS / 8;
-  const A_t* x_row[TOKEN_HALVES];
-#pragma unroll
-  for (int h = 0; h < TOKEN_HALVES; ++h) {
-    const index_t token = min(index_t(g + 8 * h), M - 1);
-    x_row[h] = A + a_m_offset(token) + a_k_offset(k0);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
 
-  uint4 wa[OCTETS][UNROLL][2], wb[OCTETS][UNROLL][2], xa[TOKEN_HALVES][UNROLL][2], xb[TOKEN_HALVES][UNROLL][2];
-  // One round at k offset kk of the slice: the activation's chunks first (L1 hits, not queued behind the
-  // weight's misses), then the weight's. Chunks past the slice (K's end) or past N read nothing: zeros.
-  const auto load = [&](uint4 (&w)[OCTETS][UNROLL][2], uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = kk + 64 * s;
-      const bool in = seg < k_len;  // K is whole 64-k segments: a segment is in the slice or past it, warp-wide
-#pragma unroll
-      for (int h = 0; h < TOKEN_HALVES; ++h) {
-        x[h][s][0] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t)) : uint4{};
-        x[h][s][1] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t + 32)) : uint4{};
-      }
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        w[o][s][0] = in ? load_stream(even_row[o] + seg + even_chunk) : uint4{};
-        w[o][s][1] = in ? load_stream(odd_row[o] + seg + odd_chunk) : uint4{};
-      }
-    }
-  };
-  float acc[OCTETS][4];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) acc[o][0] = acc[o][1] = acc[o][2] = acc[o][3] = 0.0f;
-  const auto mma_round = [&](const uint4 (&w)[OCTETS][UNROLL][2], const uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      if (kk + 64 * s < k_len) {
-        const uint4 x0 = x[0][s][0], x1 = x[0][s][1];
-        const uint4 y0{}, y1{};  // tokens 8..15: none
-#pragma unroll
-        for (int o = 0; o < OCTETS; ++o) {
-          const uint4 keep = pick(g_odd, w[o][s][1], w[o][s][0]);
-          const uint4 other = swap_with_lane_xor_4(pick(g_odd, w[o][s][0], w[o][s][1]));
-          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
-          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
-          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, other.x, other.y);
-          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, other.z, other.w);
-        }
-      }
-    }
-  };
-
-  // Two register buffers: one round's loads are in flight while the other's mmas run.
-  load(wa, xa, 0);
-#pragma unroll 1
-  for (int kk = 0; kk < k_len; kk += 2 * STEP) {
-    load(wb, xb, kk + STEP);
-    mma_round(wa, xa, kk);
-    load(wa, xa, kk + 2 * STEP);
-    mma_round(wb, xb, kk + STEP);
-  }
-  // This thread's loads are done: the next kernel in the stream may be scheduled once every block got here or
-  // exited (it waits for this grid to complete before it reads memory; a prefetching one prefetches meanwhile).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-
-  // acc[o] = {D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]}, D[token][column of octet o]: each warp's
-  // partial tile, then the warps' tiles added in order into the first (bit-identical run to run).
-  float* const mine = partial + warp * (TOKENS * RED_PITCH);
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + 8 * (i >> 1);
-      if (token < TOKENS) mine[token * RED_PITCH + 8 * o + 2 * t + (i & 1)] = acc[o][i];
-    }
-  __syncthreads();
-  for (int i = threadIdx.x; i < TOKENS * BN; i += THREADS) {
-    const int r = i / BN, c = i % BN;
-    float s = partial[r * RED_PITCH + c];
-    for (int w = 1; w < K_WARPS; ++w) s += partial[(w * TOKENS + r) * RED_PITCH + c];
-    partial[r * RED_PITCH + c] = s;
-  }
-  __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
-
-  // Consecutive threads take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = int(threadIdx.x); e < rows * cols; e += THREADS) {
-    const int r = e / cols, c = e % cols;
-    store_c(C, m0 + r, n0 + c, partial[r * RED_PITCH + c], alpha, beta);
-  }
-}
+  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
+  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
+  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
+  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
+  static constexpr int TILES_N = 896, BLOCKS = 896;
+  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
+  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
+  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
+  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
+  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
+  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
+  static constexpr bool A_STAGED = false;
+  static constexpr int PREFETCH_ROUNDS = 2;
+};
+static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, decode_dynamic_kernel, A, B, C, alpha, beta);
+  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m2_tcgemv
 
 namespace m2_cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<2, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<2, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 2, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 2;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 16, BN = 32, BK = 64;
-constexpr int STAGES = 4;
-constexpr int THREADS = 32;
-constexpr int WARPS_N = 1;
-constexpr int WM = BM / 1, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 1, TILES_N = 448;
-constexpr int K_TILES = 64;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 16, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 27648, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[2]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[2]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 32;
+  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 1, WARPS_N = 1;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
 // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (forced by gather staging A)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 4  // bounded: fully unrolled, the copies' addresses would crowd out the accumulators
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  decode_dynamic_kernel<LoadA, LoadB><<<448, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m2_cta
 
 namespace m3_tcgemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 3, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 3;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
-
-// C^T = B^T A^T on mma.sync.m16n8k16: the mma's A operand is TOKENS rows of A (the tokens; zero past M), its B
-// operand 8 rows of B (8 columns of C, an "octet"). A block: K_WARPS warps, each streaming the block's OCTETS
-// octets over its K slice of K_SLICE elements, UNROLL 64-k segments a round, two rounds in flight.
-constexpr int TOKENS = 8;
-constexpr int OCTETS = 2;
-constexpr int K_WARPS = 2;
-constexpr int UNROLL = 2;
-constexpr int THREADS = 32 * K_WARPS;
-constexpr int BM = TOKENS, BN = 8 * OCTETS;
-constexpr int K_SLICE = 2048;
-constexpr int BLOCKS = 896;
-constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-constexpr int STEP = 64 * UNROLL;             // k a round
-static_assert(K_SLICE % 64 == 0, "a warp's slice is whole 64-k segments");
-
-// A: m index -> element offset (1 segment: m[3]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[3]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
-// not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
-// ones read the writes the wait makes visible.
-__device__ __forceinline__ uint4 load_stream(const B_t* p) {
-  uint4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
-// 16 bytes of the weight (the line that holds them) into L2 ahead of its load.
-__device__ __forceinline__ void prefetch_l2(const B_t* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
-// d += a (16 x 16, the tokens) * b (16 x 8, an octet of B's rows); bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 { %0, %1, %2, %3}, "
-               "{ %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
-  return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
-}
-
-__device__ __forceinline__ uint4 swap_with_lane_xor_4(uint4 v) {
-  return make_uint4(__shfl_xor_sync(0xffffffffu, v.x, 4), __shfl_xor_sync(0xffffffffu, v.y, 4),
-                    __shfl_xor_sync(0xffffffffu, v.z, 4), __shfl_xor_sync(0xffffffffu, v.w, 4));
-}
-
-// At most 128 registers a thread: 8 blocks an SM keep two rounds of loads in flight each.
-__global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                        C_t* __restrict__ C, float alpha, float beta) {
-  __shared__ __align__(16) float partial[K_WARPS * TOKENS * RED_PITCH];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const index_t n0 = index_t(blockIdx.x) * BN;
-  constexpr index_t m0 = 0;
-  // The warp's K slice: [k0, k0 + k_len); empty for the last warps when K is short (they add zeros).
-  const index_t k0 = min(index_t(warp) * K_SLICE, K);
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-
-  // Loads: lanes 8q..8q+7 read rows 2q and 2q + 1 of each octet (whole 128-byte lines of 64 k); lane e = lane % 8
-  // takes chunk e of row 2q and chunk e ^ 4 of row 2q + 1. Lane (g, t) = (lane / 4, lane % 4) then keeps the
-  // chunk t of its own row g (from the first load if g is even, else the second) and swaps the other with
-  // lane ^ 4: it ends with chunks t and t + 4 of row g, the k its four mmas of the segment pair with.
-  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
-  const bool g_odd = e >= 4;
-  const int even_chunk = 8 * e, odd_chunk = 8 * (e ^ 4);
-  const B_t* even_row[OCTETS];
-  const B_t* odd_row[OCTETS];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) {  // N is whole blocks: every row is in
-    const index_t n_even = n0 + 8 * o + 2 * q, n_odd = n_even + 1;
-    even_row[o] = B + b_n_offset(n_even) + b_k_offset(k0);
-    odd_row[o] = B + b_n_offset(n_odd) + b_k_offset(k0);
-  }
-  // Before the wait for the previous grid: the warp's first PREFETCH_ROUNDS of its 16 rounds of the weight into L2,
-  // so that its stream starts while that grid finishes. A prefetch returns nothing; the loads after the wait are
-  // coherent (load_stream) and read that grid's writes to these lines, if any.
-  constexpr int PREFETCH_ROUNDS = 2;
-#pragma unroll
-  for (int r = 0; r < PREFETCH_ROUNDS; ++r)
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = r * STEP + 64 * s;
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        if (seg + even_chunk < k_len) prefetch_l2(even_row[o] + seg + even_chunk);
-        if (seg + odd_chunk < k_len) prefetch_l2(odd_row[o] + seg + odd_chunk);
-      }
-    }
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
-  // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
-  // loads measured slower).
-  constexpr int TOKEN_HALVES = TOKENS / 8;
-  const A_t* x_row[TOKEN_HALVES];
-#pragma unroll
-  for (int h = 0; h < TOKEN_HALVES; ++h) {
-    const index_t token = min(index_t(g + 8 * h), M - 1);
-    x_row[h] = A + a_m_offset(token) + a_k_offset(k0);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
 
-  uint4 wa[OCTETS][UNROLL][2], wb[OCTETS][UNROLL][2], xa[TOKEN_HALVES][UNROLL][2], xb[TOKEN_HALVES][UNROLL][2];
-  // One round at k offset kk of the slice: the activation's chunks first (L1 hits, not queued behind the
-  // weight's misses), then the weight's. Chunks past the slice (K's end) or past N read nothing: zeros.
-  const auto load = [&](uint4 (&w)[OCTETS][UNROLL][2], uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = kk + 64 * s;
-      const bool in = seg < k_len;  // K is whole 64-k segments: a segment is in the slice or past it, warp-wide
-#pragma unroll
-      for (int h = 0; h < TOKEN_HALVES; ++h) {
-        x[h][s][0] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t)) : uint4{};
-        x[h][s][1] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t + 32)) : uint4{};
-      }
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        w[o][s][0] = in ? load_stream(even_row[o] + seg + even_chunk) : uint4{};
-        w[o][s][1] = in ? load_stream(odd_row[o] + seg + odd_chunk) : uint4{};
-      }
-    }
-  };
-  float acc[OCTETS][4];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) acc[o][0] = acc[o][1] = acc[o][2] = acc[o][3] = 0.0f;
-  const auto mma_round = [&](const uint4 (&w)[OCTETS][UNROLL][2], const uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      if (kk + 64 * s < k_len) {
-        const uint4 x0 = x[0][s][0], x1 = x[0][s][1];
-        const uint4 y0{}, y1{};  // tokens 8..15: none
-#pragma unroll
-        for (int o = 0; o < OCTETS; ++o) {
-          const uint4 keep = pick(g_odd, w[o][s][1], w[o][s][0]);
-          const uint4 other = swap_with_lane_xor_4(pick(g_odd, w[o][s][0], w[o][s][1]));
-          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
-          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
-          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, other.x, other.y);
-          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, other.z, other.w);
-        }
-      }
-    }
-  };
-
-  // Two register buffers: one round's loads are in flight while the other's mmas run.
-  load(wa, xa, 0);
-#pragma unroll 1
-  for (int kk = 0; kk < k_len; kk += 2 * STEP) {
-    load(wb, xb, kk + STEP);
-    mma_round(wa, xa, kk);
-    load(wa, xa, kk + 2 * STEP);
-    mma_round(wb, xb, kk + STEP);
-  }
-  // This thread's loads are done: the next kernel in the stream may be scheduled once every block got here or
-  // exited (it waits for this grid to complete before it reads memory; a prefetching one prefetches meanwhile).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-
-  // acc[o] = {D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]}, D[token][column of octet o]: each warp's
-  // partial tile, then the warps' tiles added in order into the first (bit-identical run to run).
-  float* const mine = partial + warp * (TOKENS * RED_PITCH);
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + 8 * (i >> 1);
-      if (token < TOKENS) mine[token * RED_PITCH + 8 * o + 2 * t + (i & 1)] = acc[o][i];
-    }
-  __syncthreads();
-  for (int i = threadIdx.x; i < TOKENS * BN; i += THREADS) {
-    const int r = i / BN, c = i % BN;
-    float s = partial[r * RED_PITCH + c];
-    for (int w = 1; w < K_WARPS; ++w) s += partial[(w * TOKENS + r) * RED_PITCH + c];
-    partial[r * RED_PITCH + c] = s;
-  }
-  __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
-
-  // Consecutive threads take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = int(threadIdx.x); e < rows * cols; e += THREADS) {
-    const int r = e / cols, c = e % cols;
-    store_c(C, m0 + r, n0 + c, partial[r * RED_PITCH + c], alpha, beta);
-  }
-}
+  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
+  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
+  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
+  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
+  static constexpr int TILES_N = 896, BLOCKS = 896;
+  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
+  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
+  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
+  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
+  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
+  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
+  static constexpr bool A_STAGED = false;
+  static constexpr int PREFETCH_ROUNDS = 2;
+};
+static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, decode_dynamic_kernel, A, B, C, alpha, beta);
+  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m3_tcgemv
 
 namespace m3_cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<3, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 3, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 3;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 16, BN = 32, BK = 64;
-constexpr int STAGES = 4;
-constexpr int THREADS = 32;
-constexpr int WARPS_N = 1;
-constexpr int WM = BM / 1, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 1, TILES_N = 448;
-constexpr int K_TILES = 64;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 16, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 27648, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[3]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[3]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 32;
+  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 1, WARPS_N = 1;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
 // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (forced by gather staging A)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 4  // bounded: fully unrolled, the copies' addresses would crowd out the accumulators
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  decode_dynamic_kernel<LoadA, LoadB><<<448, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m3_cta
 
 namespace m4_tcgemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 4, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 4;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
-
-// C^T = B^T A^T on mma.sync.m16n8k16: the mma's A operand is TOKENS rows of A (the tokens; zero past M), its B
-// operand 8 rows of B (8 columns of C, an "octet"). A block: K_WARPS warps, each streaming the block's OCTETS
-// octets over its K slice of K_SLICE elements, UNROLL 64-k segments a round, two rounds in flight.
-constexpr int TOKENS = 8;
-constexpr int OCTETS = 2;
-constexpr int K_WARPS = 2;
-constexpr int UNROLL = 2;
-constexpr int THREADS = 32 * K_WARPS;
-constexpr int BM = TOKENS, BN = 8 * OCTETS;
-constexpr int K_SLICE = 2048;
-constexpr int BLOCKS = 896;
-constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-constexpr int STEP = 64 * UNROLL;             // k a round
-static_assert(K_SLICE % 64 == 0, "a warp's slice is whole 64-k segments");
-
-// A: m index -> element offset (1 segment: m[4]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[4]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
-// not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
-// ones read the writes the wait makes visible.
-__device__ __forceinline__ uint4 load_stream(const B_t* p) {
-  uint4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
-// 16 bytes of the weight (the line that holds them) into L2 ahead of its load.
-__device__ __forceinline__ void prefetch_l2(const B_t* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
-// d += a (16 x 16, the tokens) * b (16 x 8, an octet of B's rows); bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 { %0, %1, %2, %3}, "
-               "{ %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
-  return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
-}
-
-__device__ __forceinline__ uint4 swap_with_lane_xor_4(uint4 v) {
-  return make_uint4(__shfl_xor_sync(0xffffffffu, v.x, 4), __shfl_xor_sync(0xffffffffu, v.y, 4),
-                    __shfl_xor_sync(0xffffffffu, v.z, 4), __shfl_xor_sync(0xffffffffu, v.w, 4));
-}
-
-// At most 128 registers a thread: 8 blocks an SM keep two rounds of loads in flight each.
-__global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                        C_t* __restrict__ C, float alpha, float beta) {
-  __shared__ __align__(16) float partial[K_WARPS * TOKENS * RED_PITCH];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const index_t n0 = index_t(blockIdx.x) * BN;
-  constexpr index_t m0 = 0;
-  // The warp's K slice: [k0, k0 + k_len); empty for the last warps when K is short (they add zeros).
-  const index_t k0 = min(index_t(warp) * K_SLICE, K);
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-
-  // Loads: lanes 8q..8q+7 read rows 2q and 2q + 1 of each octet (whole 128-byte lines of 64 k); lane e = lane % 8
-  // takes chunk e of row 2q and chunk e ^ 4 of row 2q + 1. Lane (g, t) = (lane / 4, lane % 4) then keeps the
-  // chunk t of its own row g (from the first load if g is even, else the second) and swaps the other with
-  // lane ^ 4: it ends with chunks t and t + 4 of row g, the k its four mmas of the segment pair with.
-  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
-  const bool g_odd = e >= 4;
-  const int even_chunk = 8 * e, odd_chunk = 8 * (e ^ 4);
-  const B_t* even_row[OCTETS];
-  const B_t* odd_row[OCTETS];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) {  // N is whole blocks: every row is in
-    const index_t n_even = n0 + 8 * o + 2 * q, n_odd = n_even + 1;
-    even_row[o] = B + b_n_offset(n_even) + b_k_offset(k0);
-    odd_row[o] = B + b_n_offset(n_odd) + b_k_offset(k0);
-  }
-  // Before the wait for the previous grid: the warp's first PREFETCH_ROUNDS of its 16 rounds of the weight into L2,
-  // so that its stream starts while that grid finishes. A prefetch returns nothing; the loads after the wait are
-  // coherent (load_stream) and read that grid's writes to these lines, if any.
-  constexpr int PREFETCH_ROUNDS = 2;
-#pragma unroll
-  for (int r = 0; r < PREFETCH_ROUNDS; ++r)
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = r * STEP + 64 * s;
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        if (seg + even_chunk < k_len) prefetch_l2(even_row[o] + seg + even_chunk);
-        if (seg + odd_chunk < k_len) prefetch_l2(odd_row[o] + seg + odd_chunk);
-      }
-    }
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
-  // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
-  // loads measured slower).
-  constexpr int TOKEN_HALVES = TOKENS / 8;
-  const A_t* x_row[TOKEN_HALVES];
-#pragma unroll
-  for (int h = 0; h < TOKEN_HALVES; ++h) {
-    const index_t token = min(index_t(g + 8 * h), M - 1);
-    x_row[h] = A + a_m_offset(token) + a_k_offset(k0);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
 
-  uint4 wa[OCTETS][UNROLL][2], wb[OCTETS][UNROLL][2], xa[TOKEN_HALVES][UNROLL][2], xb[TOKEN_HALVES][UNROLL][2];
-  // One round at k offset kk of the slice: the activation's chunks first (L1 hits, not queued behind the
-  // weight's misses), then the weight's. Chunks past the slice (K's end) or past N read nothing: zeros.
-  const auto load = [&](uint4 (&w)[OCTETS][UNROLL][2], uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = kk + 64 * s;
-      const bool in = seg < k_len;  // K is whole 64-k segments: a segment is in the slice or past it, warp-wide
-#pragma unroll
-      for (int h = 0; h < TOKEN_HALVES; ++h) {
-        x[h][s][0] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t)) : uint4{};
-        x[h][s][1] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t + 32)) : uint4{};
-      }
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        w[o][s][0] = in ? load_stream(even_row[o] + seg + even_chunk) : uint4{};
-        w[o][s][1] = in ? load_stream(odd_row[o] + seg + odd_chunk) : uint4{};
-      }
-    }
-  };
-  float acc[OCTETS][4];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) acc[o][0] = acc[o][1] = acc[o][2] = acc[o][3] = 0.0f;
-  const auto mma_round = [&](const uint4 (&w)[OCTETS][UNROLL][2], const uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      if (kk + 64 * s < k_len) {
-        const uint4 x0 = x[0][s][0], x1 = x[0][s][1];
-        const uint4 y0{}, y1{};  // tokens 8..15: none
-#pragma unroll
-        for (int o = 0; o < OCTETS; ++o) {
-          const uint4 keep = pick(g_odd, w[o][s][1], w[o][s][0]);
-          const uint4 other = swap_with_lane_xor_4(pick(g_odd, w[o][s][0], w[o][s][1]));
-          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
-          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
-          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, other.x, other.y);
-          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, other.z, other.w);
-        }
-      }
-    }
-  };
-
-  // Two register buffers: one round's loads are in flight while the other's mmas run.
-  load(wa, xa, 0);
-#pragma unroll 1
-  for (int kk = 0; kk < k_len; kk += 2 * STEP) {
-    load(wb, xb, kk + STEP);
-    mma_round(wa, xa, kk);
-    load(wa, xa, kk + 2 * STEP);
-    mma_round(wb, xb, kk + STEP);
-  }
-  // This thread's loads are done: the next kernel in the stream may be scheduled once every block got here or
-  // exited (it waits for this grid to complete before it reads memory; a prefetching one prefetches meanwhile).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-
-  // acc[o] = {D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]}, D[token][column of octet o]: each warp's
-  // partial tile, then the warps' tiles added in order into the first (bit-identical run to run).
-  float* const mine = partial + warp * (TOKENS * RED_PITCH);
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + 8 * (i >> 1);
-      if (token < TOKENS) mine[token * RED_PITCH + 8 * o + 2 * t + (i & 1)] = acc[o][i];
-    }
-  __syncthreads();
-  for (int i = threadIdx.x; i < TOKENS * BN; i += THREADS) {
-    const int r = i / BN, c = i % BN;
-    float s = partial[r * RED_PITCH + c];
-    for (int w = 1; w < K_WARPS; ++w) s += partial[(w * TOKENS + r) * RED_PITCH + c];
-    partial[r * RED_PITCH + c] = s;
-  }
-  __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
-
-  // Consecutive threads take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = int(threadIdx.x); e < rows * cols; e += THREADS) {
-    const int r = e / cols, c = e % cols;
-    store_c(C, m0 + r, n0 + c, partial[r * RED_PITCH + c], alpha, beta);
-  }
-}
+  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
+  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
+  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
+  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
+  static constexpr int TILES_N = 896, BLOCKS = 896;
+  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
+  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
+  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
+  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
+  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
+  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
+  static constexpr bool A_STAGED = false;
+  static constexpr int PREFETCH_ROUNDS = 2;
+};
+static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, decode_dynamic_kernel, A, B, C, alpha, beta);
+  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m4_tcgemv
 
 namespace m4_cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 4, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 4;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 16, BN = 32, BK = 64;
-constexpr int STAGES = 4;
-constexpr int THREADS = 32;
-constexpr int WARPS_N = 1;
-constexpr int WM = BM / 1, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 1, TILES_N = 448;
-constexpr int K_TILES = 64;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 16, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 27648, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[4]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[4]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 32;
+  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 1, WARPS_N = 1;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
 // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (forced by gather staging A)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 4  // bounded: fully unrolled, the copies' addresses would crowd out the accumulators
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  decode_dynamic_kernel<LoadA, LoadB><<<448, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m4_cta
 
 namespace m5_8_tcgemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  // M is a kernel argument: 'm' (5..8) x M_UNIT rows; M here is the most.
+  static constexpr bool rows_at_run_time = true;
+  static constexpr index_t M_UNIT = 1;
+  static constexpr index_t M = 8, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-// M is the kernel's argument: 'm' (5..8 here) x M_UNIT rows, at most TOKENS.
-constexpr index_t M_UNIT = 1;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
-
-// C^T = B^T A^T on mma.sync.m16n8k16: the mma's A operand is TOKENS rows of A (the tokens; zero past M), its B
-// operand 8 rows of B (8 columns of C, an "octet"). A block: K_WARPS warps, each streaming the block's OCTETS
-// octets over its K slice of K_SLICE elements, UNROLL 64-k segments a round, two rounds in flight.
-constexpr int TOKENS = 8;
-constexpr int OCTETS = 2;
-constexpr int K_WARPS = 2;
-constexpr int UNROLL = 2;
-constexpr int THREADS = 32 * K_WARPS;
-constexpr int BM = TOKENS, BN = 8 * OCTETS;
-constexpr int K_SLICE = 2048;
-constexpr int BLOCKS = 896;
-constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-constexpr int STEP = 64 * UNROLL;             // k a round
-static_assert(K_SLICE % 64 == 0, "a warp's slice is whole 64-k segments");
-
-// A: m index -> element offset (1 segment: m[8]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[8]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta, index_t M) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// 16 bytes of the weight, streamed: read once, so it does not take L1's room from the activation. A coherent load,
-// not `.nc`: the kernel prefetches lines of the weight before its wait for the previous grid, and `.nc` loads
-// after the wait may return those lines as the prefetch took them, not as that grid wrote them since; coherent
-// ones read the writes the wait makes visible.
-__device__ __forceinline__ uint4 load_stream(const B_t* p) {
-  uint4 v;
-  asm volatile("ld.global.L1::no_allocate.v4.u32 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-
-// 16 bytes of the weight (the line that holds them) into L2 ahead of its load.
-__device__ __forceinline__ void prefetch_l2(const B_t* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
-// d += a (16 x 16, the tokens) * b (16 x 8, an octet of B's rows); bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 { %0, %1, %2, %3}, "
-               "{ %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
-  return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
-}
-
-__device__ __forceinline__ uint4 swap_with_lane_xor_4(uint4 v) {
-  return make_uint4(__shfl_xor_sync(0xffffffffu, v.x, 4), __shfl_xor_sync(0xffffffffu, v.y, 4),
-                    __shfl_xor_sync(0xffffffffu, v.z, 4), __shfl_xor_sync(0xffffffffu, v.w, 4));
-}
-
-// At most 128 registers a thread: 8 blocks an SM keep two rounds of loads in flight each.
-__global__ void __launch_bounds__(THREADS, 8) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                        C_t* __restrict__ C, index_t M, float alpha, float beta) {
-  __shared__ __align__(16) float partial[K_WARPS * TOKENS * RED_PITCH];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const index_t n0 = index_t(blockIdx.x) * BN;
-  constexpr index_t m0 = 0;
-  // The warp's K slice: [k0, k0 + k_len); empty for the last warps when K is short (they add zeros).
-  const index_t k0 = min(index_t(warp) * K_SLICE, K);
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-
-  // Loads: lanes 8q..8q+7 read rows 2q and 2q + 1 of each octet (whole 128-byte lines of 64 k); lane e = lane % 8
-  // takes chunk e of row 2q and chunk e ^ 4 of row 2q + 1. Lane (g, t) = (lane / 4, lane % 4) then keeps the
-  // chunk t of its own row g (from the first load if g is even, else the second) and swaps the other with
-  // lane ^ 4: it ends with chunks t and t + 4 of row g, the k its four mmas of the segment pair with.
-  const int e = lane % 8, q = lane / 8, g = lane / 4, t = lane % 4;
-  const bool g_odd = e >= 4;
-  const int even_chunk = 8 * e, odd_chunk = 8 * (e ^ 4);
-  const B_t* even_row[OCTETS];
-  const B_t* odd_row[OCTETS];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) {  // N is whole blocks: every row is in
-    const index_t n_even = n0 + 8 * o + 2 * q, n_odd = n_even + 1;
-    even_row[o] = B + b_n_offset(n_even) + b_k_offset(k0);
-    odd_row[o] = B + b_n_offset(n_odd) + b_k_offset(k0);
-  }
-  // Before the wait for the previous grid: the warp's first PREFETCH_ROUNDS of its 16 rounds of the weight into L2,
-  // so that its stream starts while that grid finishes. A prefetch returns nothing; the loads after the wait are
-  // coherent (load_stream) and read that grid's writes to these lines, if any.
-  constexpr int PREFETCH_ROUNDS = 2;
-#pragma unroll
-  for (int r = 0; r < PREFETCH_ROUNDS; ++r)
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = r * STEP + 64 * s;
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        if (seg + even_chunk < k_len) prefetch_l2(even_row[o] + seg + even_chunk);
-        if (seg + odd_chunk < k_len) prefetch_l2(odd_row[o] + seg + odd_chunk);
-      }
-    }
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // The activation: lane (g, t) feeds tokens g and g + 8, chunks t and t + 4 of each 64-k segment (through L1;
-  // tokens 8..15 are zero: M <= 8). A token past M reads row M - 1 instead: its
-  // products land in rows of the tile that are never stored, and the loads need no per-lane predicate (predicated
-  // loads measured slower).
-  constexpr int TOKEN_HALVES = TOKENS / 8;
-  const A_t* x_row[TOKEN_HALVES];
-#pragma unroll
-  for (int h = 0; h < TOKEN_HALVES; ++h) {
-    const index_t token = min(index_t(g + 8 * h), M - 1);
-    x_row[h] = A + a_m_offset(token) + a_k_offset(k0);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
 
-  uint4 wa[OCTETS][UNROLL][2], wb[OCTETS][UNROLL][2], xa[TOKEN_HALVES][UNROLL][2], xb[TOKEN_HALVES][UNROLL][2];
-  // One round at k offset kk of the slice: the activation's chunks first (L1 hits, not queued behind the
-  // weight's misses), then the weight's. Chunks past the slice (K's end) or past N read nothing: zeros.
-  const auto load = [&](uint4 (&w)[OCTETS][UNROLL][2], uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      const int seg = kk + 64 * s;
-      const bool in = seg < k_len;  // K is whole 64-k segments: a segment is in the slice or past it, warp-wide
-#pragma unroll
-      for (int h = 0; h < TOKEN_HALVES; ++h) {
-        x[h][s][0] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t)) : uint4{};
-        x[h][s][1] = in ? __ldg(reinterpret_cast<const uint4*>(x_row[h] + seg + 8 * t + 32)) : uint4{};
-      }
-#pragma unroll
-      for (int o = 0; o < OCTETS; ++o) {
-        w[o][s][0] = in ? load_stream(even_row[o] + seg + even_chunk) : uint4{};
-        w[o][s][1] = in ? load_stream(odd_row[o] + seg + odd_chunk) : uint4{};
-      }
-    }
-  };
-  float acc[OCTETS][4];
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o) acc[o][0] = acc[o][1] = acc[o][2] = acc[o][3] = 0.0f;
-  const auto mma_round = [&](const uint4 (&w)[OCTETS][UNROLL][2], const uint4 (&x)[TOKEN_HALVES][UNROLL][2], int kk) {
-#pragma unroll
-    for (int s = 0; s < UNROLL; ++s) {
-      if (kk + 64 * s < k_len) {
-        const uint4 x0 = x[0][s][0], x1 = x[0][s][1];
-        const uint4 y0{}, y1{};  // tokens 8..15: none
-#pragma unroll
-        for (int o = 0; o < OCTETS; ++o) {
-          const uint4 keep = pick(g_odd, w[o][s][1], w[o][s][0]);
-          const uint4 other = swap_with_lane_xor_4(pick(g_odd, w[o][s][0], w[o][s][1]));
-          mma16816(acc[o], x0.x, y0.x, x0.y, y0.y, keep.x, keep.y);
-          mma16816(acc[o], x0.z, y0.z, x0.w, y0.w, keep.z, keep.w);
-          mma16816(acc[o], x1.x, y1.x, x1.y, y1.y, other.x, other.y);
-          mma16816(acc[o], x1.z, y1.z, x1.w, y1.w, other.z, other.w);
-        }
-      }
-    }
-  };
-
-  // Two register buffers: one round's loads are in flight while the other's mmas run.
-  load(wa, xa, 0);
-#pragma unroll 1
-  for (int kk = 0; kk < k_len; kk += 2 * STEP) {
-    load(wb, xb, kk + STEP);
-    mma_round(wa, xa, kk);
-    load(wa, xa, kk + 2 * STEP);
-    mma_round(wb, xb, kk + STEP);
-  }
-  // This thread's loads are done: the next kernel in the stream may be scheduled once every block got here or
-  // exited (it waits for this grid to complete before it reads memory; a prefetching one prefetches meanwhile).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-
-  // acc[o] = {D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]}, D[token][column of octet o]: each warp's
-  // partial tile, then the warps' tiles added in order into the first (bit-identical run to run).
-  float* const mine = partial + warp * (TOKENS * RED_PITCH);
-#pragma unroll
-  for (int o = 0; o < OCTETS; ++o)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int token = g + 8 * (i >> 1);
-      if (token < TOKENS) mine[token * RED_PITCH + 8 * o + 2 * t + (i & 1)] = acc[o][i];
-    }
-  __syncthreads();
-  for (int i = threadIdx.x; i < TOKENS * BN; i += THREADS) {
-    const int r = i / BN, c = i % BN;
-    float s = partial[r * RED_PITCH + c];
-    for (int w = 1; w < K_WARPS; ++w) s += partial[(w * TOKENS + r) * RED_PITCH + c];
-    partial[r * RED_PITCH + c] = s;
-  }
-  __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
-
-  // Consecutive threads take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = int(threadIdx.x); e < rows * cols; e += THREADS) {
-    const int r = e / cols, c = e % cols;
-    store_c(C, m0 + r, n0 + c, partial[r * RED_PITCH + c], alpha, beta, M);
-  }
-}
+  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
+  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
+  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
+  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
+  static constexpr int TILES_N = 896, BLOCKS = 896;
+  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
+  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
+  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
+  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
+  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
+  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
+  static constexpr bool A_STAGED = false;
+  static constexpr int PREFETCH_ROUNDS = 2;
+};
+static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
-  const index_t M = index_t(m) * M_UNIT;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, decode_dynamic_kernel, A, B, C, M, alpha, beta);
+  const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
+  return dg::tcgemv::launch<Traits>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m5_8_tcgemv
 
 namespace m5_8_cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<8, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  // M is a kernel argument: 'm' (5..8) x M_UNIT rows; M here is the most.
+  static constexpr bool rows_at_run_time = true;
+  static constexpr index_t M_UNIT = 1;
+  static constexpr index_t M = 8, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-// M is the kernel's argument: 'm' (5..8 here) x M_UNIT rows.
-constexpr index_t M_UNIT = 1;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 16, BN = 16, BK = 64;
-constexpr int STAGES = 4;
-constexpr int THREADS = 32;
-constexpr int WARPS_N = 1;
-constexpr int WM = BM / 1, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_N = 896;  // tiles along m: (M + BM - 1) / BM at run time
-constexpr int K_TILES = 64;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 16, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 16, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 18432, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[8]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[8]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 32;
+  static constexpr int BM = 16, BN = 16, BK = 64, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 1, WARPS_N = 1;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 18432;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 896, "planner and kernel disagree on the grid");
 
 // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (forced by gather staging A)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt, index_t M) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt, index_t M) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta, index_t M) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, index_t M, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t tiles_m = (M + BM - 1) / BM;
-  const index_t m0 = (tile % tiles_m) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s, M);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next, M);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta, M);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta, M);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta, M);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta, M);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, index_t M, float alpha, float beta, cudaStream_t stream) {
-  decode_dynamic_kernel<LoadA, LoadB><<<unsigned((M + BM - 1) / BM) * 896, THREADS, SMEM_BYTES, stream>>>(A, B, C, M, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
-  const index_t M = index_t(m) * M_UNIT;
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, alpha, beta, stream);
+  const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m5_8_cta
 
 namespace m9_64_hopper {
 
-// Tiling: a BM x BN tile of C per iteration of a persistent block; BK = one 128-byte swizzle row.
-constexpr int BM = 64, BN = 112, BK = 64;
-constexpr int STAGES = 8;
-constexpr int CONSUMERS = 1;           // consumer warpgroups; warpgroup 0 is the producer
-constexpr int WG_M = 64, MI = WG_M / 64;     // rows per consumer, m64 wgmmas per k16 step
-constexpr int THREADS = 128 * (CONSUMERS + 1);
-constexpr int CTAS_PER_SM = 1;         // resident blocks an SM
-constexpr int RASTER = 8;                 // tile rows walked together (their A tiles stay in L2)
+struct Traits {
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using Out_t = C_t;  // the view the epilogue writes
+  struct Epilogue {};  // no view beside A, B and C
 
-// The tiled segments (the innermost of each role) and the loops over the others.
-// M_INNER (m[64] at most) is the kernel's argument: 'm' x M_UNIT; the tile counts follow it.
-constexpr int M_UNIT = 1;
-constexpr int N_INNER = 14336;  // n[14336]
-constexpr int TILES_N = 128, TILE_GROUPS = 1;
-constexpr int K_INNER_TILES = 64, K_ITERS = 64;  // k-tiles of k[4096] (4096) x outer k loops
+  // The tiles: BM x BN of C an iteration of a persistent block; BK = one 128-byte swizzle row.
+  static constexpr int BM = 64, BN = 112, BK = 64;
+  static constexpr int STAGES = 8;
+  static constexpr int CONSUMERS = 1, WG_M = 64;  // consumer warpgroups (warpgroup 0 produces); rows each
+  static constexpr int CTAS_PER_SM = 1;  // resident blocks an SM
+  static constexpr int RASTER = 8;  // tile rows walked together (their A tiles stay in L2)
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 240;  // setmaxnreg
+  static constexpr int ACC_CHAINS = 1;  // accumulator sets (2: odd k16 steps apart)
 
-// Shared memory: STAGES x (A tile, B tile), 1024-byte aligned for the 128B swizzle, then each
-// consumer's epilogue staging, then the barriers.
-constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
-// A's box holds the rows present (M_INNER rounded up to a swizzle atom's 8 rows) while they are fewer than BM:
-// wgmma reads BM rows, and the rows past the box (stale shared memory) feed only accumulator rows that are
-// never stored. TMA delivers whole boxes, zero-filled rows included, so fewer rows are fewer bytes a stage.
-__host__ __device__ constexpr int a_box_rows(int m_inner) { return m_inner < BM ? (m_inner + 7) / 8 * 8 : BM; }
-// What TMA delivers per stage (whole boxes): a_box_rows(M_INNER) rows of A, then B.
-constexpr int EPI_COLS = 16, EPI_PITCH = 40, EPI_FLOATS = 2560;
-// The packed store's tile, in the same staging bytes: PACK_COLS columns by 64 rows ([row][col]) of 16-bit
-// values, lines padded to PACK_PITCH elements (stmatrix's eight 16-byte lines land on distinct banks).
-constexpr int PACK_COLS = 16, PACK_PITCH = 72;
-static_assert(64 * PACK_PITCH * 2 <= EPI_FLOATS * 4, "the packed tile must fit the staging buffer");
-constexpr int A_OFFSET = 0, B_OFFSET = STAGES * A_STAGE_BYTES;
-constexpr int EPI_OFFSET = B_OFFSET + STAGES * B_STAGE_BYTES;
-constexpr int BAR_OFFSET = EPI_OFFSET + CONSUMERS * EPI_FLOATS * 4;
-constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;  // + room to align the base to 1024
-static_assert(SMEM_BYTES == 191616, "planner and kernel disagree on shared memory");
-static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages must stay 1024-byte aligned");
+  // The tiled segments (the innermost of each role) and the loops over the others.
+  // M_INNER (m[64] at most) is the launch's: 'm' x M_UNIT; the tile counts follow it.
+  static constexpr bool rows_at_run_time = true;
+  static constexpr int M_UNIT = 1, M_INNER = 64, TILES_M = 1;  // at the most rows
+  static constexpr int N_INNER = 14336, TILES_N = 128;  // n[14336]
+  static constexpr int TILE_GROUPS = 1, TILES = 128;  // x TILES_M x TILES_N
+  static constexpr bool FLAT_ROWS = false;
+  static constexpr int K_INNER_TILES = 64, K_ITERS = 64;  // k-tiles of k[4096] (4096) x outer k loops
+  // Tile loops, outermost first: size, an m loop, the output's element stride.
+  static constexpr int TILE_LOOPS = 0;
+  static constexpr dg::hopper::Loop LOOPS[1] = { {1, false, 0} };  // none
+  static constexpr int K_LOOPS = 0;  // outer k loops, outermost first
+  static constexpr int K_LOOP_SIZE[1] = { 1 };
 
-// ---- mbarriers: `full[s]` completes when TMA has delivered stage s, `empty[s]` when every consumer
-// warp is done reading it. Phases alternate; a wait on parity p returns once phase p has completed.
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
+  // The operands' tensor maps (CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 128B swizzle, zero fill out of bounds, no L2 promotion).
+  static constexpr CUtensorMapDataType TMA_DTYPE = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  static constexpr CUtensorMapL2promotion L2_PROMOTION = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  // A: 2-d tensor map, innermost dim first (k[4096], m[64]); K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO).
+  struct A_map {
+    static constexpr bool IS_A = true, K_MAJOR = true;
+    static constexpr int RANK = 2, BOXES = 1, BOX_BYTES = 8192;
+    // size (0: M_INNER at run time), stride in bytes, box (0: a_box_rows(M_INNER)), the coordinate's source
+    static constexpr dg::hopper::Dim DIMS[RANK] = {
+        { 4096, 0, 64, dg::hopper::AT_K, 0 },  // k[4096]
+        { 0, 8192, 0, dg::hopper::AT_MN, 0 },  // m[64]
+    };
+  };
+  // B: 2-d tensor map, innermost dim first (k[4096], n[14336]); K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO).
+  struct B_map {
+    static constexpr bool IS_A = false, K_MAJOR = true;
+    static constexpr int RANK = 2, BOXES = 1, BOX_BYTES = 14336;
+    // size (0: M_INNER at run time), stride in bytes, box (0: a_box_rows(M_INNER)), the coordinate's source
+    static constexpr dg::hopper::Dim DIMS[RANK] = {
+        { 4096, 0, 64, dg::hopper::AT_K, 0 },  // k[4096]
+        { 14336, 8192, 112, dg::hopper::AT_MN, 0 },  // n[14336]
+    };
+  };
+  // A's box rows follow M (K-major A: the rows present, rounded up to a swizzle atom, while fewer than BM); A_BOX_ROWS: 0 at run time.
+  static constexpr bool A_ROWS_FOLLOW_M = true;
+  static constexpr int A_BOX_ROWS = 0;
+  static constexpr bool B_FIRST = true, B_EVICT_FIRST = true, A_EVICT_FIRST = false;  // load order, L2 priority
+  static constexpr int A_PARTS = 1;  // blocks of a cluster along n sharing A's box (1: no multicast)
 
-// ---- TMA: one box of a tensor map into shared memory, completing on `bar`.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4}], [%2];\n"
-               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
-}
-// The same, the lines it brings into L2 first to be evicted: a box read once leaves L2's room to what is read again.
-__device__ __forceinline__ void tma_load_2d_evict_first(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, { %3, %4}], [%2], %5;\n"
-               ::"r"(smem_u32(dst)), "l"(map), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy) : "memory");
-}
+  // The output: C_VEC-element vectors along n; its strides along the tiled m and n segments.
+  static constexpr bool C_ALONG_M = false;
+  static constexpr int C_VEC = 8;
+  static constexpr long long C_SM = 14336, C_SN = 1;
+  static constexpr int EPI_COLS = 16, EPI_PITCH = 40, EPI_FLOATS = 2560;  // each consumer's f32 staging
+  // The packed store's tile, in the same staging bytes: PACK_COLS columns by 64 rows ([row][col]) of 16-bit
+  // values, lines padded to PACK_PITCH elements (stmatrix's eight 16-byte lines land on distinct banks).
+  static constexpr bool PACKED = true;
+  static constexpr int PACK_COLS = 16, PACK_PITCH = 72;
+  // K split: the SPLITS blocks of a cluster share a tile, KT_PER_SPLIT k-iterations each; RED_PITCH floats a row of the parked partial tile.
+  static constexpr int SPLITS = 1, KT_PER_SPLIT = 64, RED_PITCH = 0;
+  static constexpr int SMEM_BYTES = 191616;
 
-// ---- TMA: one box of a tensor map into L2 only.
-__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, { %1, %2}];\n"
-               ::"l"(map), "r"(c0), "r"(c1) : "memory");
-}
+  // The output's first element.
+  __device__ static __forceinline__ Out_t* out(C_param* C, const Epilogue& ep) {
+    (void)ep;
+    return C;
+  }
 
+  // 8 outputs at (gm, gn) of the tile's loop indices from src[0 .. 8): alpha * acc + beta * C (C read only when
+  // beta != 0), the store.
+  template <class Tile>
+  __device__ static __forceinline__ void store_vector(Out_t* p, const float* src, int gm, int gn, const Tile& tile,
+                                                      int m_inner, C_param* C, const Epilogue& ep, float alpha,
+                                                      float beta) {
+    (void)tile, (void)m_inner, (void)C, (void)ep;
+    if (gn + 8 <= N_INNER) {
+      alignas(16) Out_t packed[8];
+      alignas(16) C_t previous[8];
+      if (beta != 0.0f) *reinterpret_cast<uint4*>(previous) = *reinterpret_cast<const uint4*>(p);
+      #pragma unroll
+      for (int e = 0; e < 8; ++e) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); packed[e] = __float2bfloat16_rn(out); }
+      __stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(packed));  // st.global.wb: a plain store, kept whole
+    } else {
+      // The end of the n segment: element by element (unrolled: src may be an array in registers).
+      #pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (gn + e < N_INNER) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); p[e] = __float2bfloat16_rn(out); }
+    }
+  }
 
-// ---- wgmma. A shared-memory matrix descriptor: start address, leading-dimension byte offset (LBO),
-// stride-dimension byte offset (SBO), all in 16-byte units, and the 128B swizzle mode (bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N_PENDING) : "memory"); }
-
-// D (64 x 112, f32) = A (64 x 16) * B (16 x 112) + (accumulate ? D : 0); bf16 inputs.
-// A is k-major, B is k-major.
-__device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %58, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16\n"
-      " {"
-      " %0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      " %16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      " %32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      " %48,%49,%50,%51,%52,%53,%54,%55"
-      " },\n"
-      " %56, %57, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-// ---- The packed store. stmatrix.x4: four 8x8 matrices of 16-bit values, matrix i from register i of every
-// lane (row lane / 4, columns 2 (lane % 4) and + 1: wgmma's accumulator layout), lanes 8i .. 8i + 7 giving the
-// addresses of its eight 16-byte lines.
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], { %1, %2, %3, %4 };\n"
-               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-
-// Two adjacent outputs of one row (beta == 0): the epilogue in f32, then rounded and packed (low half first).
-__device__ __forceinline__ uint32_t out_pair(float x0, float x1, float alpha) {
-  float t0 = alpha * x0, t1 = alpha * x1;
-  const auto pair = __floats2bfloat162_rn(t0, t1);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-
-// Keeps the compiler from touching accumulators that an in-flight wgmma still writes.
-__device__ __forceinline__ void acc_fence(float (&d)[56]) {
-#pragma unroll
-  for (int i = 0; i < 56; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Descriptors of the 64 x 16 A block (rows `row0`.. of this stage, k16 step `kk`) and the 16 x BN B block.
-__device__ __forceinline__ uint64_t desc_a(uint32_t stage_a, int row0, int kk) {
-  // [BM rows][64 k]: row r at r * 128 bytes; k16 step kk at kk * 32 bytes inside the swizzled row.
-  return smem_desc(stage_a + row0 * 128 + kk * 32, 16, 1024);
-}
-__device__ __forceinline__ uint64_t desc_b(uint32_t stage_b, int kk) {
-  // [BN rows][64 k]: all BN rows (SBO steps 8-row atoms), k16 step kk at kk * 32 bytes.
-  return smem_desc(stage_b + kk * 32, 16, 1024);
-}
-
-// ---- The tile order. Tile t -> its tile-loop indices and its BM x BN origin in the tiled segments:
-// tiles of one loop index are consecutive; inside, RASTER tile rows walk all tile columns together.
-struct Tile {
-  int m0, n0;
+  // The epilogue's steps on alpha * acc where beta == 0 (the packed store: no view is read).
+  __device__ static __forceinline__ float pointwise(float t) {
+    return t;
+  }
 };
 
-__device__ __forceinline__ Tile tile_at(int t, int TILES_M) {
-  Tile tile;
-  const int r = t % (TILES_M * TILES_N);
-  const int band = r / (RASTER * TILES_N), in_band = r % (RASTER * TILES_N);
-  const int rows = min(TILES_M - band * RASTER, RASTER);
-  tile.m0 = (band * RASTER + in_band % rows) * BM;
-  tile.n0 = (in_band / rows) * BN;
-  return tile;
-}
-
-__global__ void __launch_bounds__(THREADS, CTAS_PER_SM) decode_dynamic_kernel(const __grid_constant__ CUtensorMap tmap_a,
-                                                              const __grid_constant__ CUtensorMap tmap_b,
-                                                              C_t* __restrict__ C, const int M_INNER, float alpha, float beta) {
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + BAR_OFFSET);
-  uint64_t* const empty = full + STAGES;
-  const uint32_t stages_a = smem_u32(smem + A_OFFSET), stages_b = smem_u32(smem + B_OFFSET);
-  const int TILES_M = (M_INNER + BM - 1) / BM, TILES = TILE_GROUPS * TILES_M * TILES_N;
-
-  if (threadIdx.x == 0) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_a) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
-    // Before the wait for the previous grid: B's boxes of this block's first STAGES k-iterations into L2, so
-    // that the weight stream is already running while that grid finishes (this block gets its SM when the
-    // previous grid's block there leaves, before that grid completes). The TMA loads after the wait still read
-    // that grid's writes (verified; `.nc` loads would not). Only where every block has one tile (the decode
-    // shapes): with several tiles a block, with A's boxes too, and in the K-split kernel it measured slower. It
-    // pays in full where the previous grid's weight loads are evict_first, so that its stream leaves these boxes.
-    if (int(blockIdx.x) < TILES && TILES <= int(gridDim.x)) {
-      const Tile tile = tile_at(int(blockIdx.x), TILES_M);
-      for (int kt = 0; kt < (STAGES < K_ITERS ? STAGES : K_ITERS); ++kt) {
-        const int k0 = (kt % K_INNER_TILES) * BK;
-        tma_prefetch_2d(&tmap_b, k0, tile.n0);
-      }
-    }
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx
-      mbar_init(&empty[s], CONSUMERS * 4);     // one arrive per consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  // Barriers are set up: from here on this block touches memory that the prior grid in the stream may use.
-  // (Waiting here rather than first thing measured faster on the K-split kernel.)
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    // Producer: few registers; one thread issues every load.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) {
-      const unsigned stage_tx_bytes = unsigned(a_box_rows(M_INNER) * BK * 2 + B_STAGE_BYTES);
-      int stage = 0;
-      uint32_t phase = 0;
-      for (int t = blockIdx.x; t < TILES; t += gridDim.x) {
-        const Tile tile = tile_at(t, TILES_M);
-        for (int kt = 0; kt < K_ITERS; ++kt) {
-          const int k0 = (kt % K_INNER_TILES) * BK;
-          mbar_wait(&empty[stage], phase ^ 1);  // the consumers released this stage's last use
-          mbar_expect_tx(&full[stage], stage_tx_bytes);
-          tma_load_2d_evict_first(smem + B_OFFSET + stage * B_STAGE_BYTES, &tmap_b, &full[stage], k0, tile.n0);
-          tma_load_2d(smem + A_OFFSET + stage * A_STAGE_BYTES, &tmap_a, &full[stage], k0, tile.m0);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-      // Every load of this block is issued: the next grid may be scheduled (its blocks start as this grid's
-      // leave the SMs, and wait for it to complete before they touch memory).
-      asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    }
-  } else {
-    // Consumers: the accumulators need the registers the producer gave up.
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
-    const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
-    float* const epi = reinterpret_cast<float*>(smem + EPI_OFFSET) + wg * EPI_FLOATS;
-    float acc[MI][56];
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int t = blockIdx.x; t < TILES; t += gridDim.x) {
-      const Tile tile = tile_at(t, TILES_M);
-      int last = 0;
-      for (int kt = 0; kt < K_ITERS; ++kt) {
-        mbar_wait(&full[stage], phase);
-        wgmma_fence();
-        const uint32_t sa = stages_a + stage * A_STAGE_BYTES, sb = stages_b + stage * B_STAGE_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-#pragma unroll
-          for (int mi = 0; mi < MI; ++mi)
-            wgmma_m64n112k16(acc[mi], desc_a(sa, wg * WG_M + mi * 64, kk), desc_b(sb, kk), kt > 0 || kk > 0);
-        }
-        wgmma_commit();
-        if (kt > 0) {
-          wgmma_wait<1>();  // the wgmmas of k-iteration kt-1 are done: their stage may be refilled
-          if (lane == 0) mbar_arrive(&empty[last]);
-        }
-        last = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(&empty[last]);
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
-
-      // Epilogue. Accumulator layout of m64nN: warp w holds rows 16w + g and 16w + g + 8 (g = lane / 4),
-      // columns 8j + 2q and 8j + 2q + 1 (q = lane % 4) as d[4j .. 4j + 3].
-      const long long c_tile = 0;
-      const int g = lane / 4, q = lane % 4;
-      if (beta == 0.0f) {
-        // Packed store (beta == 0: C is not read). The epilogue runs on the accumulators in registers; stmatrix writes
-        // 16-bit pairs into this warpgroup's staging tile, PACK_COLS columns at a time ([row][col]),
-        // and the warpgroup copies them out in 8-element vectors along n.
-        C_t* const tile16 = reinterpret_cast<C_t*>(epi);
-        // stmatrix.x4: lane l gives the address of line l % 8 of matrix l / 8; the matrices are rows 0-7 and 8-15 of
-        // this warp's 16 rows by columns 0-7, then the same rows by columns 8-15 (one register each, as wgmma left them).
-        const int line = lane % 8, half = (lane / 8) % 2, c8 = lane / 16;
-        #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-          const int row0 = tile.m0 + wg * WG_M + mi * 64;  // first M_INNER index of this 64-row block
-        #pragma unroll
-          for (int nc = 0; nc < BN / PACK_COLS; ++nc) {
-        #pragma unroll
-            for (int j = 0; j < PACK_COLS / 16; ++j) {
-              const int i = (nc * (PACK_COLS / 8) + 2 * j) * 4;  // a constant once unrolled: acc stays in registers
-              const int row = warp * 16 + 8 * half + line, col = 16 * j + 8 * c8;
-              stmatrix_x4(smem_u32(tile16 + row * PACK_PITCH + col),
-                          out_pair(acc[mi][i], acc[mi][i + 1], alpha), out_pair(acc[mi][i + 2], acc[mi][i + 3], alpha),
-                          out_pair(acc[mi][i + 4], acc[mi][i + 5], alpha), out_pair(acc[mi][i + 6], acc[mi][i + 7], alpha));
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-            // Copy out: every vector of the tile loaded first (they are independent), then stored where it lies in C.
-            constexpr int VECS = 64 * PACK_COLS / 8 / 128;  // a thread's
-            uint4 vals[VECS];
-        #pragma unroll
-            for (int u = 0; u < VECS; ++u) {
-              const int v = tid + u * 128;
-              vals[u] = *reinterpret_cast<const uint4*>(tile16 + (v / (PACK_COLS / 8)) * PACK_PITCH + (v % (PACK_COLS / 8)) * 8);
-            }
-        #pragma unroll
-            for (int u = 0; u < VECS; ++u) {
-              const int v = tid + u * 128;
-              const int gm = row0 + v / (PACK_COLS / 8), gn = tile.n0 + nc * PACK_COLS + (v % (PACK_COLS / 8)) * 8;
-              if (gm >= M_INNER || gn >= N_INNER) continue;
-              C_t* const p = C + c_tile + static_cast<long long>(gm) * 14336 + static_cast<long long>(gn) * 1;
-              if (gn + 8 <= N_INNER) {
-                // __stwb (st.global.wb, a plain store): written as a dereference, nvcc split this store into 4-byte
-                // stores when C is m-contiguous (seen in the PTX of conv 8x256x56x56)
-                __stwb(reinterpret_cast<uint4*>(p), vals[u]);
-              } else {  // the end of the n segment: element by element, from the staging tile
-                const C_t* const e = tile16 + (v / (PACK_COLS / 8)) * PACK_PITCH + (v % (PACK_COLS / 8)) * 8;
-        #pragma unroll
-                for (int x = 0; x < 8; ++x)
-                  if (gn + x < N_INNER) p[x] = e[x];
-              }
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
-          }
-        }
-      } else {
-        // Staged store: EPI_COLS columns at a time through this warpgroup's f32 staging buffer, then the epilogue and
-        // vector stores along C's contiguous dim.
-        #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-          const int row0 = tile.m0 + wg * WG_M + mi * 64;  // first M_INNER index of this 64-row block
-        #pragma unroll
-          for (int nc = 0; nc < BN / EPI_COLS; ++nc) {
-        #pragma unroll
-            for (int j = 0; j < EPI_COLS / 8; ++j) {
-              const int i = (nc * (EPI_COLS / 8) + j) * 4;  // a constant once unrolled: acc stays in registers
-              const int r = warp * 16 + g, col = j * 8 + 2 * q;
-              *reinterpret_cast<float2*>(&epi[r * EPI_PITCH + col]) = make_float2(acc[mi][i], acc[mi][i + 1]);
-              *reinterpret_cast<float2*>(&epi[(r + 8) * EPI_PITCH + col]) = make_float2(acc[mi][i + 2], acc[mi][i + 3]);
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-            // Store phase: 8 consecutive columns of one row per vector.
-            for (int v = tid; v < 64 * (EPI_COLS / 8); v += 128) {
-              const int r = v / (EPI_COLS / 8), cv = (v % (EPI_COLS / 8)) * 8;
-              const int gm = row0 + r, gn = tile.n0 + nc * EPI_COLS + cv;
-              if (gm >= M_INNER || gn >= N_INNER) continue;
-              C_t* const p = C + c_tile + static_cast<long long>(gm) * 14336 + static_cast<long long>(gn) * 1;
-              const float* src = &epi[r * EPI_PITCH + cv];
-              if (gn + 8 <= N_INNER) {
-                alignas(16) C_t packed[8];
-                alignas(16) C_t previous[8];
-                if (beta != 0.0f) *reinterpret_cast<uint4*>(previous) = *reinterpret_cast<const uint4*>(p);
-                #pragma unroll
-                for (int e = 0; e < 8; ++e) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); packed[e] = __float2bfloat16_rn(out); }
-                *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(packed);
-              } else {
-                // The end of the n segment: element by element (unrolled: src may be an array in registers).
-                #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                  if (gn + e < N_INNER) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); p[e] = __float2bfloat16_rn(out); }
-              }
-            }
-            asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
-          }
-        }
-      }
-    }
-  }
-}
-
-// ---- Host side: tensor maps through the driver's entry point (only the CUDA runtime is linked).
-using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiledFn encode_tiled() {
-  static const EncodeTiledFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      return static_cast<EncodeTiledFn>(nullptr);
-    return reinterpret_cast<EncodeTiledFn>(p);
-  }();
-  return fn;
-}
-
-// A: 2-d tensor map, innermost dim first (k[4096], m[64]), 128B swizzle, zero fill out of bounds,
-// no L2 promotion (the plan's l2_promotion).
-bool encode_a(CUtensorMap* map, const void* view, cuuint64_t m_inner) {
-  const cuuint64_t dims[2] = { 4096ull, m_inner };
-  const cuuint64_t strides[1] = { 8192ull };  // bytes
-  const cuuint32_t box[2] = { 64, a_box_rows(int(m_inner)) };
-  const cuuint32_t unit[2] = { 1, 1 };
-  return encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(view), dims, strides, box, unit,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// B: 2-d tensor map, innermost dim first (k[4096], n[14336]), 128B swizzle, zero fill out of bounds,
-// no L2 promotion (the plan's l2_promotion).
-bool encode_b(CUtensorMap* map, const void* view) {
-  const cuuint64_t dims[2] = { 4096ull, 14336ull };
-  const cuuint64_t strides[1] = { 8192ull };  // bytes
-  const cuuint32_t box[2] = { 64, 112 };
-  const cuuint32_t unit[2] = { 1, 1 };
-  return encode_tiled()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(view), dims, strides, box, unit,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// Tensor maps depend only on the A and B pointers and M_INNER: the last few sets keep theirs.
-struct MapPair {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  int m_inner = 0;
-  CUtensorMap map_a, map_b;
-};
-
-cudaError_t tensor_maps(const A_t* A, const B_t* B, int m_inner, CUtensorMap* map_a, CUtensorMap* map_b) {
-  constexpr int kSlots = 8;
-  static std::mutex lock;
-  static MapPair cache[kSlots];
-  static int next_slot = 0;
-  std::lock_guard<std::mutex> guard(lock);
-  for (const MapPair& e : cache) {
-    if (e.a == A && e.b == B && e.m_inner == m_inner) {
-      *map_a = e.map_a;
-      *map_b = e.map_b;
-      return cudaSuccess;
-    }
-  }
-  if (encode_tiled() == nullptr) return cudaErrorNotSupported;  // a driver without cuTensorMapEncodeTiled
-  MapPair& e = cache[next_slot];
-  if (!encode_a(&e.map_a, A, cuuint64_t(m_inner)) || !encode_b(&e.map_b, B)) {
-    e.a = e.b = nullptr;
-    return cudaErrorInvalidValue;
-  }
-  e.a = A;
-  e.b = B;
-  e.m_inner = m_inner;
-  next_slot = (next_slot + 1) % kSlots;
-  *map_a = e.map_a;
-  *map_b = e.map_b;
-  return cudaSuccess;
-}
-
-int sm_count(int device) {
-  static std::atomic<int> counts[64];  // 0: not read yet
-  int n = counts[device % 64].load(std::memory_order_relaxed);
-  if (n == 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess)
-    counts[device % 64].store(n, std::memory_order_relaxed);
-  return n > 0 ? n : 1;
-}
-
+// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
-  // More than 48 KB of dynamic shared memory needs an opt-in, once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(decode_dynamic_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  const int m_inner = int(m) * M_UNIT;
-  CUtensorMap map_a, map_b;
-  err = tensor_maps(A, B, m_inner, &map_a, &map_b);
-  if (err != cudaSuccess) return err;
-  const int tiles = TILE_GROUPS * ((m_inner + BM - 1) / BM) * TILES_N;
-  const int resident = CTAS_PER_SM * sm_count(device);
-  const int grid = tiles < resident ? tiles : resident;  // persistent: CTAS_PER_SM blocks an SM
-  // A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row:
-  // measured faster there, and slower on grids that leave more SMs idle or span two tile rows (not understood).
-  const bool dependent = grid == resident || (tiles == TILES_N && 16 * (resident - grid) <= resident);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[1];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = (dependent) ? 1 : 0;
-  return cudaLaunchKernelEx(&config, decode_dynamic_kernel, map_a, map_b, C, m_inner, alpha, beta);
+  return dg::hopper::launch_persistent<Traits>(A, B, C, m, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m9_64_hopper
 
 namespace m9_64_cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<64, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<14336, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<64, 14336>>,
+                          dg::Role<index_t, dg::Seg<14336, 1>>,
+                          dg::Role<index_t>>;
+  // M is a kernel argument: 'm' (9..64) x M_UNIT rows; M here is the most.
+  static constexpr bool rows_at_run_time = true;
+  static constexpr index_t M_UNIT = 1;
+  static constexpr index_t M = 64, N = 14336, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-// M is the kernel's argument: 'm' (9..64 here) x M_UNIT rows.
-constexpr index_t M_UNIT = 1;
-constexpr index_t N = 14336;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+  }
 
-// Tiling.
-constexpr int BM = 64, BN = 64, BK = 64;
-constexpr int STAGES = 4;
-constexpr int THREADS = 128;
-constexpr int WARPS_N = 2;
-constexpr int WM = BM / 2, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_N = 224;  // tiles along m: (M + BM - 1) / BM at run time
-constexpr int K_TILES = 64;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 64, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 64, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 73728, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[64]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[14336]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[64]*14336)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 14336;
-}
-
-// C: n index -> element offset (1 segment: n[14336]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 128;
+  static constexpr int BM = 64, BN = 64, BK = 64, STAGES = 4;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+  static constexpr int WARPS_M = 2, WARPS_N = 2;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (128, 1): the whole register file is allowed. This kernel runs only for pointers the
+  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 73728;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 224, "planner and kernel disagree on the grid");
 
 // A tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_a = cp_async (forced by gather staging A)
-struct ALoadCpAsync16 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt, index_t M) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gm = m0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gm < M && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async16(stage + row * A_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 // Why: loader_b = cp_async (forced by gather staging B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 8;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 8, col = (c % 8) * 8;
-      const index_t gn = n0 + row, gk = k0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (K - gk) < 8 ? int((K - gk)) : 8;
-      }
-      const __nv_bfloat16* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(__nv_bfloat16)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct ALoadGatherDirect {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ A,
-                                        index_t m0, int kt, index_t M) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gm < M && gk < K) v = A[a_m_offset(gm) + a_k_offset(gk)];
-      stage[row * A_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
+using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadGatherDirect {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-
-  // Loads and stores right away: nothing stays live across the math (this is the fallback path,
-  // sized for the cp.async plan's registers).
-  __device__ __forceinline__ void issue(__nv_bfloat16* stage, const __nv_bfloat16* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      __nv_bfloat16 v = __nv_bfloat16(0.0f);
-      if (gn < N && gk < K) v = B[b_n_offset(gn) + b_k_offset(gk)];
-      stage[row * B_PITCH + col] = v;
-    }
-  }
-
-  __device__ __forceinline__ void finish(__nv_bfloat16*) const {}
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, bf16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta, index_t M) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-}
-
-
-// (128, 1): the whole register file is allowed. This kernel runs only for pointers the
-// primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) decode_dynamic_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, index_t M, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t tiles_m = (M + BM - 1) / BM;
-  const index_t m0 = (tile % tiles_m) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s, M);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next, M);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta, M);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta, M);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta, M);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta, M);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, index_t M, float alpha, float beta, cudaStream_t stream) {
-  // More than 48 KB of dynamic shared memory needs an opt-in, once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(decode_dynamic_kernel<LoadA, LoadB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  decode_dynamic_kernel<LoadA, LoadB><<<unsigned((M + BM - 1) / BM) * 224, THREADS, SMEM_BYTES, stream>>>(A, B, C, M, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
-  const index_t M = index_t(m) * M_UNIT;
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, alpha, beta, stream);
-  return launch_with<ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, alpha, beta, stream);
+  const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace m9_64_cta

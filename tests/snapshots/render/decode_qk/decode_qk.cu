@@ -52,8 +52,8 @@
 //   B: 8-element loads when its view pointer is 16-byte aligned, else 1-element loads (checked at run time)
 //   reduction: cluster of 8; block r sums its share of the tile over ranks 0..7 in order (bit-identical run to run)
 #include "decode_qk.h"
+#include "dg/gemv.cuh"
 
-#include <cooperative_groups.h>
 #include <cstdint>
 
 namespace {
@@ -66,246 +66,66 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace gemv {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<128, 4096>>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<128, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 1, N = 128, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 1;
-constexpr index_t N = 128;
-constexpr index_t K = 4096;
-
-// Blocks: BN columns of C (all M rows) and one K slice of K_SLICE elements; SPLITS slices of one
-// column tile form a cluster.
-constexpr int THREADS = 128;
-constexpr int MIN_BLOCKS = 65536 / (THREADS * 128);
-constexpr int BM = 1, BN = 4;
-constexpr int CH = 8;  // elements of B a lane handles at a time (along k)
-constexpr int UNROLL = 4;  // chunks along k per column a round; two rounds in flight
-constexpr int COLS = 1;  // columns of each warp (BN = THREADS / 32 x COLS)
-constexpr int SPLITS = 8;
-constexpr int K_SLICE = 512;
-constexpr int TILES_N = 32;
-constexpr int BLOCKS = 256;
-constexpr int RED_PITCH = 8;  // floats per row of a partial tile
-// Shared memory: A's K slice [M][K_SLICE] (zero past the slice's end), then the f32 partial sums.
-constexpr int PARTIAL_OFFSET = 1024;
-constexpr int SMEM_BYTES = 1056;
-static_assert(PARTIAL_OFFSET >= M * K_SLICE * int(sizeof(A_t)) && PARTIAL_OFFSET % 16 == 0, "A's slice overlaps the partial sums");
-static_assert(SMEM_BYTES == PARTIAL_OFFSET + 1 * M * RED_PITCH * 4, "planner and kernel disagree on shared memory");
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[128]*4096)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 4096;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: n index -> element offset (1 segment: n[128]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(*p), out); *p = __float2half_rn(out); }
-}
-
-
-// BYTES of raw data from global to registers in one load (a 16-byte vector when B allows it).
-template <int BYTES> struct Raw;
-template <> struct Raw<16> { using type = uint4; };
-template <> struct Raw<8> { using type = uint2; };
-template <> struct Raw<4> { using type = unsigned; };
-template <> struct Raw<2> { using type = unsigned short; };
-
-// One chunk of B: CH elements along k at (column gn, K-slice index kk), VEC elements a load; zero
-// where the chunk leaves the view or the slice (tails).
-template <int VEC>
-__device__ __forceinline__ void load_b_chunk(B_t (&w)[CH], const B_t* __restrict__ B, index_t gn, index_t k0, int kk,
-                                             int k_len) {
-  const int valid = gn < N ? min(CH, k_len - kk) : 0;
-  if (valid == CH) {
-    const B_t* p = B + b_n_offset(gn) + b_k_offset(k0 + kk);
-    using R = typename Raw<VEC * int(sizeof(B_t))>::type;
-#pragma unroll
-    for (int v = 0; v < CH; v += VEC) *reinterpret_cast<R*>(&w[v]) = __ldg(reinterpret_cast<const R*>(p + v));
-  } else {
-#pragma unroll
-    for (int e = 0; e < CH; ++e) {
-      w[e] = e < valid ? B[b_n_offset(gn) + b_k_offset(k0 + kk + e)] : __half(0.0f);
-    }
-  }
-}
-
-// At most 128 registers a thread: MIN_BLOCKS blocks an SM keep enough loads in flight. The narrow-load
-// fallback (a B pointer that fails the alignment check) keeps the whole register file: under the cap it spilled.
-template <int VEC>
-__global__ void __launch_bounds__(THREADS, VEC == CH ? MIN_BLOCKS : 1) decode_qk_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                     C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const xs = reinterpret_cast<A_t*>(smem);
-  float* const partial = reinterpret_cast<float*>(smem + PARTIAL_OFFSET);
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  // Blocks [SPLITS * t, SPLITS * (t + 1)) form the cluster of column tile t; the rank is the K slice.
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int split = int(cluster.block_rank());
-  index_t tile = blockIdx.x / SPLITS;
-  const index_t n0 = (tile % TILES_N) * BN;
-  constexpr index_t m0 = 0;
-  const index_t k0 = index_t(split) * K_SLICE;
-  const int k_len = int(min(index_t(K_SLICE), K - k0));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-
-  // Lanes along k: warp w owns columns [w * COLS, (w + 1) * COLS) of the block; lane l takes elements
-  // [l * CH, (l + 1) * CH) of every 32 * CH wide step of the slice. STEP elements of K a round.
-  constexpr int U = VEC == CH ? UNROLL : 1;  // narrower loads take more registers: one chunk a round
-  constexpr int STEP = 32 * CH * U;
-  const index_t col0 = n0 + warp * COLS;
-  const int kb0 = lane * CH;
-  alignas(16) B_t wa[U][COLS][CH], wb[U][COLS][CH];
-  const auto load = [&](B_t (&w)[U][COLS][CH], int kb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int c = 0; c < COLS; ++c) load_b_chunk<VEC>(w[u][c], B, col0 + c, k0, kb + u * 32 * CH, k_len);
-  };
-  // B's first round is in flight while A's slice is staged: the two round trips overlap.
-  load(wa, kb0);
-
-  // A's K slice, every row, into shared memory once (zero past the slice: whole chunks can be read).
-  // 16-byte vectors where A's view pointer allows them (uniform over the grid), else element by element.
-  if (reinterpret_cast<uintptr_t>(A) % 16 == 0) {
-    // AV-element vectors, up to A_BATCH a thread loaded before any is stored: one round trip for up to
-    // A_BATCH x THREADS vectors (element loads took one a few elements).
-    constexpr int AV = 8, A_VECS = M * (K_SLICE / AV);
-    constexpr int A_PER = (A_VECS + THREADS - 1) / THREADS, A_BATCH = A_PER < 4 ? A_PER : 4;
-    using AV_t = typename Raw<AV * int(sizeof(A_t))>::type;
-#pragma unroll 1
-    for (int b0 = 0; b0 < A_PER; b0 += A_BATCH) {
-      AV_t v[A_BATCH];
-#pragma unroll
-      for (int b = 0; b < A_BATCH; ++b) {
-        const int i = threadIdx.x + (b0 + b) * THREADS;
-        const int kk = i % (K_SLICE / AV) * AV;  // one row of A: M = 1
-        // K is whole vectors (and so is every slice): a vector is in the slice or past its end (zero).
-        v[b] = i < A_VECS && kk < k_len ? __ldg(reinterpret_cast<const AV_t*>(A + a_k_offset(k0 + kk))) : AV_t{};
-      }
-#pragma unroll
-      for (int b = 0; b < A_BATCH; ++b) {
-        const int i = threadIdx.x + (b0 + b) * THREADS;
-        if (i < A_VECS) reinterpret_cast<AV_t*>(xs)[i] = v[b];
-      }
-    }
-  } else {
-    for (int i = threadIdx.x; i < M * K_SLICE; i += THREADS) {
-      const int kk = i % K_SLICE;  // one row of A: M = 1
-      xs[i] = kk < k_len ? A[a_k_offset(k0 + kk)] : __half(0.0f);
-    }
-  }
-  __syncthreads();
-
-  float acc[M][COLS];
-#pragma unroll
-  for (int r = 0; r < M; ++r)
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) acc[r][c] = 0.0f;
-  const auto fma_round = [&](const B_t (&w)[U][COLS][CH], int kb) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int kk = kb + u * 32 * CH;
-      if (kk < k_len) {
-#pragma unroll
-        for (int r = 0; r < M; ++r) {
-          alignas(16) A_t x[CH];
-          *reinterpret_cast<typename Raw<CH * int(sizeof(A_t))>::type*>(x) =
-              *reinterpret_cast<const typename Raw<CH * int(sizeof(A_t))>::type*>(xs + r * K_SLICE + kk);
-#pragma unroll
-          for (int e = 0; e < CH; ++e) {
-            const float xf = __half2float(x[e]);
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) acc[r][c] = fmaf(xf, __half2float(w[u][c][e]), acc[r][c]);
-          }
-        }
-      }
-    }
-  };
-  // Two register buffers: one round's loads are in flight while the other's FMAs run. Loads past the
-  // slice fetch nothing (zeros), so the loop needs no epilogue.
-#pragma unroll 1
-  for (int kb = kb0; kb < k_len; kb += 2 * STEP) {
-    load(wb, kb + STEP);
-    fma_round(wa, kb);
-    load(wa, kb + 2 * STEP);
-    fma_round(wb, kb + STEP);
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(*p), out); *p = __float2half_rn(out); }
   }
 
-  // The warp's 32 partial sums of each output, added with shuffles (a fixed tree: deterministic).
-#pragma unroll
-  for (int r = 0; r < M; ++r)
-#pragma unroll
-    for (int c = 0; c < COLS; ++c) {
-      float v = acc[r][c];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == 0) partial[r * RED_PITCH + warp * COLS + c] = v;
-    }
-  // This block's loads are done: the next kernel in the stream may be scheduled (it waits for this grid
-  // to complete before it touches memory; programmatic dependent launch).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  cluster.sync();  // every block's partial is written and visible across the cluster
-
-  // Block `split` sums its share of the tile's valid elements over ranks 0..SPLITS-1 in order: the
-  // same order on every launch, so the result is bit-identical run to run. Consecutive threads
-  // take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = split * THREADS + int(threadIdx.x); e < rows * cols; e += SPLITS * THREADS) {
-    const int r = e / cols, c = e % cols;
-    float sum = 0.0f;
-#pragma unroll
-    for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)[r * RED_PITCH + c];
-    store_c(C, m0 + r, n0 + c, sum, alpha, beta);
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory
-}
-
-template <int VEC>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  auto* kernel = decode_qk_kernel<VEC>;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  attrs[1].id = cudaLaunchAttributeClusterDimension;
-  attrs[1].val.clusterDim.x = SPLITS;
-  attrs[1].val.clusterDim.y = 1;
-  attrs[1].val.clusterDim.z = 1;
-  config.attrs = attrs;
-  config.numAttrs = 2;
-  return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);
-}
+  // The plan: BN columns of C (all M rows) a block, and one K slice of K_SLICE elements; the SPLITS slices of a
+  // column tile form a cluster.
+  static constexpr int THREADS = 128;
+  static constexpr int BN = 4;
+  static constexpr bool LANES_ALONG_K = true;  // else along n
+  static constexpr int CH = 8;  // elements of B a lane loads at a time
+  // CH-element loads need B's pointer B_CHECK-byte aligned; the spec promises CH_PROMISED-element ones.
+  static constexpr int B_CHECK = 16, CH_PROMISED = 1;
+  static constexpr int UNROLL = 4;  // chunks along k per column a round; two rounds in flight
+  static constexpr int COLS = 1, WN = 1;  // columns of a warp (lanes along k); warps along n (lanes along n)
+  static constexpr int SPLITS = 8, K_SLICE = 512;
+  static constexpr int TILES_N = 32, BLOCKS = 256;
+  static constexpr int A_VEC = 8, A_CHECK = 16;  // A's staging vector (elements); bytes its pointer is checked for
+  // Shared memory: A's K slice [M][K_SLICE], then the f32 partial sums (RED_PITCH floats a row).
+  static constexpr int RED_PITCH = 8, PARTIAL_OFFSET = 1024, SMEM_BYTES = 1056;
+  static constexpr bool DEPENDENT_LAUNCH = true;
+};
+static_assert(Traits::PARTIAL_OFFSET >= Traits::M * Traits::K_SLICE * int(sizeof(A_t)) && Traits::PARTIAL_OFFSET % 16 == 0,
+              "A's slice overlaps the partial sums");
+static_assert(Traits::SMEM_BYTES == Traits::PARTIAL_OFFSET + 1 * Traits::M * Traits::RED_PITCH * 4,
+              "planner and kernel disagree on shared memory");
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  // 8-element loads of B need its view 16-byte aligned (the spec promises 2 bytes).
-  if (aligned(B, 16)) return launch_with<8>(A, B, C, alpha, beta, stream);
-  return launch_with<1>(A, B, C, alpha, beta, stream);
+  return dg::gemv::launch<Traits>(A, B, C, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace gemv

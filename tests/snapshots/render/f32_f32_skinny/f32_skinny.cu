@@ -58,9 +58,8 @@
 //   => 256 threads, 104448 B shared memory, 128 blocks in clusters of 16, index math in int.
 //   Run-time loader dispatch: A takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 4), else cp_async of 1
 #include "f32_skinny.h"
+#include "dg/splitk.cuh"
 
-#include <atomic>
-#include <cooperative_groups.h>
 #include <cstdint>
 
 namespace {
@@ -73,384 +72,79 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace splitk {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<48, 4096>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<4096, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<512, 1>>,
+                          dg::Role<index_t, dg::Seg<4096, 512>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<48, 512>>,
+                          dg::Role<index_t, dg::Seg<512, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 48, N = 512, K = 4096;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 48;
-constexpr index_t N = 512;
-constexpr index_t K = 4096;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
+  }
 
-// Tiling.
-constexpr int BM = 64, BN = 64, BK = 32;
-constexpr int STAGES = 6;
-constexpr int THREADS = 256;
-constexpr int TM = 4, TN = 4;  // outputs per thread
-constexpr int VM = 4, VN = 4;  // consecutive rows (columns) of a thread: one shared-memory vector
-constexpr int TILES_M = 1, TILES_N = 8;
-constexpr int K_TILES = 128;
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 256;
+  static constexpr int BM = 64, BN = 64, BK = 32, STAGES = 6;
+  static constexpr bool MMA = false;  // FFMA
+  static constexpr int TM = 4, TN = 4;  // outputs a thread
+  // Shared tiles: A [k][m], B [k][n] (the second role contiguous).
+  static constexpr bool A_K_INNER = false, B_K_INNER = false;
+  // (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).
+  static constexpr int MIN_BLOCKS = 2;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 104448;
 
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// warp touches fall into different banks.
-constexpr int A_ROWS = 32, A_INNER = 64, A_PITCH = 68;  // [k][m]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 64, B_PITCH = 68;  // [k][n]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 104448, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[48]*4096)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 4096;
-}
-
-// A: k index -> element offset (1 segment: k[4096]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[512]*1)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i;
-}
-
-// B: k index -> element offset (1 segment: k[4096]*512)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i * 512;
-}
-
-// C: m index -> element offset (1 segment: m[48]*512)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 512;
-}
-
-// C: n index -> element offset (1 segment: n[512]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
-
-// cp.async of 4 bytes; `src_bytes` < 4 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-// cp.async of 16 bytes; `src_bytes` < 16 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // K split: the SPLITS blocks of a cluster share one output tile, block r streaming k-tiles
+  // [r * KT_PER_SPLIT, (r + 1) * KT_PER_SPLIT).
+  static constexpr int SPLITS = 16, GROUPS = 1, KT_PER_SPLIT = 8;
+  // The partial tile (RED_PITCH floats a row) reuses the pipeline's shared memory; the launch asks for the larger.
+  static constexpr int RED_PITCH = 68, LAUNCH_SMEM_BYTES = 104448;
+};
+static_assert(dg::splitk::Split<Traits>::blocks(Traits::M) == 128, "planner and kernel disagree on the grid");
 
 // A tile (32 x 64, m contiguous in shared memory) -> 16-byte loads along k (4 elements a load) staged in registers across the math, stored transposed.
 // Why: loader_a = transpose (cheapest of 3 by the cost model)
-struct ALoadTranspose16 {
-  // Lane l takes chunk l (4 elements along k) and a row's chunks are consecutive lanes, so a
-  // warp reads whole 32-byte sectors; each chunk is stored down k in the [k][m] tile.
-  static constexpr int kChunksPerRow = BK / 4;
-  static constexpr int kChunks = A_INNER * kChunksPerRow;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-  float staged[kPerThread][4];
-
-  __device__ __forceinline__ void issue(float*, const float* __restrict__ A,
-                                        index_t m0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 4;  // m and k in the tile
-      // Rows of the tile past M only feed outputs that are never stored: any m of the view will do.
-      const index_t gm = min(m0 + row, M - 1);
-      const index_t gk = k0 + col;
-      const float4 v = *reinterpret_cast<const float4*>(A + a_m_offset(gm) + a_k_offset(gk));
-      staged[i][0] = v.x; staged[i][1] = v.y; staged[i][2] = v.z; staged[i][3] = v.w;
-    }
-  }
-
-  __device__ __forceinline__ void finish(float* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 4;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) stage[(col + e) * A_PITCH + row] = staged[i][e];
-    }
-  }
-};
-
+using ALoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 4>;
 // B tile (32 x 64, n contiguous in shared memory) -> 16-byte cp.async (4 elements a copy).
 // Why: loader_b = cp_async (forced by staged loads under the cap, transpose B)
-struct BLoadCpAsync16 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 4;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(float* stage, const float* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 16, col = (c % 16) * 4;
-      const index_t gk = k0 + row, gn = n0 + col;
-      // Elements of this vector inside the view: 0 past the end of either role, fewer at the end
-      // of the contiguous role (cp.async zero-fills the rest). Vectors never straddle a segment.
-      int valid = 0;
-      if (gn < N && gk < K) {
-        valid = (N - gn) < 4 ? int((N - gn)) : 4;
-      }
-      const float* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async16(stage + row * B_PITCH + col, src, valid * int(sizeof(float)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(float*) const {}
-};
-
+using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 4>;
 // A tile (32 x 64, m contiguous in shared memory) -> 4-byte loads along k (1 element a load) staged in registers across the math, stored transposed.
 // Why: pointer not 16-byte aligned at run time
-struct ALoadTranspose4 {
-  // Lane l takes chunk l (1 element along k) and a row's chunks are consecutive lanes, so a
-  // warp reads whole 32-byte sectors; each chunk is stored down k in the [k][m] tile.
-  static constexpr int kChunksPerRow = BK;
-  static constexpr int kChunks = A_INNER * kChunksPerRow;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-  float staged[kPerThread];
-
-  __device__ __forceinline__ void issue(float*, const float* __restrict__ A,
-                                        index_t m0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow);  // m and k in the tile
-      // Rows of the tile past M only feed outputs that are never stored: any m of the view will do.
-      const index_t gm = min(m0 + row, M - 1);
-      const index_t gk = k0 + col;
-      staged[i] = A[a_m_offset(gm) + a_k_offset(gk)];
-    }
-  }
-
-  __device__ __forceinline__ void finish(float* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow);
-      stage[col * A_PITCH + row] = staged[i];
-    }
-  }
-};
-
+using ALoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 1>;
 // B tile (32 x 64, n contiguous in shared memory) -> 4-byte cp.async (1 element a copy).
 // Why: pointer not 16-byte aligned at run time
-struct BLoadCpAsync4 {
-  static constexpr int kChunks = B_ROWS * B_INNER / 1;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(float* stage, const float* __restrict__ B,
-                                        index_t n0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll 4  // bounded: fully unrolled, the copies' addresses would crowd out the accumulators
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 64, col = (c % 64);
-      const index_t gk = k0 + row, gn = n0 + col;
-      const int valid = (gn < N && gk < K) ? 1 : 0;
-      const float* src = B;
-      if (valid) src += b_n_offset(gn) + b_k_offset(gk);
-      cp_async4(stage + row * B_PITCH + col, src, valid * int(sizeof(float)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(float*) const {}
-};
-
-// Thread (ty, tx) of the (BM / TM) x (BN / TN) thread grid owns rows thread_row(ty, i) and columns
-// thread_col(tx, j): groups of VM (VN) consecutive rows (columns), BM / TM * VM (BN / TN * VN) apart.
-// A group is one shared load a k step (16 bytes of A, 16 of B), and a warp's lanes read
-// consecutive vectors of a [k][m] ([k][n]) row or the same one (a broadcast): no bank conflicts.
-__device__ __forceinline__ int thread_row(int ty, int i) { return (i / VM) * (BM / TM * VM) + ty * VM + i % VM; }
-__device__ __forceinline__ int thread_col(int tx, int j) { return (j / VN) * (BN / TN * VN) + tx * VN + j % VN; }
-
-// One k-tile on the CUDA cores: per k step, the thread's TM values of A and TN values of B into
-// registers, then their outer product, TM x TN FFMAs. The steps are unrolled, so the compiler issues
-// a step's shared loads ahead of the previous step's FFMAs.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[TM][TN], int ty, int tx) {
-#pragma unroll
-  for (int kk = 0; kk < BK; ++kk) {
-    float a[TM], b[TN];
-#pragma unroll
-    for (int i = 0; i < TM; i += VM) {
-      const float4 v = *reinterpret_cast<const float4*>(As + kk * A_PITCH + thread_row(ty, i));
-      a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
-    }
-#pragma unroll
-    for (int j = 0; j < TN; j += VN) {
-      const float4 v = *reinterpret_cast<const float4*>(Bs + kk * B_PITCH + thread_col(tx, j));
-      b[j] = v.x; b[j + 1] = v.y; b[j + 2] = v.z; b[j + 3] = v.w;
-    }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
-}
-
-
-// K split: the SPLITS blocks of a cluster share one output tile, block r streaming k-tiles
-// [r * KT_PER_SPLIT, (r + 1) * KT_PER_SPLIT) of K_TILES.
-constexpr int SPLITS = 16;
-constexpr int KT_PER_SPLIT = 8;
-constexpr int BLOCKS = 128;  // output tiles x SPLITS
-constexpr int RED_PITCH = 68;  // floats per row of the partial tile in shared memory
-// The partial tile reuses the pipeline's shared memory; the launch asks for the larger of the two.
-constexpr int PARTIAL_BYTES = BM * RED_PITCH * 4;
-constexpr int LAUNCH_SMEM_BYTES = SMEM_BYTES > PARTIAL_BYTES ? SMEM_BYTES : PARTIAL_BYTES;
-static_assert(LAUNCH_SMEM_BYTES == 104448, "planner and kernel disagree on shared memory");
-
-// (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).
-
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 2) f32_skinny_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-
-  // Blocks [SPLITS * t, SPLITS * (t + 1)) form the cluster of output tile t; the rank is the K slice.
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int split = int(cluster.block_rank());
-  const int kt0 = split * KT_PER_SPLIT;
-  const int kt_count = min(KT_PER_SPLIT, K_TILES - kt0);  // >= 1: the plan leaves no slice empty
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x / SPLITS;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < kt_count) {
-      load_a.issue(As + s * A_TILE, A, m0, kt0 + s);
-      load_b.issue(Bs + s * B_TILE, B, n0, kt0 + s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < kt_count; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < kt_count) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, kt0 + next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, kt0 + next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, ty, tx);
-    if (next < kt_count) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Park the partial tile in this block's shared memory (the pipeline's stages are free once every
-  // copy has landed and every thread is past its last k-tile).
-  cp_async_wait<0>();
-  __syncthreads();
-  float* const partial = reinterpret_cast<float*>(smem);
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) partial[thread_row(ty, i) * RED_PITCH + thread_col(tx, j)] = acc[i][j];
-  // This block's loads are done: the next kernel in the stream may be scheduled (it waits for this grid
-  // to complete before it touches memory; programmatic dependent launch).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  cluster.sync();  // every block's partial is written and visible across the cluster
-
-  // Block `split` sums its share of the tile's valid elements over ranks 0..SPLITS-1 in order: the
-  // same order on every launch, so the result is bit-identical run to run. Consecutive threads
-  // take consecutive elements along n, C's contiguous role.
-  const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), N - n0));
-  for (int e = split * THREADS + int(threadIdx.x); e < rows * cols; e += SPLITS * THREADS) {
-    const int r = e / cols, c = e % cols;
-    float sum = 0.0f;
-#pragma unroll
-    for (int s = 0; s < SPLITS; ++s) sum += cluster.map_shared_rank(partial, s)[r * RED_PITCH + c];
-    store_c(C, m0 + r, n0 + c, sum, alpha, beta);
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  auto* kernel = f32_skinny_kernel<LoadA, LoadB>;
-  // More than 48 KB of dynamic shared memory needs an opt-in; a cluster of 16 blocks is past the portable 8: once per device and instantiation.
-  static std::atomic<unsigned long long> opted_in{0};  // bit d: done on device d
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  const unsigned long long bit = 1ull << (device % 64);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, LAUNCH_SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (err != cudaSuccess) return err;
-    opted_in.fetch_or(bit, std::memory_order_relaxed);  // racing callers both set it: harmless
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(BLOCKS);
-  config.blockDim = dim3(THREADS);
-  config.dynamicSmemBytes = LAUNCH_SMEM_BYTES;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  // This grid may be scheduled while the previous kernel in the stream finishes (it waits for it before
-  // touching memory): a kernel's launch and prologue overlap its predecessor's tail.
-  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[0].val.programmaticStreamSerializationAllowed = 1;
-  attrs[1].id = cudaLaunchAttributeClusterDimension;
-  attrs[1].val.clusterDim.x = SPLITS;
-  attrs[1].val.clusterDim.y = 1;
-  attrs[1].val.clusterDim.z = 1;
-  config.attrs = attrs;
-  config.numAttrs = 2;
-  return cudaLaunchKernelEx(&config, kernel, A, B, C, alpha, beta);
-}
+using BLoadCpAsync4 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 1>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(A, 16) && aligned(B, 16)) return launch_with<ALoadTranspose16, BLoadCpAsync16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadTranspose4, BLoadCpAsync4>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(A, 16) && aligned(B, 16)) return dg::splitk::launch<Traits, ALoadTranspose16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::splitk::launch<Traits, ALoadTranspose4, BLoadCpAsync4>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace splitk

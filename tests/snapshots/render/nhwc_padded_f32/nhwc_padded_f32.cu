@@ -57,6 +57,7 @@
 //   => 256 threads, 28672 B shared memory, 75 blocks, index math in int.
 //   Run-time loader dispatch: B takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1
 #include "nhwc_padded_f32.h"
+#include "dg/cta.cuh"
 
 #include <cstdint>
 
@@ -70,289 +71,70 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<392, 64>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<60, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<96, 60>>,
+                          dg::Role<index_t, dg::Seg<60, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<392, 1>>,
+                          dg::Role<index_t, dg::Seg<96, 392>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 392, N = 96, K = 60;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = true;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 392;
-constexpr index_t N = 96;
-constexpr index_t K = 60;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
+  }
 
-// Tiling.
-constexpr int BM = 16, BN = 32, BK = 32;
-constexpr int STAGES = 4;
-constexpr int THREADS = 256;
-constexpr int TM = 1, TN = 2;  // outputs per thread
-constexpr int VM = 1, VN = 2;  // consecutive rows (columns) of a thread: one shared-memory vector
-constexpr int TILES_M = 25, TILES_N = 3;
-constexpr int K_TILES = 2;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// warp touches fall into different banks.
-constexpr int A_ROWS = 32, A_INNER = 16, A_PITCH = 20;  // [k][m]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 32, B_PITCH = 36;  // [k][n]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 28672, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: nhw[392]*64)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 64;
-}
-
-// A: k index -> element offset (1 segment: c[60]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: k[96]*60)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 60;
-}
-
-// B: k index -> element offset (1 segment: c[60]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: nhw[392]*1)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i;
-}
-
-// C: n index -> element offset (1 segment: k[96]*392)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i * 392;
-}
-
-// cp.async of 4 bytes; `src_bytes` < 4 zero-fills the rest (tails and padding).
-__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING) : "memory"); }
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 256;
+  static constexpr int BM = 16, BN = 32, BK = 32, STAGES = 4;
+  static constexpr bool MMA = false;  // FFMA
+  static constexpr int TM = 1, TN = 2;  // outputs a thread
+  // Shared tiles: A [k][m], B [k][n] (the second role contiguous).
+  static constexpr bool A_K_INNER = false, B_K_INNER = false;
+  // (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).
+  static constexpr int MIN_BLOCKS = 2;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 28672;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 75, "planner and kernel disagree on the grid");
 
 // A tile (32 x 16, m contiguous in shared memory) -> 4-byte cp.async (1 element a copy).
 // Why: loader_a = cp_async (forced by pipeline depth)
-struct ALoadCpAsync4 {
-  static constexpr int kChunks = A_ROWS * A_INNER / 1;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-
-  __device__ __forceinline__ void issue(float* stage, const float* __restrict__ A,
-                                        index_t m0, int kt) const {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / 16, col = (c % 16);
-      const index_t gk = k0 + row, gm = m0 + col;
-      const int valid = (gm < M && gk < K) ? 1 : 0;
-      const float* src = A;
-      if (valid) src += a_m_offset(gm) + a_k_offset(gk);
-      cp_async4(stage + row * A_PITCH + col, src, valid * int(sizeof(float)));
-    }
-  }
-
-  __device__ __forceinline__ void finish(float*) const {}
-};
-
+using ALoadCpAsync4 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 1>;
 // B tile (32 x 32, n contiguous in shared memory) -> 16-byte loads along k (4 elements a load) staged in registers across the math, stored transposed.
 // Why: loader_b = transpose (cheapest of 3 by the cost model)
-struct BLoadTranspose16 {
-  // Lane l takes chunk l (4 elements along k) and a row's chunks are consecutive lanes, so a
-  // warp reads whole 32-byte sectors; each chunk is stored down k in the [k][n] tile.
-  static constexpr int kChunksPerRow = BK / 4;
-  static constexpr int kChunks = B_INNER * kChunksPerRow;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-  float staged[kPerThread][4];
-
-  __device__ __forceinline__ void issue(float*, const float* __restrict__ B,
-                                        index_t n0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 4;  // n and k in the tile
-      // Rows of the tile past N only feed outputs that are never stored: any n of the view will do.
-      const index_t gn = min(n0 + row, N - 1);
-      const index_t gk = k0 + col;
-      // The last k-tile passes K: past it the tile must hold zeros (fewer elements in the chunk at the
-      // end; chunks never straddle a segment).
-      const int valid = gk < K ? (K - gk < 4 ? int(K - gk) : 4) : 0;
-      const float* src = B + b_n_offset(gn);
-      if (valid) src += b_k_offset(gk);
-      if (valid == 4) {
-        const float4 v = *reinterpret_cast<const float4*>(src);
-        staged[i][0] = v.x; staged[i][1] = v.y; staged[i][2] = v.z; staged[i][3] = v.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) staged[i][e] = e < valid ? src[e] : float(0.0f);
-      }
-    }
-  }
-
-  __device__ __forceinline__ void finish(float* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow) * 4;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) stage[(col + e) * B_PITCH + row] = staged[i][e];
-    }
-  }
-};
-
+using BLoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 4>;
 // B tile (32 x 32, n contiguous in shared memory) -> 4-byte loads along k (1 element a load) staged in registers across the math, stored transposed.
 // Why: pointer not 16-byte aligned at run time
-struct BLoadTranspose4 {
-  // Lane l takes chunk l (1 element along k) and a row's chunks are consecutive lanes, so a
-  // warp reads whole 32-byte sectors; each chunk is stored down k in the [k][n] tile.
-  static constexpr int kChunksPerRow = BK;
-  static constexpr int kChunks = B_INNER * kChunksPerRow;
-  static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
-  float staged[kPerThread];
-
-  __device__ __forceinline__ void issue(float*, const float* __restrict__ B,
-                                        index_t n0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow);  // n and k in the tile
-      // Rows of the tile past N only feed outputs that are never stored: any n of the view will do.
-      const index_t gn = min(n0 + row, N - 1);
-      const index_t gk = k0 + col;
-      // The last k-tile passes K: past it the tile must hold zeros.
-      staged[i] = gk < K ? B[b_n_offset(gn) + b_k_offset(gk)] : float(0.0f);
-    }
-  }
-
-  __device__ __forceinline__ void finish(float* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / kChunksPerRow, col = (c % kChunksPerRow);
-      stage[col * B_PITCH + row] = staged[i];
-    }
-  }
-};
-
-// Thread (ty, tx) of the (BM / TM) x (BN / TN) thread grid owns rows thread_row(ty, i) and columns
-// thread_col(tx, j): groups of VM (VN) consecutive rows (columns), BM / TM * VM (BN / TN * VN) apart.
-// A group is one shared load a k step (4 bytes of A, 8 of B), and a warp's lanes read
-// consecutive vectors of a [k][m] ([k][n]) row or the same one (a broadcast): no bank conflicts.
-__device__ __forceinline__ int thread_row(int ty, int i) { return (i / VM) * (BM / TM * VM) + ty * VM + i % VM; }
-__device__ __forceinline__ int thread_col(int tx, int j) { return (j / VN) * (BN / TN * VN) + tx * VN + j % VN; }
-
-// One k-tile on the CUDA cores: per k step, the thread's TM values of A and TN values of B into
-// registers, then their outer product, TM x TN FFMAs. The steps are unrolled, so the compiler issues
-// a step's shared loads ahead of the previous step's FFMAs.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[TM][TN], int ty, int tx) {
-#pragma unroll
-  for (int kk = 0; kk < BK; ++kk) {
-    float a[TM], b[TN];
-#pragma unroll
-    for (int i = 0; i < TM; i += VM) {
-      a[i] = As[kk * A_PITCH + thread_row(ty, i)];
-    }
-#pragma unroll
-    for (int j = 0; j < TN; j += VN) {
-      const float2 v = *reinterpret_cast<const float2*>(Bs + kk * B_PITCH + thread_col(tx, j));
-      b[j] = v.x; b[j + 1] = v.y;
-    }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-#pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
-}
-
-
-// (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 2) nhwc_padded_f32_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-    cp_async_commit();
-  }
-
-  const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-
-  // Main loop: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used
-  // (every thread is past it: barrier above), compute kt, then land register-staged gathers.
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    cp_async_commit();
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, ty, tx);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-#pragma unroll
-    for (int j = 0; j < TN; ++j) store_c(C, m0 + thread_row(ty, i), n0 + thread_col(tx, j), acc[i][j], alpha, beta);
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  nhwc_padded_f32_kernel<LoadA, LoadB><<<75, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 1>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  if (aligned(B, 16)) return launch_with<ALoadCpAsync4, BLoadTranspose16>(A, B, C, alpha, beta, stream);
-  return launch_with<ALoadCpAsync4, BLoadTranspose4>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  if (aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync4, BLoadTranspose16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
+  return dg::cta::launch<Traits, ALoadCpAsync4, BLoadTranspose4>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace cta

@@ -55,6 +55,7 @@
 //   loader_b = gather (forced by cp.async B)
 //   => 128 threads, 18432 B shared memory, 77 blocks, index math in int.
 #include "odd_tails.h"
+#include "dg/cta.cuh"
 
 #include <cstdint>
 
@@ -68,262 +69,67 @@ bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>
 
 namespace cta {
 
-using index_t = int;
+struct Traits {
+  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+  using index_t = int;
+  using A_t = ::A_t;
+  using B_t = ::B_t;
+  using C_t = ::C_t;
+  using C_param = C_t;  // C is only read where the spec writes D
+  using A_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<333, 111>>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<111, 1>>>;
+  using B_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<197, 111>>,
+                          dg::Role<index_t, dg::Seg<111, 1>>>;
+  using C_view = dg::View<dg::Role<index_t>,
+                          dg::Role<index_t, dg::Seg<333, 197>>,
+                          dg::Role<index_t, dg::Seg<197, 1>>,
+                          dg::Role<index_t>>;
+  static constexpr bool rows_at_run_time = false;
+  static constexpr index_t M = 333, N = 197, K = 111;
+  static constexpr bool has_batch = false;
+  static constexpr bool c_along_m = false;  // the output's contiguous role
+  struct Epilogue {};  // no view beside A, B and C
 
-// Problem extents (flattened roles).
-constexpr index_t M = 333;
-constexpr index_t N = 197;
-constexpr index_t K = 111;
+  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+  // store. Rows and columns past M and N belong to the tile padding.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
+    if (gm >= M || gn >= N) return;
+    (void)ep;
+    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
+  }
 
-// Tiling.
-constexpr int BM = 32, BN = 32, BK = 64;
-constexpr int STAGES = 2;
-constexpr int THREADS = 128;
-constexpr int WARPS_N = 2;
-constexpr int WM = BM / 2, WN = BN / WARPS_N;  // warp tile
-constexpr int MI = WM / 16, NI = WN / 8;                    // mma tiles per warp
-constexpr int TILES_M = 11, TILES_N = 7;
-constexpr int K_TILES = 2;
-
-// Shared memory: per stage an A tile and a B tile, rows padded by 16 bytes so that the rows one
-// ldmatrix touches fall into different banks.
-constexpr int A_ROWS = 32, A_INNER = 64, A_PITCH = 72;  // [m][k]
-constexpr int A_TILE = A_ROWS * A_PITCH;
-constexpr int B_ROWS = 32, B_INNER = 64, B_PITCH = 72;  // [n][k]
-constexpr int B_TILE = B_ROWS * B_PITCH;
-constexpr int SMEM_BYTES = STAGES * (A_TILE * int(sizeof(A_t)) + B_TILE * int(sizeof(B_t)));
-static_assert(SMEM_BYTES == 18432, "planner and kernel disagree on shared memory");
-
-// A: m index -> element offset (1 segment: m[333]*111)
-__device__ __forceinline__ index_t a_m_offset(index_t i) {
-  return i * 111;
-}
-
-// A: k index -> element offset (1 segment: k[111]*1)
-__device__ __forceinline__ index_t a_k_offset(index_t i) {
-  return i;
-}
-
-// B: n index -> element offset (1 segment: n[197]*111)
-__device__ __forceinline__ index_t b_n_offset(index_t i) {
-  return i * 111;
-}
-
-// B: k index -> element offset (1 segment: k[111]*1)
-__device__ __forceinline__ index_t b_k_offset(index_t i) {
-  return i;
-}
-
-// C: m index -> element offset (1 segment: m[333]*197)
-__device__ __forceinline__ index_t c_m_offset(index_t i) {
-  return i * 197;
-}
-
-// C: n index -> element offset (1 segment: n[197]*1)
-__device__ __forceinline__ index_t c_n_offset(index_t i) {
-  return i;
-}
+  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+  static constexpr int THREADS = 128;
+  static constexpr int BM = 32, BN = 32, BK = 64, STAGES = 2;
+  static constexpr bool MMA = true;  // mma.sync m16n8k16, f16
+  static constexpr int WARPS_M = 2, WARPS_N = 2;
+  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+  static constexpr bool A_K_INNER = true, B_K_INNER = true;
+  // (128, 1): the whole register file is allowed; register-staged gathers need the room (a
+  // tighter cap makes ptxas spill).
+  static constexpr int MIN_BLOCKS = 1;
+  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+  static constexpr int BATCH = 1, SMEM_BYTES = 18432;
+};
+static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 77, "planner and kernel disagree on the grid");
 
 // A tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
 // Why: loader_a = gather (forced by cp.async A)
-struct ALoadGather {
-  static constexpr int kElems = A_ROWS * A_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-  __half staged[kPerThread];
-
-  __device__ __forceinline__ void issue(__half*, const __half* __restrict__ A,
-                                        index_t m0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / A_INNER, col = c % A_INNER;
-      const index_t gm = m0 + row, gk = k0 + col;
-      staged[i] = __half(0.0f);
-      if (gm < M && gk < K) {
-        staged[i] = A[a_m_offset(gm) + a_k_offset(gk)];
-      }
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      stage[(c / A_INNER) * A_PITCH + c % A_INNER] = staged[i];
-    }
-  }
-};
-
+using ALoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::A>;
 // B tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
 // Why: loader_b = gather (forced by cp.async B)
-struct BLoadGather {
-  static constexpr int kElems = B_ROWS * B_INNER;
-  static constexpr int kPerThread = (kElems + THREADS - 1) / THREADS;
-  __half staged[kPerThread];
-
-  __device__ __forceinline__ void issue(__half*, const __half* __restrict__ B,
-                                        index_t n0, int kt) {
-    const index_t k0 = index_t(kt) * BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / B_INNER, col = c % B_INNER;
-      const index_t gn = n0 + row, gk = k0 + col;
-      staged[i] = __half(0.0f);
-      if (gn < N && gk < K) {
-        staged[i] = B[b_n_offset(gn) + b_k_offset(gk)];
-      }
-    }
-  }
-
-  __device__ __forceinline__ void finish(__half* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      stage[(c / B_INNER) * B_PITCH + c % B_INNER] = staged[i];
-    }
-  }
-};
-
-// ldmatrix: each lane names one 16-byte row of an 8x8 b16 matrix; .trans delivers it transposed,
-// which is how a tile stored with m (or n) contiguous becomes the k-major fragment mma expects.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(s));
-}
-
-// D += A * B for one m16n8k16 tile, f16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One k-tile on the tensor cores: warp (wm, wn) owns a WM x WN piece of the block tile, made of
-// MI x NI mma tiles of 16 x 8. Fragments come from shared memory through ldmatrix.
-__device__ __forceinline__ void compute_tile(const A_t* As, const B_t* Bs, float (&acc)[MI][NI][4],
-                                             int warp_m0, int warp_n0) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BK; kk += 16) {
-    uint32_t a[MI][4];
-    uint32_t b[NI][2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      // A stored [m][k]: lanes 0-15 name rows m0..m0+15 at k, lanes 16-31 the same rows at k+8.
-      const A_t* p = As + (warp_m0 + mi * 16 + lane % 16) * A_PITCH + kk + (lane / 16) * 8;
-      ldmatrix_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], p);
-    }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      // One x4 load feeds two n8 tiles: matrix j = lane/8 is (n half j/2, k half j%2).
-      const int j = lane / 8, r = lane % 8;
-      const B_t* p = Bs + (warp_n0 + nj * 16 + (j / 2) * 8 + r) * B_PITCH + kk + (j % 2) * 8;
-      ldmatrix_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1], p);
-    }
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_m16n8k16(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-    }
-  }
-}
-
-// Write one output element. Rows and columns past M and N belong to the tile padding.
-__device__ __forceinline__ void store_c(C_t* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                        float beta) {
-  if (gm >= M || gn >= N) return;
-  C_t* p = C + c_m_offset(gm) + c_n_offset(gn);
-  { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, *p, out); *p = out; }
-}
-
-
-// (128, 1): the whole register file is allowed; register-staged gathers need the room (a
-// tighter cap makes ptxas spill).
-template <class LoadA, class LoadB>
-__global__ void __launch_bounds__(THREADS, 1) odd_tails_kernel(const A_t* __restrict__ A, const B_t* __restrict__ B,
-                                                             C_t* __restrict__ C, float alpha, float beta) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  A_t* const As = reinterpret_cast<A_t*>(smem);
-  B_t* const Bs = reinterpret_cast<B_t*>(smem + STAGES * A_TILE * sizeof(A_t));
-
-  // Block -> tile: n fastest, then m.
-  index_t tile = blockIdx.x;
-  const index_t n0 = (tile % TILES_N) * BN;
-  tile /= TILES_N;
-  const index_t m0 = (tile % TILES_M) * BM;
-
-  LoadA load_a;
-  LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < K_TILES) {
-      load_a.issue(As + s * A_TILE, A, m0, s);
-      load_b.issue(Bs + s * B_TILE, B, n0, s);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
-    }
-  }
-
-  const int warp = threadIdx.x / 32;
-  const int warp_m0 = (warp / WARPS_N) * WM, warp_n0 = (warp % WARPS_N) * WN;
-  float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
-
-  // Main loop: the barrier makes k-tile kt visible; load k-tile kt+1 into registers, compute kt,
-  // then store the registers into the other stage (every thread is past its last use).
-#pragma unroll 1
-  for (int kt = 0; kt < K_TILES; ++kt) {
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < K_TILES) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, next);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, next);
-    }
-    const int stage = kt % STAGES;
-    compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc, warp_m0, warp_n0);
-    if (next < K_TILES) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
-  }
-
-  // Accumulator layout of m16n8: lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q, 2q+1.
-  {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        const index_t row = m0 + warp_m0 + mi * 16 + g, col = n0 + warp_n0 + ni * 8 + 2 * q;
-        store_c(C, row, col, acc[mi][ni][0], alpha, beta);
-        store_c(C, row, col + 1, acc[mi][ni][1], alpha, beta);
-        store_c(C, row + 8, col, acc[mi][ni][2], alpha, beta);
-        store_c(C, row + 8, col + 1, acc[mi][ni][3], alpha, beta);
-      }
-    }
-  }
-}
-
-template <class LoadA, class LoadB>
-cudaError_t launch_with(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  odd_tails_kernel<LoadA, LoadB><<<77, THREADS, SMEM_BYTES, stream>>>(A, B, C, alpha, beta);
-  return cudaGetLastError();
-}
+using BLoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::B>;
 
 // A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  return launch_with<ALoadGather, BLoadGather>(A, B, C, alpha, beta, stream);
+  const Traits::index_t M = Traits::M;
+  return dg::cta::launch<Traits, ALoadGather, BLoadGather>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
 }
 
 }  // namespace cta
