@@ -77,6 +77,8 @@ def test_verify_reports_each_kernel_and_fails_on_any(tmp_path):
     assert rows["good"]["passed"] and not rows["bad"]["passed"] and not rows["crash"]["passed"]
     assert rows["bad"]["first_fail"]["index"] == {"m": 3, "n": 0}
     assert "illegal memory access" in rows["crash"]["error"]
+    # The JSON comes at the end; each kernel's line reaches stderr as it finishes (a long run shows progress).
+    assert "[1/3] good (sm_90a) PASS" in out.stderr and "[3/3] crash (sm_90a) ERROR" in out.stderr
     text = _dg(env, "verify", good, bad, crash).stdout
     assert "[2/3] bad (sm_90a) FAIL" in text and "first failure" in text and "1/3 passed" in text
 
@@ -90,6 +92,7 @@ def test_bench_table_and_json(tmp_path):
     assert {k: row[k] for k in ("name", "us", "tflops", "gbps", "baseline", "baseline_us", "ratio")} == {
         "name": "good", "us": 10.0, "tflops": 1.5, "gbps": 100.0, "baseline": "cublas", "baseline_us": 20.0,
         "ratio": 2.0}
+    assert "[1/1] good (sm_90a) 2 x cuBLAS" in out.stderr
     table = _dg(env, "bench", good).stdout
     header, line = table.splitlines()
     assert header.split()[:3] == ["kernel", "arch", "µs"]

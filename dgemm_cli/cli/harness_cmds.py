@@ -110,8 +110,8 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
         ok = run.exit_code == 0 and r.passed
         all_ok &= ok
         rows.append(_verify_row(run, r, ok))
-        if not as_json:
-            click.echo(_verify_line(i, total, run, r, ok))
+        # With --json the report goes to stdout at the end; each kernel's line goes to stderr as it finishes.
+        click.echo(_verify_line(i, total, run, r, ok), err=as_json)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     elif len(rows) > 1:
@@ -210,11 +210,11 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
     A kernel whose spec sizes a row letter at run time is timed at each size of --m, one line a size
     (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size."""
     rows, any_error = [], False
-    _, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)], sizes)
+    total, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)], sizes)
     if not as_json:
         click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
                    f"{'µs':>10} {'ratio':>7}")
-    for run in runs:
+    for i, run in enumerate(runs, 1):
         r = run.report
         assert isinstance(r, BenchReport)
         any_error |= run.exit_code != 0 or r.error is not None
@@ -223,7 +223,9 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
         # largest) and every size's row; a fused epilogue's steps, the view written and what the baseline ran
         # after, or fused into, the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's epilogue).
         rows.append({**r.to_dict(), "name": name, "arch": run.arch})
-        if as_json:
+        if as_json:  # the report goes to stdout at the end; progress to stderr as each kernel finishes
+            status = f"ERROR: {r.error}" if r.error is not None or r.row is None else f"{fmt(r.row.ratio)} x cuBLAS"
+            click.echo(f"[{i}/{total}] {name} ({run.arch}) {status}", err=True)
             continue
         if r.error is not None or r.row is None:
             click.echo(f"{name:<24} {run.arch:<7} ERROR: {r.error}")
