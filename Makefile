@@ -8,10 +8,10 @@ install:
 	$(PYTHON) -m pip install ".[dev]"
 
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto
 
 test-fast:  # no nvcc compiles
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q -n auto -m "not slow"
 
 examples:
 	deepgemm gen specs/*.yaml

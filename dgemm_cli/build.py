@@ -239,8 +239,9 @@ def kernel_namespaces(plan: PlanRecord) -> dict[str, int]:
     return dict(plan.kernel_smem)
 
 
-# A kernel of the shipped headers, instantiated with a namespace's traits: dg::<family>::<function><ns::Traits, ...>.
-_TEMPLATE = re.compile(r"dg::\w+::(\w+)<\(anonymous namespace\)::(\w+)::Traits\b")
+# A kernel of the shipped headers, instantiated with a namespace's traits: dg::<family>::<function><ns::Traits, ...>
+# (a fold of one-size buckets: <ns>::Bucket<m>::Traits).
+_TEMPLATE = re.compile(r"dg::\w+::(\w+)<\(anonymous namespace\)::(\w+)::(?:Bucket<\d+>::)?Traits\b")
 # A kernel written in the namespace itself: (anonymous namespace)::<ns>::<function>.
 _NAMESPACE = re.compile(r"\(anonymous namespace\)::(\w+)::(\w+)")
 _MANGLED_NAMESPACE = re.compile(r"_GLOBAL__N_1(\d+)")

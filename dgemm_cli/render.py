@@ -28,6 +28,7 @@ from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.records import PLAN_SCHEMA_VERSION
 from dgemm_cli.renderers import Body
+from dgemm_cli.renderers.buckets import fold, merged_plans, merged_routes
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
 
@@ -310,11 +311,31 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
         family_why = plan.family_decision.summary()
         rejected = [f"{r.value}: {r.why}" for r in plan.family_decision.rejected]
     bodies = [b for r in routes for b in r["bodies"]]
+    plans = [{"sizes": None, "title": b.title, "decisions": b.decisions} for b in bodies]
+    dispatch_lines = None
+    if base["dyn"] and not isinstance(plan, BucketPlan):  # one plan for the whole run-time range
+        r, dyn = routes[0], base["dyn"]
+        dispatch_lines = [{"sizes": f"m in {dyn['lo']}..{dyn['hi']}",
+                           "text": r["summary"] + (f"; {r['dispatch']['desc']}" if r["dispatch"] else "")}]
+    if isinstance(plan, BucketPlan):
+        plans = merged_plans(routes, "m")
+        dispatch_lines = merged_routes(routes, "m")
+        namespaces, folded_smem, callee = fold(routes, "m")
+        for r in routes:  # a folded bucket's kernels are its fold's template at its size
+            r["primary"] = callee.get(r["primary"], r["primary"])
+            r["fallback"] = callee.get(r["fallback"], r["fallback"])
+    else:
+        namespaces, folded_smem, callee = bodies, {}, {}
+    # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
+    kernel_smem = {**{ns: smem for r in routes for ns, smem in r["kernel_smem"].items() if ns not in callee},
+                   **folded_smem}
     dg_headers = sorted(set().union(*(b.headers for b in bodies))
                         | ({"dg/activations.cuh"} if base["ep"] and base["ep"]["uses_device_math"] else set()))
     return {
         **base,
         "family": plan.family, "family_why": family_why, "family_rejected": rejected,
+        # The header comment's plans and dispatch lines (each said once), and the .cu's kernel namespaces in order.
+        "plans": plans, "dispatch_lines": dispatch_lines, "namespaces": namespaces, "kernel_smem": kernel_smem,
         "bodies": bodies, "routes": routes, "launch": launch_facts(bodies),
         # A fixed-size spec's one route, as the header comment and the entry point name it.
         "primary": routes[0]["primary"], "fallback": routes[0]["fallback"], "dispatch": routes[0]["dispatch"],
@@ -332,9 +353,8 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
     run-time letter m, tested in order) and `dispatch` (the pointer checks that pick the primary)."""
     base = base or base_context(spec, views, baseline, arch)
     bodies = [render_body(env, spec, views, p, base) for p in plan.kernels]
-    if bucket is not None:  # namespaces and titles name the bucket: m3_gemv, m5_8_splitk
-        bodies = [dataclasses.replace(b, namespace=f"{bucket.label}_{b.namespace}",
-                                      title=f"for {bucket.sizes('m')}: {b.title}") for b in bodies]
+    if bucket is not None:  # namespaces name the bucket: m3_gemv, m5_8_splitk
+        bodies = [dataclasses.replace(b, namespace=f"{bucket.label}_{b.namespace}") for b in bodies]
     dispatch = None
     if plan.fallback is not None:
         checks = plan.primary.runtime_align
@@ -351,6 +371,10 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
         "dispatch": dispatch,
         "when": None if bucket is None else (f"m == {bucket.lo}" if bucket.exact else f"m <= {bucket.hi}"),
         "sizes": None if bucket is None else bucket.sizes("m"),
+        # The bucket: its label (the namespaces' prefix), its sizes, and its one size where it has one.
+        "label": bucket.label if bucket is not None else None,
+        "span": (bucket.lo, bucket.hi) if bucket is not None else None,
+        "rows": bucket.lo if bucket is not None and bucket.exact else None,
         "summary": f"{plan.family}: {plan.primary.summary}",
         "args": base["launch_args"],
         # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
@@ -472,7 +496,7 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
         "build": {"nvcc_flags": NVCC_FLAGS, "gencode": {a.name: a.gencode for a in ARCHES.values()},
                   # What the kernels' instructions and launches need (arch.FEATURES), and the first arch with all of it.
                   "arch_features": sorted(features),
-                  "kernel_smem": {ns: smem for r in k["routes"] for ns, smem in r["kernel_smem"].items()},
+                  "kernel_smem": k["kernel_smem"],
                   "requires_arch": [needed] if (needed := lowest_arch(features)) else []},
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"

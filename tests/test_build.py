@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -632,8 +633,18 @@ def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     cu = (dyn.directory / "decode_dynamic.cu").read_text()
     assert all(f"namespace {ns} {{" in cu for ns in namespaces)  # the .cu's namespaces, by render.py's rule
     for b in buckets:
+        # A bucket's own namespace, or the fold of one-size buckets that holds it (m2_4_tcgemv::Bucket<3>).
         label = f"m{b['min']}" if b["min"] == b["max"] else f"m{b['min']}_{b['max']}"
-        assert namespaces[f"{label}_{b['primary']['family']}"] == b["primary"]["smem_bytes"]
+        own = f"{label}_{b['primary']['family']}"
+        folds = [ns for ns in namespaces if (m := re.fullmatch(rf"m(\d+)_(\d+)_{b['primary']['family']}", ns))
+                 and b["min"] == b["max"] and int(m.group(1)) <= b["min"] <= int(m.group(2))
+                 and f"{ns}::Bucket<{b['min']}>::launch(" in cu]
+        assert (own in namespaces) != bool(folds)
+        assert namespaces[own if own in namespaces else folds[0]] == b["primary"]["smem_bytes"]
+    fold = "void dg::tcgemv::kernel<(anonymous namespace)::m2_4_tcgemv::Bucket<3>::Traits>(float)"
+    assert dynamic_smem(fold, namespaces) == namespaces["m2_4_tcgemv"]
+    assert dynamic_smem("_ZN2dg6tcgemv6kernelIN12_GLOBAL__N_111m2_4_tcgemv6BucketILi3EE6TraitsEEEvPKf",
+                        namespaces) == namespaces["m2_4_tcgemv"]
 
 
 def test_build_reports_dynamic_shared_memory(generated, fake_compile):

@@ -299,6 +299,15 @@ def _family_sections(cu: str) -> list[tuple[str, str]]:
             for i, m in enumerate(starts)]
 
 
+def _kernels(section: str) -> int:
+    """The buckets a family namespace serves: those of its name's range where it is a fold of one-size buckets
+    (`template <int ROWS> struct Bucket`), else one."""
+    if "template <int ROWS>" not in section:
+        return 1
+    lo, hi = re.match(r"namespace m(\d+)_(\d+)_", section).groups()
+    return int(hi) - int(lo) + 1
+
+
 def _int(traits: str, name: str) -> int:
     """An int member of rendered traits."""
     found = re.search(rf"\b{name} = (\d+)\b", traits)
@@ -337,7 +346,8 @@ def test_kernels_that_load_through_the_sms_prefetch_only_ahead_of_coherent_loads
     assert sections
     with_prefetch = [(family, text) for family, text in sections if "PREFETCH_ROUNDS" in text
                      and _int(text, "PREFETCH_ROUNDS") > 0]
-    assert len(with_prefetch) == prefetching and all(family == "tcgemv" for family, _ in with_prefetch)
+    assert sum(_kernels(text) for _, text in with_prefetch) == prefetching
+    assert all(family == "tcgemv" for family, _ in with_prefetch)
     for family, text in sections:
         # The kernel the launch instantiates waits for its predecessor (it is a dependent launch: the README tests).
         launcher = next(x for x in SMALL_M_KERNELS if x in text)

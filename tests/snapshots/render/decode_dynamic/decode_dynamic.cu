@@ -50,7 +50,7 @@
 //   A: its K slice staged in 8-element vectors when its view pointer is 16-byte aligned, else element by element (checked in the kernel)
 //   B: 8-element loads when its view pointer is 16-byte aligned, else 1-element loads (checked at run time)
 //
-// Plan for m = 2: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
+// Plan for m in 2..8: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
 //   tokens = 8 (only candidate)
 //   octets = 2 (forced by measured configurations)
 //   k_warps = 2 (cheapest of 3 by the cost model)
@@ -60,7 +60,7 @@
 //   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
 //   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
 //
-// Plan for m = 2: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
+// Plan for m in 2..4: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
 //   block_m = 16 (cheapest of 4 by the cost model)
 //   block_n = 32 (cheapest of 4 by the cost model)
@@ -74,66 +74,6 @@
 //   loader_b = cp_async (forced by gather staging B)
 //   => 32 threads, 27648 B shared memory, 448 blocks, index math in int.
 //   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
-//
-// Plan for m = 3: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
-//   tokens = 8 (only candidate)
-//   octets = 2 (forced by measured configurations)
-//   k_warps = 2 (cheapest of 3 by the cost model)
-//   a_stage = l1 (forced by measured configurations)
-//   row_groups = 1 (forced by measured configurations)
-//   => 896 blocks of 64 threads (2 warps, each 2048 of K for the block's 16 columns), at most 128 registers a thread (8 blocks an SM); 1280 B shared memory (the warps' partial sums, added in order)
-//   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
-//   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
-//
-// Plan for m = 3: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 16 (cheapest of 4 by the cost model)
-//   block_n = 32 (cheapest of 4 by the cost model)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 1 (forced by mma warp tile)
-//   warps_n = 1 (ties by the cost model: the first of 2 in the domain)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (forced by gather staging A)
-//   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 27648 B shared memory, 448 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
-//
-// Plan for m = 4: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
-//   tokens = 8 (only candidate)
-//   octets = 2 (forced by measured configurations)
-//   k_warps = 2 (cheapest of 3 by the cost model)
-//   a_stage = l1 (forced by measured configurations)
-//   row_groups = 1 (forced by measured configurations)
-//   => 896 blocks of 64 threads (2 warps, each 2048 of K for the block's 16 columns), at most 128 registers a thread (8 blocks an SM); 1280 B shared memory (the warps' partial sums, added in order)
-//   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
-//   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
-//
-// Plan for m = 4: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 16 (cheapest of 4 by the cost model)
-//   block_n = 32 (cheapest of 4 by the cost model)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 1 (forced by mma warp tile)
-//   warps_n = 1 (ties by the cost model: the first of 2 in the domain)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (forced by gather staging A)
-//   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 27648 B shared memory, 448 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
-//
-// Plan for m in 5..8: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
-//   tokens = 8 (only candidate)
-//   octets = 2 (forced by measured configurations)
-//   k_warps = 2 (cheapest of 3 by the cost model)
-//   a_stage = l1 (forced by measured configurations)
-//   row_groups = 1 (forced by measured configurations)
-//   => 896 blocks of 64 threads (2 warps, each 2048 of K for the block's 16 columns), at most 128 registers a thread (8 blocks an SM); 1280 B shared memory (the warps' partial sums, added in order)
-//   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
-//   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
 //
 // Plan for m in 5..8: cta: mma.sync.m16n8k16, tile 16x16x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 18432 B smem, 896 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
@@ -185,10 +125,7 @@
 //
 // Run-time dispatch on m (the size of 'm'), the first bucket that holds it:
 //   m = 1            gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 1 way(s) (4096 a block), 8224 B smem, 3584 blocks
-//   m = 2            tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
-//   m = 3            tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
-//   m = 4            tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
-//   m in 5..8        tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
+//   m in 2..8        tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
 //   m in 9..64       hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid, raster group 8; hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta
 #include "decode_dynamic.h"
 #include "dg/cta.cuh"
@@ -272,407 +209,147 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, 
 
 }  // namespace m1_gemv
 
-namespace m2_tcgemv {
+namespace m2_4_tcgemv {
 
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<2, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<2, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 2, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
+// The tcgemv kernels of the buckets m in 2..4: one template, ROWS is the bucket's m.
+template <int ROWS>
+struct Bucket {
+  struct Traits {
+    // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+    using index_t = int;
+    using A_t = ::A_t;
+    using B_t = ::B_t;
+    using C_t = ::C_t;
+    using C_param = C_t;  // C is only read where the spec writes D
+    using A_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<ROWS, 4096>>,
+                            dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<4096, 1>>>;
+    using B_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<14336, 4096>>,
+                            dg::Role<index_t, dg::Seg<4096, 1>>>;
+    using C_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<ROWS, 14336>>,
+                            dg::Role<index_t, dg::Seg<14336, 1>>,
+                            dg::Role<index_t>>;
+    static constexpr bool rows_at_run_time = false;
+    static constexpr index_t M = ROWS, N = 14336, K = 4096;
+    static constexpr bool has_batch = false;
+    static constexpr bool c_along_m = false;  // the output's contiguous role
+    struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+    // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+    // store. Rows and columns past M and N belong to the tile padding.
+    __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                                 float beta, index_t M, const Epilogue& ep) {
+      if (gm >= M || gn >= N) return;
+      (void)ep;
+      C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+      { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+    }
+
+    // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
+    // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
+    static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
+    static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
+    static constexpr int TILES_N = 896, BLOCKS = 896;
+    static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
+    static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
+    static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
+    static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
+    // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
+    // wait for the previous grid (0: none, and the weight's loads are `.nc`).
+    static constexpr bool A_STAGED = false;
+    static constexpr int PREFETCH_ROUNDS = 2;
+  };
+  static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
+
+  // A, B and C point at the views' first elements.
+  static cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
+    return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, typename Traits::Epilogue{}, alpha, beta, stream);
   }
-
-  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
-  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
-  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
-  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
-  static constexpr int TILES_N = 896, BLOCKS = 896;
-  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
-  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
-  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
-  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
-  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
-  static constexpr bool A_STAGED = false;
-  static constexpr int PREFETCH_ROUNDS = 2;
 };
-static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
-}
+}  // namespace m2_4_tcgemv
 
-}  // namespace m2_tcgemv
+namespace m2_4_cta {
 
-namespace m2_cta {
+// The cta kernels of the buckets m in 2..4: one template, ROWS is the bucket's m.
+template <int ROWS>
+struct Bucket {
+  struct Traits {
+    // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
+    using index_t = int;
+    using A_t = ::A_t;
+    using B_t = ::B_t;
+    using C_t = ::C_t;
+    using C_param = C_t;  // C is only read where the spec writes D
+    using A_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<ROWS, 4096>>,
+                            dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<4096, 1>>>;
+    using B_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<14336, 4096>>,
+                            dg::Role<index_t, dg::Seg<4096, 1>>>;
+    using C_view = dg::View<dg::Role<index_t>,
+                            dg::Role<index_t, dg::Seg<ROWS, 14336>>,
+                            dg::Role<index_t, dg::Seg<14336, 1>>,
+                            dg::Role<index_t>>;
+    static constexpr bool rows_at_run_time = false;
+    static constexpr index_t M = ROWS, N = 14336, K = 4096;
+    static constexpr bool has_batch = false;
+    static constexpr bool c_along_m = false;  // the output's contiguous role
+    struct Epilogue {};  // no view beside A, B and C
 
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<2, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<2, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 2, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
+    // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
+    // store. Rows and columns past M and N belong to the tile padding.
+    __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                                 float beta, index_t M, const Epilogue& ep) {
+      if (gm >= M || gn >= N) return;
+      (void)ep;
+      C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
+      { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+    }
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
+    // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
+    static constexpr int THREADS = 32;
+    static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
+    static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
+    static constexpr int WARPS_M = 1, WARPS_N = 1;
+    // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
+    static constexpr bool A_K_INNER = true, B_K_INNER = true;
+    // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
+    // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
+    static constexpr int MIN_BLOCKS = 1;
+    static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
+    static constexpr int BATCH = 1, SMEM_BYTES = 27648;
+  };
+  static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
+
+  // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+  // Why: loader_a = cp_async (forced by gather staging A)
+  using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
+  // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+  // Why: loader_b = cp_async (forced by gather staging B)
+  using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
+  // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
+  // Why: pointer not 16-byte aligned at run time
+  using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
+  // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
+  // Why: pointer not 16-byte aligned at run time
+  using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
+
+  // A, B and C point at the views' first elements.
+  static cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
+    const typename Traits::index_t M = Traits::M;
+    if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, typename Traits::Epilogue{}, alpha, beta, stream);
+    return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, typename Traits::Epilogue{}, alpha, beta, stream);
   }
-
-  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
-  static constexpr int THREADS = 32;
-  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
-  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
-  static constexpr int WARPS_M = 1, WARPS_N = 1;
-  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
-  static constexpr bool A_K_INNER = true, B_K_INNER = true;
-  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-  static constexpr int MIN_BLOCKS = 1;
-  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
-  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
 };
-static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
-// A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (forced by gather staging A)
-using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (forced by gather staging B)
-using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
-
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  const Traits::index_t M = Traits::M;
-  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-}
-
-}  // namespace m2_cta
-
-namespace m3_tcgemv {
-
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<3, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<3, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 3, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
-
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-  }
-
-  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
-  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
-  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
-  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
-  static constexpr int TILES_N = 896, BLOCKS = 896;
-  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
-  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
-  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
-  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
-  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
-  static constexpr bool A_STAGED = false;
-  static constexpr int PREFETCH_ROUNDS = 2;
-};
-static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
-
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
-}
-
-}  // namespace m3_tcgemv
-
-namespace m3_cta {
-
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<3, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<3, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 3, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
-
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-  }
-
-  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
-  static constexpr int THREADS = 32;
-  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
-  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
-  static constexpr int WARPS_M = 1, WARPS_N = 1;
-  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
-  static constexpr bool A_K_INNER = true, B_K_INNER = true;
-  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-  static constexpr int MIN_BLOCKS = 1;
-  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
-  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
-};
-static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
-
-// A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (forced by gather staging A)
-using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (forced by gather staging B)
-using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
-
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  const Traits::index_t M = Traits::M;
-  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-}
-
-}  // namespace m3_cta
-
-namespace m4_tcgemv {
-
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 4, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
-
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-  }
-
-  // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
-  // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
-  static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
-  static constexpr int ROW_GROUPS = 1, THREADS = 64, BN = 16, K_SLICE = 2048;
-  static constexpr int TILES_N = 896, BLOCKS = 896;
-  static constexpr int RED_PITCH = 20;  // floats a row of a warp's partial tile [token][column]
-  static constexpr int MIN_BLOCKS = 8;  // blocks an SM at 128 registers a thread: the launch bound
-  static constexpr bool WHOLE_SEGMENTS = true;  // K is whole 64-k segments
-  static constexpr bool WHOLE_BLOCKS = true;  // N is whole blocks: every row of B a block reads exists
-  // A through L1 with each round. PREFETCH_ROUNDS of the warp's 16 rounds of the weight go to L2 before the
-  // wait for the previous grid (0: none, and the weight's loads are `.nc`).
-  static constexpr bool A_STAGED = false;
-  static constexpr int PREFETCH_ROUNDS = 2;
-};
-static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
-
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, Traits::Epilogue{}, alpha, beta, stream);
-}
-
-}  // namespace m4_tcgemv
-
-namespace m4_cta {
-
-struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  static constexpr bool rows_at_run_time = false;
-  static constexpr index_t M = 4, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
-
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-  }
-
-  // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
-  static constexpr int THREADS = 32;
-  static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
-  static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
-  static constexpr int WARPS_M = 1, WARPS_N = 1;
-  // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
-  static constexpr bool A_K_INNER = true, B_K_INNER = true;
-  // (32, 1): the whole register file is allowed. This kernel runs only for pointers the
-  // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
-  static constexpr int MIN_BLOCKS = 1;
-  static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
-  static constexpr int BATCH = 1, SMEM_BYTES = 27648;
-};
-static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
-
-// A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (forced by gather staging A)
-using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (forced by gather staging B)
-using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
-using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
-
-// A, B and C point at the views' first elements.
-cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
-  const Traits::index_t M = Traits::M;
-  if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-  return dg::cta::launch<Traits, ALoadGatherDirect, BLoadGatherDirect>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
-}
-
-}  // namespace m4_cta
+}  // namespace m2_4_cta
 
 namespace m5_8_tcgemv {
 
@@ -1016,16 +693,16 @@ extern "C" cudaError_t decode_dynamic(const __nv_bfloat16* A, const __nv_bfloat1
     return m1_gemv::launch(A, B, C, alpha, beta, stream);
   }
   if (m == 2) {
-    if (aligned(A, 16) && aligned(B, 16)) return m2_tcgemv::launch(A, B, C, alpha, beta, stream);
-    return m2_cta::launch(A, B, C, alpha, beta, stream);
+    if (aligned(A, 16) && aligned(B, 16)) return m2_4_tcgemv::Bucket<2>::launch(A, B, C, alpha, beta, stream);
+    return m2_4_cta::Bucket<2>::launch(A, B, C, alpha, beta, stream);
   }
   if (m == 3) {
-    if (aligned(A, 16) && aligned(B, 16)) return m3_tcgemv::launch(A, B, C, alpha, beta, stream);
-    return m3_cta::launch(A, B, C, alpha, beta, stream);
+    if (aligned(A, 16) && aligned(B, 16)) return m2_4_tcgemv::Bucket<3>::launch(A, B, C, alpha, beta, stream);
+    return m2_4_cta::Bucket<3>::launch(A, B, C, alpha, beta, stream);
   }
   if (m == 4) {
-    if (aligned(A, 16) && aligned(B, 16)) return m4_tcgemv::launch(A, B, C, alpha, beta, stream);
-    return m4_cta::launch(A, B, C, alpha, beta, stream);
+    if (aligned(A, 16) && aligned(B, 16)) return m2_4_tcgemv::Bucket<4>::launch(A, B, C, alpha, beta, stream);
+    return m2_4_cta::Bucket<4>::launch(A, B, C, alpha, beta, stream);
   }
   if (m <= 8) {
     if (aligned(A, 16) && aligned(B, 16)) return m5_8_tcgemv::launch(A, B, C, m, alpha, beta, stream);
