@@ -311,21 +311,19 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
         family_why = plan.family_decision.summary()
         rejected = [f"{r.value}: {r.why}" for r in plan.family_decision.rejected]
     bodies = [b for r in routes for b in r["bodies"]]
-    plans = [{"sizes": None, "title": b.title, "decisions": b.decisions} for b in bodies]
-    dispatch_lines = None
-    if base["dyn"] and not isinstance(plan, BucketPlan):  # one plan for the whole run-time range
-        r, dyn = routes[0], base["dyn"]
-        dispatch_lines = [{"sizes": f"m in {dyn['lo']}..{dyn['hi']}",
-                           "text": r["summary"] + (f"; {r['dispatch']['desc']}" if r["dispatch"] else "")}]
     if isinstance(plan, BucketPlan):
-        plans = merged_plans(routes, "m")
-        dispatch_lines = merged_routes(routes, "m")
+        plans, dispatch_lines = merged_plans(routes, "m"), merged_routes(routes, "m")
         namespaces, folded_smem, callee = fold(routes, "m")
         for r in routes:  # a folded bucket's kernels are its fold's template at its size
             r["primary"] = callee.get(r["primary"], r["primary"])
             r["fallback"] = callee.get(r["fallback"], r["fallback"])
     else:
-        namespaces, folded_smem, callee = bodies, {}, {}
+        plans = [{"sizes": None, "title": b.title, "decisions": b.decisions} for b in bodies]
+        namespaces, folded_smem, callee, dispatch_lines = bodies, {}, {}, None
+        if base["dyn"]:  # one plan for the whole run-time range (a bucket of a run-time spec, generated alone)
+            r, dyn = routes[0], base["dyn"]
+            dispatch_lines = [{"sizes": f"m in {dyn['lo']}..{dyn['hi']}",
+                               "text": r["summary"] + (f"; {r['dispatch']['desc']}" if r["dispatch"] else "")}]
     # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
     kernel_smem = {**{ns: smem for r in routes for ns, smem in r["kernel_smem"].items() if ns not in callee},
                    **folded_smem}
