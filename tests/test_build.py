@@ -88,7 +88,9 @@ def test_compile_error_names_generated_file(tmp_path):
     nvcc = nvcc_or_skip()
     g = generate(load_spec(SPECS[0]), get_arch("sm_90a"), tmp_path)
     cu = g.directory / f"{g.name}.cu"
-    cu.write_text(cu.read_text().replace("constexpr int STAGES", "constexpr int STAGES = 1; this is not C++; //"))
+    text = cu.read_text()
+    assert "struct Traits {" in text
+    cu.write_text(text.replace("struct Traits {", "struct Traits { this is not C++;", 1))
     res = build(g.directory, "sm_90a", nvcc)
     assert not res.ok
     assert f"{cu}:" in res.error and "error" in res.error

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(T::THREADS, VEC == T::CH ? 65536 / (T::THREADS
   float* const partial = reinterpret_cast<float*>(smem + T::PARTIAL_OFFSET);
   if constexpr (T::DEPENDENT_LAUNCH) wait_for_predecessor();
   // Blocks [SPLITS * t, SPLITS * (t + 1)) form the cluster of column tile t; the rank is the K slice.
-  const int split = T::SPLITS > 1 ? int(cooperative_groups::this_cluster().block_rank()) : 0;
+  const int split = cluster_rank<T::SPLITS>();
   const index_t tile = blockIdx.x / T::SPLITS;
   const index_t n0 = (tile % T::TILES_N) * T::BN;
   if constexpr (T::has_batch) {
