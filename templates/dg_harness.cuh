@@ -92,6 +92,8 @@
 #include <vector>
 
 #define DG_MAX_DIMS 16
+// The reports' layout (records.py: HARNESS_SCHEMA_VERSION): a change a reader must know of raises it.
+#define DG_REPORT_SCHEMA_VERSION 1
 #define DG_MAX_STEPS 16
 enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2 };
 enum { DG_BATCH = 0, DG_M = 1, DG_N = 2, DG_K = 3 };
@@ -322,6 +324,7 @@ static std::string dg_format(const char* fmt, ...) {
 [[noreturn]] static void dg_die(int exit_code, const std::string& message) {
   DgJson j;
   j.begin();
+  j.integer("schema_version", DG_REPORT_SCHEMA_VERSION);
   j.str("command", g_dg_command);
   if (g_dg_name) j.str("name", g_dg_name);
   j.str("error", message.c_str());
@@ -1575,6 +1578,7 @@ static void dg_json_fail(DgJson& j, const DgProblem& p, const DgCaseResult& r) {
 // Opens a result object with the fields verify and bench share.
 static void dg_json_header(DgJson& j, const char* command, const DgProblem& p, const cudaDeviceProp& prop) {
   j.begin();
+  j.integer("schema_version", DG_REPORT_SCHEMA_VERSION);
   j.str("command", command);
   j.str("name", p.name);
   j.str("arch", p.arch);

@@ -238,3 +238,14 @@ def test_tuned_summary_is_what_plan_json_records():
     assert TunedSummary.from_dict(summary.to_dict()) == summary
     with pytest.raises(RecordError, match="plan.json: plan.tuned.us: missing. Fix: regenerate"):
         TunedSummary.from_dict({k: v for k, v in summary.to_dict().items() if k != "us"})
+
+
+def test_the_harness_writes_the_schema_version_the_reader_expects():
+    """dg_harness.cuh stamps every report (results and errors) with the version records.py checks."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "templates" / "dg_harness.cuh").read_text()
+    version = re.search(r"#define DG_REPORT_SCHEMA_VERSION (\d+)", text)
+    assert version and int(version.group(1)) == HARNESS_SCHEMA_VERSION
+    assert text.count('j.integer("schema_version", DG_REPORT_SCHEMA_VERSION);') == 2
