@@ -219,7 +219,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
     sig = _signature(spec, ops)
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
-        "spec_yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, width=100).rstrip(),
+        "spec_yaml": spec_yaml(spec.to_dict()),
         "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
         "roles": roles, "offset_fns": offset_fns, "signature": sig, "includes": includes,
@@ -296,6 +296,28 @@ def device_headers(included: Iterable[str]) -> dict[str, str]:
 
 
 _LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh)"', re.MULTILINE)
+
+
+def _flow(value: object) -> str:
+    """`value` as one line of YAML flow style."""
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20)
+    return text.strip().removesuffix("...").strip()  # a scalar's document ends in "..."
+
+
+def spec_yaml(spec: dict) -> str:
+    """The spec as the .cu's header echoes it: a line a key, a mapping or list that does not fit one line as a line
+    an item (each operand, each epilogue step), each in flow style."""
+    lines = []
+    for key, value in spec.items():
+        if not isinstance(value, (dict, list)) or len(f"{key}: {_flow(value)}") <= 110:
+            lines.append(f"{key}: {_flow(value)}")
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.extend(f"  {k}: {_flow(v)}" for k, v in value.items())
+        else:
+            lines.append(f"{key}:")
+            lines.extend(f"- {_flow(v)}" for v in value)
+    return "\n".join(lines)
 
 
 def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, baseline: CublasPlan, arch: Arch,

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.baseline import plan_baseline
@@ -615,3 +616,15 @@ def test_readme_states_the_hopper_launch_rule_and_a_plain_cta_kernel_says_nothin
     assert "where the grid takes every block slot" in readme and "cudaGridDependencySynchronize()" in readme
     says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch("sm_90a"), "cta")
     assert plan.family == "cta" and not says and not dependent
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_the_header_echoes_the_spec_it_was_generated_from(path):
+    """The .cu's header holds the spec as YAML (an operand a line) that reads back as the spec itself."""
+    from dgemm_cli.render import spec_yaml
+
+    spec = load_spec(path)
+    cu = render(spec)[f"{spec.name}.cu"]
+    echoed = spec_yaml(spec.to_dict())
+    assert "\n".join(f"//   {line}" for line in echoed.splitlines()) in cu
+    assert yaml.safe_load(echoed) == spec.to_dict()

@@ -7,21 +7,9 @@
 //   contraction: nchw,kc->nkhw
 //   sizes: {n: 8, c: 256, h: 56, w: 56, k: 512}
 //   operands:
-//     A:
-//       strides: [802816, 3136, 56, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
-//     B:
-//       strides: [256, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
-//     C:
-//       strides: [1605632, 3136, 56, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
+//     A: {strides: [802816, 3136, 56, 1], offset: 0, dtype: bf16, align: 2}
+//     B: {strides: [256, 1], offset: 0, dtype: bf16, align: 2}
+//     C: {strides: [1605632, 3136, 56, 1], offset: 0, dtype: bf16, align: 2}
 //   alpha: 1.0
 //   beta: 0.0
 //

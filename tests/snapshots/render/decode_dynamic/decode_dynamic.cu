@@ -5,26 +5,11 @@
 //   arch: sm_90a
 //   accum: f32
 //   contraction: mk,kn->mn
-//   sizes:
-//     m: {min: 1, max: 64}
-//     n: 14336
-//     k: 4096
+//   sizes: {m: {min: 1, max: 64}, n: 14336, k: 4096}
 //   operands:
-//     A:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
-//     B:
-//       strides: [1, 4096]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
-//     C:
-//       strides: [14336, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 2
+//     A: {strides: [4096, 1], offset: 0, dtype: bf16, align: 2}
+//     B: {strides: [1, 4096], offset: 0, dtype: bf16, align: 2}
+//     C: {strides: [14336, 1], offset: 0, dtype: bf16, align: 2}
 //   alpha: 1.0
 //   beta: 0.0
 //

@@ -7,21 +7,9 @@
 //   contraction: mk,kn->mn
 //   sizes: {m: 1, n: 128, k: 4096}
 //   operands:
-//     A:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     B:
-//       strides: [1, 4096]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     C:
-//       strides: [128, 1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
+//     A: {strides: [4096, 1], offset: 0, dtype: f16, align: 2}
+//     B: {strides: [1, 4096], offset: 0, dtype: f16, align: 2}
+//     C: {strides: [128, 1], offset: 0, dtype: f16, align: 2}
 //   alpha: 1.0
 //   beta: 0.0
 //

@@ -7,31 +7,12 @@
 //   contraction: mk,kn->mn
 //   sizes: {m: 1, n: 14336, k: 4096}
 //   operands:
-//     A:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     B:
-//       strides: [1, 4096]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     C:
-//       strides: [14336, 1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
+//     A: {strides: [4096, 1], offset: 0, dtype: f16, align: 2}
+//     B: {strides: [1, 4096], offset: 0, dtype: f16, align: 2}
+//     C: {strides: [14336, 1], offset: 0, dtype: f16, align: 2}
 //   alpha: 1.0
 //   beta: 0.0
-//   epilogue:
-//   - bias:
-//       letters: n
-//       strides: [1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//   - {activation: silu}
+//   epilogue: [{bias: {letters: n, strides: [1], offset: 0, dtype: f16, align: 2}}, {activation: silu}]
 //
 // Problem: C[mn] = alpha * sum_{k} A[mk] * B[kn] + beta * C
 //   then, in order: t += bias[n]; t = silu(t)

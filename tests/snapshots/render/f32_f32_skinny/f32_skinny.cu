@@ -7,21 +7,9 @@
 //   contraction: mk,kn->mn
 //   sizes: {m: 48, n: 512, k: 4096}
 //   operands:
-//     A:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
-//     B:
-//       strides: [512, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
-//     C:
-//       strides: [512, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
+//     A: {strides: [4096, 1], offset: 0, dtype: f32, align: 4}
+//     B: {strides: [512, 1], offset: 0, dtype: f32, align: 4}
+//     C: {strides: [512, 1], offset: 0, dtype: f32, align: 4}
 //   alpha: 1.0
 //   beta: 0.0
 //

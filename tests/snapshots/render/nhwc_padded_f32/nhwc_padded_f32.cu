@@ -7,21 +7,9 @@
 //   contraction: nhwc,kc->knhw
 //   sizes: {n: 2, h: 14, w: 14, c: 60, k: 96}
 //   operands:
-//     A:
-//       strides: [12544, 896, 64, 1]
-//       offset: 3
-//       dtype: f32
-//       align: 4
-//     B:
-//       strides: [60, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
-//     C:
-//       strides: [392, 196, 14, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
+//     A: {strides: [12544, 896, 64, 1], offset: 3, dtype: f32, align: 4}
+//     B: {strides: [60, 1], offset: 0, dtype: f32, align: 4}
+//     C: {strides: [392, 196, 14, 1], offset: 0, dtype: f32, align: 4}
 //   alpha: 1.0
 //   beta: 1.0
 //

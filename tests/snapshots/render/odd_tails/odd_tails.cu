@@ -7,21 +7,9 @@
 //   contraction: mk,kn->mn
 //   sizes: {m: 333, n: 197, k: 111}
 //   operands:
-//     A:
-//       strides: [111, 1]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     B:
-//       strides: [1, 111]
-//       offset: 0
-//       dtype: f16
-//       align: 2
-//     C:
-//       strides: [197, 1]
-//       offset: 0
-//       dtype: f32
-//       align: 4
+//     A: {strides: [111, 1], offset: 0, dtype: f16, align: 2}
+//     B: {strides: [1, 111], offset: 0, dtype: f16, align: 2}
+//     C: {strides: [197, 1], offset: 0, dtype: f32, align: 4}
 //   alpha: 0.75
 //   beta: 0.5
 //

@@ -7,21 +7,9 @@
 //   contraction: mk,kn->mn
 //   sizes: {m: 4096, n: 4096, k: 4096}
 //   operands:
-//     A:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 16
-//     B:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 16
-//     C:
-//       strides: [4096, 1]
-//       offset: 0
-//       dtype: bf16
-//       align: 16
+//     A: {strides: [4096, 1], offset: 0, dtype: bf16, align: 16}
+//     B: {strides: [4096, 1], offset: 0, dtype: bf16, align: 16}
+//     C: {strides: [4096, 1], offset: 0, dtype: bf16, align: 16}
 //   alpha: 1.0
 //   beta: 0.0
 //
