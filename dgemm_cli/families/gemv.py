@@ -63,7 +63,7 @@ THREADS_SHARE = 0.993
 # Staging A: one round trip (L2) a batch of 4 loads a thread, batches in sequence, a wave of blocks after another
 # (fitted to element against 16-byte staging on the H200).
 STAGE_TRIP_US = 0.28
-STAGE_BATCH = 4  # loads a thread issues before it stores (templates/gemv/body.cu.j2, A_BATCH)
+STAGE_BATCH = 4  # loads a thread issues before it stores (dg/gemv.cuh, A_BATCH)
 # What a byte of A re-read from L2 (every column tile stages its slice) costs against a byte of B from DRAM:
 # little beside the stream (4-column blocks, twice the stagings of 8-column ones, measured slightly faster).
 A_L2_SHARE = 0.03
