@@ -131,13 +131,13 @@ def test_verify_report_names_its_fields():
 
 
 def test_a_fixed_size_verify_report_needs_only_the_common_fields():
-    r = VerifyReport.from_dict({"command": "verify", "name": "k", "passed": True, "tol": 1e-5, "max_abs_err": 0,
-                                "rel_err": 0.0, "first_fail": None})
+    r = VerifyReport.from_dict({"schema_version": HARNESS_SCHEMA_VERSION, "command": "verify", "name": "k",
+                                "passed": True, "tol": 1e-5, "max_abs_err": 0, "rel_err": 0.0, "first_fail": None})
     assert r.passed and r.dynamic is None and r.m_cases is None and r.repeat == 0 and r.max_abs_err == 0.0
 
 
 def test_error_reports_carry_only_the_error():
-    r = VerifyReport.from_dict({"command": "verify", "error": "no CUDA GPU"})
+    r = VerifyReport.from_dict({"schema_version": HARNESS_SCHEMA_VERSION, "command": "verify", "error": "no CUDA GPU"})
     assert r.error == "no CUDA GPU" and not r.passed and r.name is None
     b = BenchReport.from_dict({"command": "bench", "name": "k", "error": "CUDA error"})
     assert b.error == "CUDA error" and b.row is None and b.rows == ()
