@@ -26,7 +26,6 @@ class LoaderView:
     bytes: int
     operand: str  # "A" or "B"
     inner_role: str  # the shared tile's contiguous role
-    reason: str
     rows_desc: str
 
     @property
@@ -59,7 +58,7 @@ def _loader_view(plan: TilePlan, ld: LoaderPlan, op) -> LoaderView:
     kind_name = {"gather": "Gather", "gather_direct": "GatherDirect", "transpose": f"Transpose{width}"}.get(
         ld.kind, f"CpAsync{width}")
     struct = f"{ld.operand}Load{kind_name}"
-    return LoaderView(op, struct, ld.kind, ld.vector_elems, width, ld.operand, ld.smem_inner, ld.reason,
+    return LoaderView(op, struct, ld.kind, ld.vector_elems, width, ld.operand, ld.smem_inner,
                       f"{tile.rows} x {tile.inner}")
 
 

@@ -77,6 +77,9 @@ using C_t = __nv_bfloat16;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace hopper {
 
 struct Traits {
@@ -191,7 +194,6 @@ struct Traits {
   }
 };
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   return dg::hopper::launch_persistent<Traits>(A, B, C, 0, Traits::Epilogue{}, alpha, beta, stream);
 }
@@ -201,7 +203,6 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, 
 namespace cta {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -225,8 +226,7 @@ struct Traits {
   static constexpr bool c_along_m = true;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -251,19 +251,14 @@ struct Traits {
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 784, "planner and kernel disagree on the grid");
 
 // A tile (32 x 128, m contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (cheapest of 2 by the cost model)
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (128 x 32, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (cheapest of 2 by the cost model)
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (32 x 128, m contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (128 x 32, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::M;
   if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);

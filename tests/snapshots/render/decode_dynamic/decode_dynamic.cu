@@ -128,10 +128,12 @@ using C_t = __nv_bfloat16;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace m1_gemv {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -155,8 +157,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -187,7 +188,6 @@ static_assert(Traits::PARTIAL_OFFSET >= Traits::M * Traits::K_SLICE * int(sizeof
 static_assert(Traits::SMEM_BYTES == Traits::PARTIAL_OFFSET + 1 * Traits::M * Traits::RED_PITCH * 4,
               "planner and kernel disagree on shared memory");
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   return dg::gemv::launch<Traits>(A, B, C, Traits::Epilogue{}, alpha, beta, stream);
 }
@@ -200,7 +200,6 @@ namespace m2_4_tcgemv {
 template <int ROWS>
 struct Bucket {
   struct Traits {
-    // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
     using index_t = int;
     using A_t = ::A_t;
     using B_t = ::B_t;
@@ -224,8 +223,7 @@ struct Bucket {
     static constexpr bool c_along_m = false;  // the output's contiguous role
     struct Epilogue {};  // no view beside A, B and C
 
-    // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-    // store. Rows and columns past M and N belong to the tile padding.
+    // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
     __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                  float beta, index_t M, const Epilogue& ep) {
       if (gm >= M || gn >= N) return;
@@ -250,7 +248,6 @@ struct Bucket {
   };
   static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
-  // A, B and C point at the views' first elements.
   static cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
     return dg::tcgemv::launch<Traits>(A, B, C, Traits::M, typename Traits::Epilogue{}, alpha, beta, stream);
   }
@@ -264,7 +261,6 @@ namespace m2_4_cta {
 template <int ROWS>
 struct Bucket {
   struct Traits {
-    // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
     using index_t = int;
     using A_t = ::A_t;
     using B_t = ::B_t;
@@ -288,8 +284,7 @@ struct Bucket {
     static constexpr bool c_along_m = false;  // the output's contiguous role
     struct Epilogue {};  // no view beside A, B and C
 
-    // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-    // store. Rows and columns past M and N belong to the tile padding.
+    // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
     __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                  float beta, index_t M, const Epilogue& ep) {
       if (gm >= M || gn >= N) return;
@@ -314,19 +309,14 @@ struct Bucket {
   static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
   // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-  // Why: loader_a = cp_async (forced by gather staging A)
   using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
   // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-  // Why: loader_b = cp_async (forced by gather staging B)
   using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
   // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-  // Why: pointer not 16-byte aligned at run time
   using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
   // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-  // Why: pointer not 16-byte aligned at run time
   using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
-  // A, B and C point at the views' first elements.
   static cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
     const typename Traits::index_t M = Traits::M;
     if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, typename Traits::Epilogue{}, alpha, beta, stream);
@@ -339,7 +329,6 @@ struct Bucket {
 namespace m5_8_tcgemv {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -365,8 +354,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -391,7 +379,6 @@ struct Traits {
 };
 static_assert(Traits::K_WARPS * Traits::TOKENS * Traits::RED_PITCH * 4 == 1280, "planner and kernel disagree on shared memory");
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
   return dg::tcgemv::launch<Traits>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
@@ -402,7 +389,6 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, f
 namespace m5_8_cta {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -428,8 +414,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -454,19 +439,14 @@ struct Traits {
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 896, "planner and kernel disagree on the grid");
 
 // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (forced by gather staging A)
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (forced by gather staging B)
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
   if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);
@@ -584,7 +564,6 @@ struct Traits {
   }
 };
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
   return dg::hopper::launch_persistent<Traits>(A, B, C, m, Traits::Epilogue{}, alpha, beta, stream);
 }
@@ -594,7 +573,6 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, f
 namespace m9_64_cta {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -620,8 +598,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -646,19 +623,14 @@ struct Traits {
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 224, "planner and kernel disagree on the grid");
 
 // A tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_a = cp_async (forced by gather staging A)
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
 // B tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
-// Why: loader_b = cp_async (forced by gather staging B)
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
 // A tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
 // B tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
-// Why: pointer not 16-byte aligned at run time
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::index_t(m) * Traits::M_UNIT;
   if (aligned(A, 16) && aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync16, BLoadCpAsync16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);

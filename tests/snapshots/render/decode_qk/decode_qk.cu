@@ -52,10 +52,12 @@ using C_t = __half;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace gemv {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -79,8 +81,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -111,7 +112,6 @@ static_assert(Traits::PARTIAL_OFFSET >= Traits::M * Traits::K_SLICE * int(sizeof
 static_assert(Traits::SMEM_BYTES == Traits::PARTIAL_OFFSET + 1 * Traits::M * Traits::RED_PITCH * 4,
               "planner and kernel disagree on shared memory");
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   return dg::gemv::launch<Traits>(A, B, C, Traits::Epilogue{}, alpha, beta, stream);
 }

@@ -57,10 +57,12 @@ using C_t = float;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace cta {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -84,8 +86,7 @@ struct Traits {
   static constexpr bool c_along_m = true;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -109,16 +110,12 @@ struct Traits {
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 75, "planner and kernel disagree on the grid");
 
 // A tile (32 x 16, m contiguous in shared memory) -> 4-byte cp.async (1 element a copy).
-// Why: loader_a = cp_async (forced by pipeline depth)
 using ALoadCpAsync4 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 1>;
 // B tile (32 x 32, n contiguous in shared memory) -> 16-byte loads along k (4 elements a load) staged in registers across the math, stored transposed.
-// Why: loader_b = transpose (cheapest of 3 by the cost model)
 using BLoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 4>;
 // B tile (32 x 32, n contiguous in shared memory) -> 4-byte loads along k (1 element a load) staged in registers across the math, stored transposed.
-// Why: pointer not 16-byte aligned at run time
 using BLoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 1>;
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::M;
   if (aligned(B, 16)) return dg::cta::launch<Traits, ALoadCpAsync4, BLoadTranspose16>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);

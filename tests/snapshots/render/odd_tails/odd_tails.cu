@@ -55,10 +55,12 @@ using C_t = float;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace cta {
 
 struct Traits {
-  // The views (dg/view.cuh): each operand's element offset along each role, segments innermost first.
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -82,8 +84,7 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // One output element at (gm, gn): alpha * v + beta * C (C read only when beta != 0), the
-  // store. Rows and columns past M and N belong to the tile padding.
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
   __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
                                                float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
@@ -108,13 +109,10 @@ struct Traits {
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 77, "planner and kernel disagree on the grid");
 
 // A tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
-// Why: loader_a = gather (forced by cp.async A)
 using ALoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::A>;
 // B tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
-// Why: loader_b = gather (forced by cp.async B)
 using BLoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::B>;
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   const Traits::index_t M = Traits::M;
   return dg::cta::launch<Traits, ALoadGather, BLoadGather>(A, B, C, M, Traits::Epilogue{}, alpha, beta, stream);

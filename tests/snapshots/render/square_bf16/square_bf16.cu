@@ -57,6 +57,9 @@ using C_t = __nv_bfloat16;
 
 bool aligned(const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// One namespace a kernel: its traits (the views as dg::View types, dg/view.cuh; the plan's constants) and
+// launch(), whose A, B and C point at the views' first elements.
+
 namespace hopper {
 
 struct Traits {
@@ -165,7 +168,6 @@ struct Traits {
   }
 };
 
-// A, B and C point at the views' first elements.
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
   return dg::hopper::launch_persistent<Traits>(A, B, C, 0, Traits::Epilogue{}, alpha, beta, stream);
 }
