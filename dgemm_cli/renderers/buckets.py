@@ -57,7 +57,7 @@ def _bucket_template(members: list[Member], sizes: str) -> str | None:
     traits = _TRAITS.search(text)
     assert traits is not None
     types = "|".join(a or b for a, b in _TRAITS_TYPE.findall(traits.group(0)))
-    rest = text[traits.end():].replace("\ncudaError_t launch(", "\nstatic cudaError_t launch(")
+    rest = re.sub(r"^cudaError_t launch\(", "static cudaError_t launch(", text[traits.end():], flags=re.MULTILINE)
     if types:
         rest = re.sub(rf"(?<!typename )\bTraits::({types})\b", r"typename Traits::\1", rest)
     inner = text[:traits.end()] + rest
