@@ -60,25 +60,25 @@ def main(db_path: str, spec_paths: list[str]) -> None:
             if entry is None:
                 continue
             views = analyse(problem)
-            timed = [m for m in entry["measured"] if m.get("verified") and isinstance(m.get("us"), (int, float))]
+            timed = list(entry.timed)
             model = []
             for m in timed:
                 try:
-                    model.append(of_assignment(FAMILIES[m["family"]].problem(views, arch), m["assignment"]).cost_us)
+                    model.append(of_assignment(FAMILIES[m.family].problem(views, arch), dict(m.assignment)).cost_us)
                 except PlanError:
                     model.append(float("inf"))  # no longer a candidate of today's graph
-            rho = spearman(model, [m["us"] for m in timed])
+            rho = spearman(model, [m.us for m in timed])
             plan = make_plan(views, arch)  # a range bucket is a run-time problem: its one bucket's plan
             primary = plan.buckets[0].plan.primary if isinstance(plan, BucketPlan) else plan.primary
-            pick = next((m for m in timed if m["family"] == primary.family and m["assignment"] == primary.assignment),
+            pick = next((m for m in timed if m.family == primary.family and dict(m.assignment) == primary.assignment),
                         None)
-            best = min(m["us"] for m in timed)
-            loss = pick["us"] / best - 1 if pick else None
+            best = min(m.us for m in timed)
+            loss = pick.us / best - 1 if pick else None
             rhos += [rho] if rho is not None else []
             losses += [loss] if loss is not None else []
             print(f"{problem.name:<24} {len(timed):>5} {rho if rho is not None else float('nan'):+6.2f}  "
-                  f"{(pick['id'] if pick else primary.family + ' (untimed)'):<12} "
-                  f"{pick['us'] if pick else float('nan'):9.2f} {best:9.2f} "
+                  f"{(pick.id if pick else primary.family + ' (untimed)'):<12} "
+                  f"{pick.us if pick else float('nan'):9.2f} {best:9.2f} "
                   f"{(f'{loss * 100:5.1f}%' if loss is not None else '     -')}")
     if rhos:
         print(f"mean rho {sum(rhos) / len(rhos):+.2f} over {len(rhos)}; mean loss "

@@ -13,7 +13,7 @@
 
 namespace {
 
-// The plain store of C_VEC outputs along n (no epilogue views), as renderers/hopper.py renders it.
+// The plain store of C_VEC outputs along n (no epilogue views), as families/hopper/render.py renders it.
 template <class Out_t, class C_param, class Epilogue, int VEC, int N_INNER>
 struct PlainStore {
   template <class Tile>

@@ -9,7 +9,7 @@ import math
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment
-from dgemm_cli.families.cta_tile import (
+from dgemm_cli.families.cta.tile import (
     FFMA,
     FULL_REGISTER_FILE,
     MMA,

@@ -8,8 +8,8 @@ other families. Two small constraint graphs are solved in turn:
      (cp.async of a vector when the view allows it, a strided gather when it does not, and for FFMA
      vector loads along k stored transposed when the view is contiguous along k).
 Every choice keeps the constraint or cost comparison that decided it, for `deepgemm explain`.
-Modules: cta_tile.py holds the tile's geometry, cta_cost.py the cost model; this one the plan, the graphs and the
-family, re-exporting their names.
+Modules: tile.py holds the tile's geometry, cost.py the cost model, render.py the renderer (imported by `render`
+alone); this one the plan, the graphs and the family, re-exporting their names.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision, solve
 from dgemm_cli.families.base import KernelFamily
-from dgemm_cli.families.cta_cost import (  # noqa: F401 (re-exported: the splitk family and tests read them here)
+from dgemm_cli.families.cta.cost import (  # noqa: F401 (re-exported: the splitk family and tests read them here)
     COPY_SLOTS,
     DATA_PATH_BYTES_PER_CLK,
     K_TILE_LATENCY_US,
@@ -34,7 +34,7 @@ from dgemm_cli.families.cta_cost import (  # noqa: F401 (re-exported: the splitk
     ffma_k_tile_clocks,
     transposed_store_ways,
 )
-from dgemm_cli.families.cta_tile import (  # noqa: F401 (re-exported: renderers, splitk and tests import them here)
+from dgemm_cli.families.cta.tile import (  # noqa: F401 (re-exported: renderers, splitk and tests import them here)
     FFMA,
     FULL_REGISTER_FILE,
     MMA,
@@ -451,4 +451,4 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TilePlan,), "dgemm_cli.renderers.cta")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TilePlan,), "dgemm_cli.families.cta.render")

@@ -8,7 +8,7 @@ import math
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment
-from dgemm_cli.families.hopper_views import (
+from dgemm_cli.families.hopper.views import (
     BLOCK_K,
     SWIZZLE_ROWS,
     _round_up,

@@ -435,4 +435,4 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TcGemvPlan,), "dgemm_cli.renderers.tcgemv")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TcGemvPlan,), "dgemm_cli.families.tcgemv.render")

@@ -24,8 +24,8 @@ block adds them in a fixed tree, and `groups` blocks (no cluster) split K for ea
 meeting in the scratch buffer as above.
 
 Clusters exist from sm_90 on; on older archs the family is gated out.
-Modules: splitk_cost.py prices the tile shape (and holds the constants both shapes share), splitk_dot.py is the dot
-shape; this one holds the tile shape's plan and graph and the family, re-exporting their names.
+Modules: cost.py prices the tile shape (and holds the constants both shapes share), dot.py is the dot
+shape, render.py the renderer; this one holds the tile shape's plan and graph and the family, re-exporting their names.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families import cta
 from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.solving import Problem, gated
-from dgemm_cli.families.splitk_cost import (  # noqa: F401 (re-exported: tests and tools read them here)
+from dgemm_cli.families.splitk.cost import (  # noqa: F401 (re-exported: tests and tools read them here)
     GROUPS_US,
     ISSUE_CLOCKS,
     LAUNCH_US,
@@ -53,7 +53,7 @@ from dgemm_cli.families.splitk_cost import (  # noqa: F401 (re-exported: tests a
     smem_bytes,
     tile_elems,
 )
-from dgemm_cli.families.splitk_dot import (  # noqa: F401 (re-exported: renderers and tests import them here)
+from dgemm_cli.families.splitk.dot import (  # noqa: F401 (re-exported: renderers and tests import them here)
     DOT_BASE_REGISTERS,
     DOT_GROUPS,
     DOT_LOADED_LATENCY_US,
@@ -286,4 +286,5 @@ def _plan(views: ProblemViews, arch: Arch, instruction: str, a: Assignment, deci
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan, DotPlan,), "dgemm_cli.renderers.splitk")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan, DotPlan,),
+                      "dgemm_cli.families.splitk.render")

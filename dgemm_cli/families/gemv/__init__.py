@@ -360,4 +360,4 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
 
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (GemvPlan,), "dgemm_cli.renderers.gemv")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (GemvPlan,), "dgemm_cli.families.gemv.render")

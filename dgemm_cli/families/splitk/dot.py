@@ -10,7 +10,7 @@ from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.families.splitk_cost import GROUPS_US, LAUNCH_US, MEMORY_LATENCY_US, WARPS_TO_HIDE_LATENCY
+from dgemm_cli.families.splitk.cost import GROUPS_US, LAUNCH_US, MEMORY_LATENCY_US, WARPS_TO_HIDE_LATENCY
 from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
 
 # Block shape `dot` (M = N = 1).

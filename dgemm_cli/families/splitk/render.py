@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import jinja2
 
+from dgemm_cli.families.cta import render as cta_renderer
 from dgemm_cli.families.splitk import DotPlan, SplitKPlan
 from dgemm_cli.renderers import Body, cluster_requirements, dependent_launch_note, launch_attributes
-from dgemm_cli.renderers import cta as cta_renderer
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 

@@ -27,9 +27,10 @@ at a time with that block's coordinates; the store phase addresses C by block). 
 of each m-loop index, and fewer tiles: conv 8x256x56x56 (3136 rows a batch) has 784 tiles of 128x128, not
 800, which is 3 for each of 264 persistent blocks instead of 4 for 8 of them.
 
-Modules: hopper_views.py reads the views (what TMA can load, the store phase, the tile grid) and hopper_cost.py
-prices a tiling; this module holds the plan, the gates and the tiling graph, and re-exports their names. The gates
-list what TMA cannot take; those problems go to another family and `explain` says which gate failed.
+Modules: views.py reads the views (what TMA can load, the store phase, the tile grid), cost.py prices a tiling
+and render.py renders a plan; this module holds the plan, the gates and the tiling graph, and re-exports their
+names. The gates list what TMA cannot take; those problems go to another family and `explain` says which gate
+failed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families.base import KernelFamily
-from dgemm_cli.families.hopper_cost import (  # noqa: F401 (re-exported: tests and tools read them here)
+from dgemm_cli.families.hopper.cost import (  # noqa: F401 (re-exported: tests and tools read them here)
     ACC_CHAINS_SPLIT_US,
     CLUSTER_REDUCE_US,
     DSMEM_BYTES_PER_CLK,
@@ -56,7 +57,7 @@ from dgemm_cli.families.hopper_cost import (  # noqa: F401 (re-exported: tests a
     _cost,
     wgmma_eff,
 )
-from dgemm_cli.families.hopper_views import (  # noqa: F401 (re-exported: renderers and tests import them from here)
+from dgemm_cli.families.hopper.views import (  # noqa: F401 (re-exported: renderers and tests import them from here)
     BLOCK_K,
     BOX_MN,
     EPI_COL_PITCH,
@@ -132,7 +133,7 @@ K_SPLITS = (1, 2)
 # them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
 # and through L2 once without a K split and its cluster reduce. Measured slower than the K split on 2 of 3 specs:
-# priced in hopper_cost.py (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
+# priced in cost.py (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
 A_MULTICAST = (1, 2)
 # Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
 # on the previous one's accumulators; with two, neighbours are independent and the sets are summed once at the
@@ -143,7 +144,7 @@ RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 1
 # The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM), measured on the H200: where the
 # weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
 # bytes), the maps run up to 3% faster without promotion; everywhere else 256 bytes runs as fast or faster (up to 8%).
-# First in the domain: where the costs tie (a split plan, hopper_cost.py), the plan takes no promotion.
+# First in the domain: where the costs tie (a split plan, cost.py), the plan takes no promotion.
 L2_PROMOTIONS = ("none", "256B")
 
 
@@ -591,4 +592,4 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     return plan
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (HopperPlan,), "dgemm_cli.renderers.hopper")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (HopperPlan,), "dgemm_cli.families.hopper.render")
