@@ -239,7 +239,7 @@ class HopperPlan:
         if self.a_multicast > 1:
             return (f"a persistent grid of {self.a_multicast}-block clusters along n, each block loading "
                     f"1/{self.a_multicast} of A's box into every block of its cluster (TMA multicast)")
-        return "a persistent grid"
+        return f"a persistent grid of min({self.tiles}, {self.ctas_per_sm} x SMs) blocks"
 
     @property
     def grid_tiles(self) -> int:
@@ -256,21 +256,27 @@ class HopperPlan:
                 f"on {self.grid_desc}, raster group {self.raster_group}")
 
     def detail_lines(self) -> list[str]:
-        """What `explain` adds below the decisions: the grid, the tensor maps, C's stores."""
-        out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.tiles} tiles "
-               f"({self.tile_groups} x {self.tiles_m} x {self.tiles_n}) on {self.grid_desc}, "
-               f"{self.k_iters} k-iterations"]
-        if self.flat_rows:
-            out.append(self.flat_rows_line())
-        if self.a_box_line():
-            out.append(self.a_box_line())
-        if self.load_order_line():
-            out.append(self.load_order_line())
+        """The plan's facts below its decisions, as `explain` prints them and the .cu's header comment states them:
+        the grid, the tensor maps, the loops, the loads, C's stores."""
+        out = [f"=> {self.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers {self.consumer_regs} "
+               f"registers), {self.smem_bytes} B shared memory, {self.tiles} tiles ({self.tile_groups} x "
+               f"{self.tiles_m} x {self.tiles_n}) on {self.grid_desc}, {self.k_iters} k-iterations a tile"]
         for t in (self.a, self.b):
             dims = ", ".join(f"{d.label} (size {d.size}" + (f", {d.stride_bytes} B" if d.stride_bytes else ", dense")
                              + f", box {d.box})" for d in t.dims)
-            out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}]")
-        out.append(f"C: {self.c_vec}-element vector stores along {self.c_unit or 'nothing'}")
+            out.append(f"{t.operand}: {t.major}-major TMA, {len(t.dims)}-d tensor map [{dims}] (innermost first)")
+        if self.tile_loops:
+            per_block = "; the m loops' per 64-row block" if self.flat_rows else ""
+            out.append(f"tile loops (not tiled, one index per tile{per_block}): "
+                       + ", ".join(x.label for x in self.tile_loops))
+        if self.k_loops:
+            out.append("k loops (outer k segments, one index per k-iteration): "
+                       + ", ".join(x.label for x in self.k_loops))
+        out.extend(line for line in (self.flat_rows_line(), self.a_box_line(), self.load_order_line()) if line)
+        staged = (f"staged through {self.epi_bytes} B of shared memory per consumer warpgroup" if self.k_splits == 1
+                  else "summed from the cluster's partial tiles")
+        out.append(f"{self.c_operand}: {self.c_vec}-element vector stores along "
+                   f"{self.c_unit or 'nothing (scalar stores)'}, {staged}")
         if self.packed_store:
             out.append(self.packed_line())
         out.extend(self.ep_vector_lines())

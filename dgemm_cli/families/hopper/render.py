@@ -124,42 +124,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("hopper/body.cu.j2").render(k=k)
-    decisions = [d.summary() for d in plan.decisions]
-    for t in (k["ta"], k["tb"]):
-        dims = ", ".join(f"{d['label']}:{d['size'] or 'M at run time'}" + (f"@{d['stride']}B" if d["stride"] else "")
-                         + f" box {d['box'] or 'a_box_rows(int(m_inner))'}" for d in t["dims"])
-        decisions.append(f"TMA {t['name']}: {t['rank']}-d map [{dims}] (innermost first), {t['desc']}")
-    if plan.tile_loops:
-        per_block = "; the m loops' per 64-row block" if plan.flat_rows else ""  # flat rows (the line below)
-        decisions.append(f"tile loops (not tiled, one index per tile{per_block}): "
-                         + ", ".join(x.label for x in plan.tile_loops))
-    if plan.k_loops:
-        decisions.append("k loops (outer k segments, one index per k-iteration): "
-                         + ", ".join(x.label for x in plan.k_loops))
-    if plan.a_box_line():
-        decisions.append(plan.a_box_line())
-    if plan.load_order_line():
-        decisions.append(plan.load_order_line())
-    if plan.flat_rows:
-        decisions.append(plan.flat_rows_line())
-    decisions.extend(plan.ep_vector_lines())
-    staged = (f"staged through {plan.epi_bytes} B of shared memory per consumer warpgroup" if plan.k_splits == 1
-              else "summed from the cluster's partial tiles")
-    decisions.append(f"{plan.c_operand}: {plan.c_vec}-element vector stores along "
-                     f"{plan.c_unit or 'nothing (scalar stores)'}, {staged}")
-    if plan.packed_store:
-        decisions.append(plan.packed_line())
-    decisions.extend(plan.notes)
-    grid = (f"{plan.tiles} clusters of {plan.k_splits} blocks, {plan.kt_per_split} of the {plan.k_iters} "
-            "k-iterations a block" if plan.k_splits > 1 else
-            f"a grid of min({plan.tiles}, {plan.ctas_per_sm} x SMs) blocks, {plan.k_iters} k-iterations a tile")
-    decisions.append(f"=> {plan.threads} threads (setmaxnreg: producer {PRODUCER_REGS}, consumers "
-                     f"{plan.consumer_regs} registers), {plan.smem_bytes} B shared memory, {plan.tiles} tiles over "
-                     f"{grid}.")
-    if plan.a_multicast > 1:
-        grid = (f"a persistent grid of clusters of {plan.a_multicast} blocks along n ({plan.grid_tiles} tiles with "
-                f"the tile columns rounded up to whole clusters), {plan.k_iters} k-iterations a tile, each block "
-                f"loading {plan.block_m // plan.a_multicast} of A's {plan.block_m} rows into the cluster's blocks")
+    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
     # The launcher's work beyond the launch (render.LAUNCH_FACTS), in dg/hopper_<variant>.cuh: tensor maps always, the
     # shared-memory opt-in past 48 KB, and the persistent grids' size from the SM count or the cluster occupancy.
     facts = {"tensor_maps"} | ({"attributes"} if plan.smem_bytes > 48 * 1024 else set())

@@ -29,7 +29,7 @@
 //   splitk: splitk: small M: M = 25088 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   cta: costs +34% (cost model)
 //
-// Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A mn-major, B k-major, 216128 B smem, 392 tiles on a persistent grid, raster group 8
+// Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A mn-major, B k-major, 216128 B smem, 392 tiles on a persistent grid of min(392, 1 x SMs) blocks, raster group 8
 //   block_m = 128 (forced by accumulator registers, warpgroup rows)
 //   block_n = 256 (cheapest of 10 by the cost model)
 //   consumers = 2 (forced by accumulator registers)
@@ -39,13 +39,13 @@
 //   a_multicast = 1 (forced by A multicast)
 //   acc_chains = 1 (forced by accumulator registers)
 //   l2_promotion = 256B (cheapest of 2 by the cost model)
-//   TMA A: 3-d map [hw[3136]:3136 box 64, c[256]:256@6272B box 64, n[8]:8@1605632B box 1] (innermost first), MN-major: 2 box(es) of [64 k rows][64 mn], 8192 B apart (LBO), 8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed
-//   TMA B: 2-d map [c[256]:256 box 64, k[512]:512@512B box 256] (innermost first), K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)
+//   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 216128 B shared memory, 392 tiles (1 x 196 x 2) on a persistent grid of min(392, 1 x SMs) blocks, 4 k-iterations a tile
+//   A: mn-major TMA, 3-d tensor map [hw[3136] (size 3136, dense, box 64), c[256] (size 256, 6272 B, box 64), n[8] (size 8, 1605632 B, box 1)] (innermost first)
+//   B: k-major TMA, 2-d tensor map [c[256] (size 256, dense, box 64), k[512] (size 512, 512 B, box 256)] (innermost first)
 //   tile loops (not tiled, one index per tile; the m loops' per 64-row block): n[8]
 //   rows: the m loop(s) n[8] and hw[3136] (3136 rows, a multiple of 64) walk as one run of 25088 rows, 196 tiles of 128; a 64-row block never straddles an m-loop index
 //   C: 8-element vector stores along m, staged through 9216 B of shared memory per consumer warpgroup
 //   C: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written by stmatrix.trans into a 9216 B staging tile (64 columns at a time), copied out in 8-element vectors
-//   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 216128 B shared memory, 392 tiles over a grid of min(392, 1 x SMs) blocks, 4 k-iterations a tile.
 //
 // Plan cta: mma.sync.m16n8k16, tile 128x128x32, 256 threads, 4 stages, A cp_async8, B cp_async8, 75776 B smem, 784 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)

@@ -75,7 +75,7 @@
 //   => 32 threads, 18432 B shared memory, 896 blocks, index math in int.
 //   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
 //
-// Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid, raster group 8
+// Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8
 //   block_m = 64 (forced by shared memory, warpgroup rows)
 //   block_n = 112 (cheapest of 10 by the cost model)
 //   consumers = 1 (forced by warpgroup rows)
@@ -85,13 +85,13 @@
 //   a_multicast = 1 (forced by A multicast)
 //   acc_chains = 1 (forced by accumulator sets)
 //   l2_promotion = none (cheapest of 2 by the cost model)
-//   TMA A: 2-d map [k[4096]:4096 box 64, m[64]:M at run time@8192B box a_box_rows(int(m_inner))] (innermost first), K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)
-//   TMA B: 2-d map [k[4096]:4096 box 64, n[14336]:14336@8192B box 112] (innermost first), K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)
+//   => 256 threads (setmaxnreg: producer 40, consumers 240 registers), 191616 B shared memory, 128 tiles (1 x 1 x 128) on a persistent grid of min(128, 1 x SMs) blocks, 64 k-iterations a tile
+//   A: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), m[64] (size 64, 8192 B, box 64)] (innermost first)
+//   B: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), n[14336] (size 14336, 8192 B, box 112)] (innermost first)
 //   A: a box of the run-time rows rounded up to 8 (a swizzle atom) while they are fewer than 64
 //   loads: B's box before A's in each stage, its L2 lines evict_first (the weight streams from DRAM once; A's box comes from L2)
 //   C: 8-element vector stores along n, staged through 10240 B of shared memory per consumer warpgroup
 //   C: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written by stmatrix into a 9216 B staging tile (16 columns at a time), copied out in 8-element vectors
-//   => 256 threads (setmaxnreg: producer 40, consumers 240 registers), 191616 B shared memory, 128 tiles over a grid of min(128, 1 x SMs) blocks, 64 k-iterations a tile.
 //
 // Plan for m in 9..64: cta: mma.sync.m16n8k16, tile 64x64x64, 128 threads, 4 stages, A cp_async8, B cp_async8, 73728 B smem, 224 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
@@ -111,7 +111,7 @@
 // Run-time dispatch on m (the size of 'm'), the first bucket that holds it:
 //   m = 1            gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 1 way(s) (4096 a block), 8224 B smem, 3584 blocks
 //   m in 2..8        tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks; tcgemv when A, B point at 16/16-byte aligned views (the spec promises A: 2, B: 2), else cta
-//   m in 9..64       hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid, raster group 8; hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta
+//   m in 9..64       hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8; hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta
 #include "decode_dynamic.h"
 #include "dg/cta.cuh"
 #include "dg/gemv.cuh"

@@ -29,7 +29,7 @@
 //   splitk: splitk: small M: M = 4096 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   cta: costs +117% (cost model)
 //
-// Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A k-major, B mn-major, 218176 B smem, 512 tiles on a persistent grid, raster group 8
+// Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A k-major, B mn-major, 218176 B smem, 512 tiles on a persistent grid of min(512, 1 x SMs) blocks, raster group 8
 //   block_m = 128 (forced by accumulator registers, warpgroup rows)
 //   block_n = 256 (cheapest of 4 by the cost model)
 //   consumers = 2 (forced by accumulator registers)
@@ -39,11 +39,11 @@
 //   a_multicast = 1 (forced by A multicast)
 //   acc_chains = 1 (forced by accumulator registers)
 //   l2_promotion = 256B (cheapest of 2 by the cost model)
-//   TMA A: 2-d map [k[4096]:4096 box 64, m[4096]:4096@8192B box 128] (innermost first), K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)
-//   TMA B: 2-d map [n[4096]:4096 box 64, k[4096]:4096@8192B box 64] (innermost first), MN-major: 4 box(es) of [64 k rows][64 mn], 8192 B apart (LBO), 8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed
+//   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 218176 B shared memory, 512 tiles (1 x 32 x 16) on a persistent grid of min(512, 1 x SMs) blocks, 64 k-iterations a tile
+//   A: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), m[4096] (size 4096, 8192 B, box 128)] (innermost first)
+//   B: mn-major TMA, 2-d tensor map [n[4096] (size 4096, dense, box 64), k[4096] (size 4096, 8192 B, box 64)] (innermost first)
 //   C: 8-element vector stores along n, staged through 10240 B of shared memory per consumer warpgroup
 //   C: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written by stmatrix into a 9216 B staging tile (64 columns at a time), copied out in 8-element vectors
-//   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 218176 B shared memory, 512 tiles over a grid of min(512, 1 x SMs) blocks, 64 k-iterations a tile.
 #include "square_bf16.h"
 #include "dg/hopper_persistent.cuh"
 
