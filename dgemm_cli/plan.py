@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import ConstraintGraph, Decision, solve
-from dgemm_cli.errors import PlanError
+from dgemm_cli.constraints import ConstraintGraph, Decision, Unsatisfiable, solve
+from dgemm_cli.errors import PlanError, SpecError
 from dgemm_cli.families import FALLBACK, FAMILIES, FamilyPlan
-from dgemm_cli.families.solving import best
+from dgemm_cli.families.solving import PINNED, best, domain_value, pinned
+from dgemm_cli.spec.suggest import fix_naming
 from dgemm_cli.views import ProblemViews, analyse
 
 
@@ -72,7 +73,8 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
     return gated
 
 
-def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -> ConstraintGraph:
+def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
+                  spec_family: str | None = None) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("family", tuple(FAMILIES), "the kernel family (dgemm_cli/families/)")
     if prefer is not None:
@@ -80,6 +82,9 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None) -
         # "family = hopper (forced by --family hopper)".
         g.constrain(f"--family {prefer}", "problem", ["family"],
                     lambda a: f"the command line asks for {prefer}" if a["family"] != prefer else None)
+    elif spec_family is not None:
+        g.constrain(PINNED, "problem", ["family"],
+                    lambda a: f"family = {spec_family}" if a["family"] != spec_family else None)
     for name, reasons in gated.items():
         for constraint, reason in reasons:
             g.constrain(f"{name}: {constraint}", "view" if "TMA" in constraint else "arch", ["family"],
@@ -107,13 +112,65 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     gated = family_gates(views, arch)
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
-    graph = _family_graph(gated, prefer)
-    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {
-        name: None if gated[name] else best(family.problem(views, arch)) for name, family in FAMILIES.items()}
-    sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
+    pins = dict(views.spec.pins)
+    spec_family = pins.pop("family", None)  # --family overrides the spec's
+    spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
+    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {}
+    nodes: set[str] = set()  # the decisions of the families that can run the problem
+    for name, family in FAMILIES.items():
+        solved[name] = None
+        if gated[name]:
+            continue
+        problem = family.problem(views, arch)
+        if pins:
+            own = {n.name for n in problem.graph.nodes}
+            nodes |= own
+            lacking = [node for node in pins if node not in own]
+            problem, refused = pinned(problem, pins)
+            if lacking:
+                refused = f"no decision {', '.join(lacking)} in its tiling graph"
+            if refused is None:
+                try:
+                    solved[name] = best(problem)
+                except PlanError as exc:  # the pins leave the graph no assignment
+                    refused = str(exc).split(": ", 2)[-1]
+            if refused is not None:
+                gated[name] = [(PINNED, refused)]
+                continue
+        solved[name] = best(problem)
+    for node in pins:
+        if node not in nodes:
+            raise SpecError(views.spec.source, f"plan.{node}", f"no kernel family that can run this problem has a "
+                            f"decision '{node}'", fix_naming(node, ["family", *sorted(nodes)]))
+    graph = _family_graph(gated, prefer, spec_family)
+    try:
+        sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
+    except Unsatisfiable:
+        refused = [name for name in FAMILIES if gated[name] and gated[name][0][0] == PINNED]
+        raise SpecError(views.spec.source, "plan", "no kernel family can take the decisions it fixes ("
+                        + "; ".join(f"{name}: {refusals(gated, name)}" for name in refused) + ")",
+                        "drop or change the pinned decisions (`deepgemm explain SPEC` shows each family's)") from None
     primary = solved[sol.assignment["family"]][0]
-    fallback = as_fallback(solved[FALLBACK][0]) if needs_fallback(primary) else None
+    # The fallback serves the primary's misaligned pointers: the cta family's best plan, whatever the spec pins.
+    fallback = None
+    if needs_fallback(primary):
+        fallback = fallback_plan(views, arch) if pins else as_fallback(solved[FALLBACK][0])
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+
+
+def _spec_family(views: ProblemViews, family: Any, gated: dict[str, list[tuple[str, str]]]) -> str | None:
+    """The family a spec's `plan: {family: ...}` names (None: it names none), checked against the registry and
+    the family's gates."""
+    if family is None:
+        return None
+    name = domain_value(tuple(FAMILIES), family)
+    if name is None:
+        raise SpecError(views.spec.source, "plan.family", f"unknown kernel family '{family}'",
+                        fix_naming(family, FAMILIES))
+    if gated[name]:
+        raise SpecError(views.spec.source, "plan.family", f"the {name} family cannot run this problem "
+                        f"({refusals(gated, name)})", "drop `family:` from `plan:` or pick another family")
+    return name
 
 
 def needs_fallback(primary: FamilyPlan) -> bool:

@@ -26,10 +26,10 @@ from typing import Any
 
 from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
-from dgemm_cli.constraints import Decision, Rejection
+from dgemm_cli.constraints import Decision, Rejection, Unsatisfiable
 from dgemm_cli.errors import PlanError
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.families.solving import of_assignment, ranked
+from dgemm_cli.families.solving import of_assignment, pinned, ranked
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, row_buckets
 from dgemm_cli.records import (
     TUNING_FORMAT,
@@ -140,10 +140,24 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
                         + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))
     fallback = fallback_plan(views, arch)
     out = []
+    pins = dict(views.spec.pins)
     for name, family in FAMILIES.items():
         if gated[name] or (families and name not in families):
             continue
-        for rank, fplan in enumerate(ranked(family.problem(views, arch), count)):
+        if pins.get("family", name) != name:
+            continue  # the spec's plan: names another family
+        problem = family.problem(views, arch)
+        pins_here = {node: value for node, value in pins.items() if node != "family"}
+        if any(node not in {n.name for n in problem.graph.nodes} for node in pins_here):
+            continue  # the spec's plan fixes a decision this family does not have
+        problem, refused = pinned(problem, pins_here)
+        if refused is not None:
+            continue
+        try:
+            ranked_plans = ranked(problem, count)
+        except Unsatisfiable:  # the pins leave this family no plan
+            continue
+        for rank, fplan in enumerate(ranked_plans):
             fb = fallback if needs_fallback(fplan) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))

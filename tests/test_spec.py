@@ -159,7 +159,8 @@ def test_nested_key_at_top_says_where_it_goes(tmp_path):
 
 def test_unknown_key_far_from_everything_lists_the_valid_ones(tmp_path):
     err = expect_error(tmp_path, gemm_spec(foo=1), "foo")
-    assert err.fix == "use one of: accum, alpha, arch, beta, contraction, dtype, epilogue, gemm, name, operands, sizes"
+    assert err.fix == ("use one of: accum, alpha, arch, beta, contraction, dtype, epilogue, gemm, name, operands, "
+                       "plan, sizes")
 
 
 @pytest.mark.parametrize("typo,meant", [("layuot", "layout"), ("stride", "strides"), ("offest", "offset"),

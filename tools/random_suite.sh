@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The randomized verify suite, run on a GPU machine from a checkout (no install needed):
 #   tools/random_suite.sh [COUNT] [SEED]       (defaults 40 and 28; SEEDS=1,2 verify seeds, REPEAT=2 launches)
-# `deepgemm random-specs COUNT --seed SEED` with a share of every kind (decode-shaped, sized at run time, wide,
+# `deepgemm random-specs COUNT --seed SEED` with a share of every kind (decode-shaped, sized at run time, wide, A multicast,
 # batched, short K, staged activation, epilogues, TMA views, flat rows), gen (the model's picks) + build + verify
 # behind the harness's writer, bit for bit against a second launch (--repeat). SANITIZE=N also runs memcheck,
 # racecheck and synccheck on the N smallest directories of each family. $OUT (or ./gpu_out) gets verify.json,
@@ -11,7 +11,7 @@ COUNT=${1:-40}
 SEED=${2:-28}
 dg random-specs "$COUNT" --seed "$SEED" --tma-share 0.4 --small-m-share 0.5 --wide-decode-share 0.5 \
   --wide-batch-share 0.3 --wide-short-k-share 0.3 --wide-staged-share 0.2 --dynamic-share 0.25 --epilogue-share 0.3 \
-  --a-vectors-share 0.5 --row-blocks-share 0.2 -o "$W/rs" > "$OUT/gen.txt" 2>&1
+  --a-vectors-share 0.5 --row-blocks-share 0.2 --multicast-share 0.08 -o "$W/rs" > "$OUT/gen.txt" 2>&1
 dg gen --untuned "$W"/rs/*.yaml -o "$W/r" >> "$OUT/gen.txt" 2>&1; stamp "gen rc=$? ($(ls "$W/r" | wc -l) dirs)"
 timeout "${T_BUILD:-3600}" python3 -m dgemm_cli build "$W"/r/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
 stamp "build rc=$?"

@@ -10,6 +10,7 @@ from dgemm_cli.randspec import (
     A_VECTORS_SHARE,
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
+    MULTICAST_SHARE,
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
     TMA_SHARE,
@@ -54,12 +55,14 @@ from dgemm_cli.randspec import (
 @click.option("--wide-staged-share", type=click.FloatRange(0.0, 1.0), default=WIDE_STAGED_SHARE, show_default=True,
               help="Share of the wide decode specs shaped for tcgemv's staged activation: one product, M = 9..16, "
                    "N = 6..8 groups of 16 columns x 119..132 blocks (some with the last block's columns past N), K = "
-                   "512..6656 in whole 512s. The planner prices that kernel above hopper: generate these with `gen "
-                   "--family tcgemv` to reach it. Drawn apart.")
+                   "512..6656 in whole 512s, pinned to it (`plan:`) where its gates take the views. Drawn apart.")
+@click.option("--multicast-share", type=click.FloatRange(0.0, 1.0), default=MULTICAST_SHARE, show_default=True,
+              help="Share of specs redrawn for the hopper family's A-multicast kernel (the weight as A, N two tiles "
+                   "wide), pinned to it (`plan:`). Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
-                     wide_short_k_share: float, wide_staged_share: float) -> None:
+                     wide_short_k_share: float, wide_staged_share: float, multicast_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -67,8 +70,33 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
+    pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                             wide_staged_share):
+                             wide_staged_share, multicast_share):
+        if "plan" in spec:
+            if _plans(spec):
+                pinned += 1
+            else:  # the pinned kernel's gates refuse the drawn views: the cost model picks instead
+                del spec["plan"]
+                unpinned += 1
         (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
-    click.echo(f"wrote {count} specs to {out}/")
+    pins = f" ({pinned} pinned by `plan:`, {unpinned} left to the cost model where the pinned kernel refuses)" \
+        if pinned or unpinned else ""
+    click.echo(f"wrote {count} specs to {out}/{pins}")
+
+
+def _plans(spec: dict) -> bool:
+    """Whether the spec, pins included, has a plan on its arch."""
+    from dgemm_cli.arch import get_arch
+    from dgemm_cli.errors import PlanError, SpecError
+    from dgemm_cli.plan import make_plan
+    from dgemm_cli.spec import parse_spec
+    from dgemm_cli.views import analyse
+
+    parsed = parse_spec(spec, spec["name"])
+    try:
+        make_plan(analyse(parsed), get_arch(parsed.arch))
+    except (PlanError, SpecError):
+        return False
+    return True

@@ -5,7 +5,7 @@ measures, and the plan of a tuned assignment. A family describes its problem onc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dgemm_cli.arch import Arch
@@ -40,6 +40,33 @@ def gated_problem(family: str, views: ProblemViews, arch: Arch, gates: Callable,
     gated(family, views.spec.source, gates(views, arch))
     return Problem(family, views.spec.source, graph(views, arch), cost(views, arch),
                    lambda a, decisions, feasible, c: plan(views, a, decisions, feasible, c))
+
+
+PINNED = "the spec's plan"  # the constraint a pinned node's other values break ("forced by the spec's plan")
+
+
+def domain_value(domain: tuple[Any, ...], value: Any) -> Any:
+    """The element of `domain` that `value` (as a spec writes it: a number or a name, in any case) stands for, or
+    None."""
+    return next((d for d in domain if d == value or str(d).lower() == str(value).strip().lower()), None)
+
+
+def pinned(p: Problem, pins: dict[str, Any]) -> tuple[Problem, str | None]:
+    """`p` with the nodes of its graph that `pins` (node -> value, a spec's `plan:`) names fixed to their values,
+    and why the pins rule the family out where a value is outside its node's domain (None: they do not)."""
+    # The pins first, so that the decision names them: "a_multicast = 2 (forced by the spec's plan)".
+    graph = ConstraintGraph(list(p.graph.nodes), [])
+    for node in graph.nodes:
+        if node.name not in pins:
+            continue
+        value = domain_value(node.domain, pins[node.name])
+        if value is None:
+            return p, (f"{node.name} = {pins[node.name]} is not one of its values here "
+                       f"({', '.join(map(str, node.domain))})")
+        graph.constrain(PINNED, "problem", [node.name],
+                        lambda a, name=node.name, value=value: f"{name} = {value}" if a[name] != value else None)
+    graph.constraints.extend(p.graph.constraints)
+    return replace(p, graph=graph), None
 
 
 def best(p: Problem) -> tuple[Any, ConstraintGraph]:

@@ -102,6 +102,8 @@ class Spec:
     D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
     # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
     dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Decisions the spec fixes (`plan:`), node -> value, in the spec's order: the planner's choice within them.
+    pins: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     # What is legal but likely wrong, e.g. views larger than any GPU's memory; `gen` prints them.
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -183,4 +185,5 @@ class Spec:
             "beta": self.beta,
             # Only when present: a spec without an epilogue normalises (and hashes) as before.
             **({"epilogue": [st.to_dict() for st in self.epilogue]} if self.epilogue else {}),
+            **({"plan": dict(self.pins)} if self.pins else {}),
         }

@@ -15,7 +15,8 @@ from dgemm_cli.spec.operand import OPERAND_KEYS, check_c_not_aliased, read_opera
 from dgemm_cli.spec.reader import SpecReader
 from dgemm_cli.spec.spans import check_spans
 
-TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue"}
+TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue",
+            "plan"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 # Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
 NESTED_KEYS = {**{k: f"gemm: {{{k}: ...}}" for k in GEMM_KEYS},
@@ -120,7 +121,25 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     if d is not None:
         check_dynamic_strides(ctx, dynamic, sizes, d, op_maps[OUTPUT_VIEW], f"operands.{OUTPUT_VIEW}", shorthand)
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
+    pins = read_pins(ctx, top.get("plan"))
     spec = Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
-                implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic)
+                implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic, pins=pins)
     return replace(spec, warnings=check_spans(ctx, spec))
+
+
+def read_pins(ctx: SpecReader, raw: Any) -> tuple[tuple[str, Any], ...]:
+    """`plan: {family: hopper, a_multicast: 2}`: decisions of the tiling graph the spec fixes, node -> value. Which
+    nodes exist depends on the family, so planning checks the names and values (dgemm_cli/plan.py)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise ctx.fail("plan", f"expected a mapping of decisions, got {raw!r}",
+                       "write e.g. `plan: {family: hopper, stages: 4}` (`deepgemm explain SPEC` lists the decisions)")
+    pins = []
+    for node, value in raw.items():
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            raise ctx.fail(f"plan.{node}", f"expected a number or a name, got {value!r}",
+                           "write one value of the decision, as `deepgemm explain SPEC` prints it")
+        pins.append((str(node), value))
+    return tuple(pins)
