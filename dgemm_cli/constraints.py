@@ -65,21 +65,60 @@ class Decision:
         return {"node": self.node, "value": self.value, "why": self.summary(),
                 "rejected": [{"value": r.value, "why": r.why} for r in self.rejected]}
 
-    def summary(self) -> str:
-        """One line: the value and the constraint that decided it."""
+    def reason(self) -> tuple[str, str]:
+        """What decided the value: its kind ("only candidate", "measured", "forced", "ties", "cheapest") and the
+        detail (how many values competed, the constraints that ruled the others out)."""
         # "measured +x% (deepgemm tune ...)" is a timing; "measured configurations: ..." a constraint's name.
         ruled = [r for r in self.rejected if not r.why.startswith(COST_REASONS)]
         if not self.rejected:
-            return f"{self.node} = {self.value} (only candidate)"
+            return "only candidate", ""
         if all(r.why.startswith("measured +") for r in self.rejected):
-            return f"{self.node} = {self.value} (fastest of {len(self.rejected) + 1} measured by deepgemm tune)"
+            return "measured", f"of {len(self.rejected) + 1}"
         if ruled and len(ruled) == len(self.rejected):
-            names = sorted({r.why.split(":")[0] for r in ruled})
-            return f"{self.node} = {self.value} (forced by {', '.join(names)})"
+            return "forced", ", ".join(sorted({r.why.split(":")[0] for r in ruled}))
         priced = [r for r in self.rejected if r.why.startswith(MODEL_REASONS)]
         if priced and all(r.why.startswith("ties") for r in priced):
-            return f"{self.node} = {self.value} (ties by the cost model: the first of {len(priced) + 1} in the domain)"
-        return f"{self.node} = {self.value} (cheapest of {len(self.rejected) + 1} by the cost model)"
+            return "ties", f"of {len(priced) + 1}"
+        return "cheapest", f"of {len(self.rejected) + 1}"
+
+    def summary(self) -> str:
+        """One line: the value and the constraint that decided it."""
+        kind, detail = self.reason()
+        value = f"{self.node} = {self.value}"
+        return value + {
+            "only candidate": " (only candidate)",
+            "measured": f" (fastest {detail} measured by deepgemm tune)",
+            "forced": f" (forced by {detail})",
+            "ties": f" (ties by the cost model: the first {detail} in the domain)",
+            "cheapest": f" (cheapest {detail} by the cost model)",
+        }[kind]
+
+
+# How decision_lines names each kind of reason, in this order.
+_GROUPS = {"cheapest": "cheapest by the cost model", "ties": "ties by the cost model (the first in the domain)",
+           "measured": "fastest measured by deepgemm tune", "forced": "forced", "only candidate": "only candidate"}
+
+
+def decision_lines(decisions: Sequence[Decision], width: int = 114) -> list[str]:
+    """`decisions` grouped by what decided them, a group a line (wrapped at `width`, continued two spaces in):
+    "cheapest by the cost model: block_m = 16 (of 4), stages = 4 (of 3)", "forced: warps_m = 1 (mma warp tile)".
+    The .cu's header states its plans this way; `explain` prints each decision's summary()."""
+    groups: dict[str, list[str]] = {kind: [] for kind in _GROUPS}
+    for d in decisions:
+        kind, detail = d.reason()
+        groups[kind].append(f"{d.node} = {d.value}" + (f" ({detail})" if detail else ""))
+    lines: list[str] = []
+    for kind, items in groups.items():
+        line = f"{_GROUPS[kind]}:"
+        for i, item in enumerate(items):
+            item += "," if i < len(items) - 1 else ""
+            if len(line) + 1 + len(item) > width and not line.endswith(":"):
+                lines.append(line)
+                line = " "
+            line += f" {item}"
+        if items:
+            lines.append(line)
+    return lines
 
 
 @dataclass

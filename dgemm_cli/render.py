@@ -29,6 +29,7 @@ from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.records import PLAN_SCHEMA_VERSION
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers.buckets import fold, merged_plans, merged_routes
+from dgemm_cli.renderers.problems import share_problems
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
 
@@ -346,6 +347,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
             r, dyn = routes[0], base["dyn"]
             dispatch_lines = [{"sizes": f"m in {dyn['lo']}..{dyn['hi']}",
                                "text": r["summary"] + (f"; {r['dispatch']['desc']}" if r["dispatch"] else "")}]
+    namespaces = share_problems(namespaces)
     # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
     kernel_smem = {**{ns: smem for r in routes for ns, smem in r["kernel_smem"].items() if ns not in callee},
                    **folded_smem}
@@ -397,7 +399,7 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
         "rows": bucket.lo if bucket is not None and bucket.exact else None,
         "summary": f"{plan.family}: {plan.primary.summary}",
         "args": base["launch_args"],
-        # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
+    # Each kernel namespace and the dynamic shared memory its launch asks for (plan.json, for `build`'s report).
         "kernel_smem": {b.namespace: p.smem_bytes for b, p in zip(bodies, plan.kernels)},
     }
 

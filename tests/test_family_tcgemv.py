@@ -159,8 +159,10 @@ def _namespace(cu, namespace="tcgemv"):
 
 
 def _traits(body):
-    """The values of the `static constexpr` members of a namespace's Traits: name -> C++ literal."""
-    traits = body[body.index("struct Traits {"):body.index("\n};\n")]
+    """The values of the `static constexpr` members of a namespace's Traits (with its Problem's, where a fallback
+    shares that): name -> C++ literal."""
+    start = body.index("struct Problem {") if "struct Problem {" in body else body.index("struct Traits")
+    traits = body[start:body.index("\n};\n", body.index("struct Traits"))]
     out = {}
     for decl in re.findall(r"static constexpr (?:int|bool|index_t) ([^;]*);", traits):
         for item in decl.split(","):

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 from . import Body
 
-# A body's traits: from `struct Traits {` at the start of a line to the `};` closing it at the start of a line.
-_TRAITS = re.compile(r"^struct Traits \{\n.*?^\};\n", re.MULTILINE | re.DOTALL)
-# The names the traits declare as types (members of a template's traits are named `typename Traits::X` outside).
+# A body's traits: its `struct Problem` where it has one, then `struct Traits` to the `};` closing it, each at the
+# start of a line.
+_TRAITS = re.compile(r"^(?:struct Problem \{\n.*?^\};\n\n)?struct Traits(?: : Problem)? \{\n.*?^\};\n",
+                     re.MULTILINE | re.DOTALL)
+# The names the problem and the traits declare as types (a template's are named `typename Traits::X` outside).
 _TRAITS_TYPE = re.compile(r"^  (?:using (\w+) =|struct (\w+)\b)", re.MULTILINE)
 # An integer literal without suffix (not part of a name, a float or a suffixed literal).
 _INT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.gemv import GemvPlan
 from dgemm_cli.renderers import Body, cluster_requirements, dependent_launch_note, launch_attributes
 from dgemm_cli.spec import Spec
@@ -28,7 +29,7 @@ def context(spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> dict
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: GemvPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("gemv/body.cu.j2").render(k=k)
-    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
+    decisions = decision_lines(plan.decisions) + plan.detail_lines()
     requirements = cluster_requirements(plan.splits) or ((dependent_launch_note(),) if plan.dependent_launch else ())
     facts = {"attributes"} if k["func_attributes"] else set()
     if plan.b_check:

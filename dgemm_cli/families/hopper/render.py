@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.hopper import (
     BLOCK_K,
     BOX_MN,
@@ -124,7 +125,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("hopper/body.cu.j2").render(k=k)
-    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
+    decisions = decision_lines(plan.decisions) + plan.detail_lines()
     # The launcher's work beyond the launch (render.LAUNCH_FACTS), in dg/hopper_<variant>.cuh: tensor maps always, the
     # shared-memory opt-in past 48 KB, and the persistent grids' size from the SM count or the cluster occupancy.
     facts = {"tensor_maps"} | ({"attributes"} if plan.smem_bytes > 48 * 1024 else set())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jinja2
 
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.tcgemv import SHARED_ALIGN, SHARED_GROUP_SEGMENTS, TcGemvPlan
 from dgemm_cli.renderers import Body, dependent_launch_note
 from dgemm_cli.spec import Spec
@@ -30,7 +31,7 @@ def context(spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> di
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: TcGemvPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("tcgemv/body.cu.j2").render(k=k)
-    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
+    decisions = decision_lines(plan.decisions) + plan.detail_lines()
     deterministic = ("Deterministic: the warps' partial sums are added in a fixed order, so repeated calls on the same "
                      "data give bit-identical results. No workspace and no state between calls.")
     # The register-stream kernel is a dependent launch; the staged one (A through shared memory) a plain one, with A's

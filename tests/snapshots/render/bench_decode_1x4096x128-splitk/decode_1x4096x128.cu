@@ -116,13 +116,10 @@ struct Traits {
 };
 static_assert(dg::splitk::Split<Traits>::blocks(Traits::M) == 64, "planner and kernel disagree on the grid");
 
-// A tile (64 x 128, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+// The loaders of A's 64 x 128 (k contiguous) and B's 32 x 128 (k contiguous) tiles in shared memory, each named for how it loads.
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (32 x 128, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (64 x 128, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (32 x 128, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {

@@ -30,15 +30,10 @@
 //   cta: costs +34% (cost model)
 //
 // Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A mn-major, B k-major, 216128 B smem, 392 tiles on a persistent grid of min(392, 1 x SMs) blocks, raster group 8
-//   block_m = 128 (forced by accumulator registers, warpgroup rows)
-//   block_n = 256 (cheapest of 10 by the cost model)
-//   consumers = 2 (forced by accumulator registers)
-//   ctas_per_sm = 1 (forced by accumulator registers)
-//   stages = 4 (cheapest of 8 by the cost model)
-//   k_splits = 1 (forced by k split)
-//   a_multicast = 1 (forced by A multicast)
-//   acc_chains = 1 (forced by accumulator registers)
-//   l2_promotion = 256B (cheapest of 2 by the cost model)
+//   cheapest by the cost model: block_n = 256 (of 10), stages = 4 (of 8), l2_promotion = 256B (of 2)
+//   forced: block_m = 128 (accumulator registers, warpgroup rows), consumers = 2 (accumulator registers),
+//     ctas_per_sm = 1 (accumulator registers), k_splits = 1 (k split), a_multicast = 1 (A multicast),
+//     acc_chains = 1 (accumulator registers)
 //   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 216128 B shared memory, 392 tiles (1 x 196 x 2) on a persistent grid of min(392, 1 x SMs) blocks, 4 k-iterations a tile
 //   A: mn-major TMA, 3-d tensor map [hw[3136] (size 3136, dense, box 64), c[256] (size 256, 6272 B, box 64), n[8] (size 8, 1605632 B, box 1)] (innermost first)
 //   B: k-major TMA, 2-d tensor map [c[256] (size 256, dense, box 64), k[512] (size 512, 512 B, box 256)] (innermost first)
@@ -250,13 +245,10 @@ struct Traits {
 };
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 784, "planner and kernel disagree on the grid");
 
-// A tile (32 x 128, m contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+// The loaders of A's 32 x 128 (m contiguous) and B's 128 x 32 (k contiguous) tiles in shared memory, each named for how it loads.
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (128 x 32, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (32 x 128, m contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (128 x 32, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {

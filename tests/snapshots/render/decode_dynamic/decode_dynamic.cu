@@ -26,21 +26,17 @@
 // Kernel family for sm_90a: one kernel per bucket of m, picked at run time (m is sized 1..64 at run time: one kernel a size for m <= 4 (a family may hold the rows in registers sized at compile time), ranges up to each power of two planned at their largest size by the families that take M at run time; neighbouring ranges whose best plans agree share one kernel)
 //
 // Plan for m = 1: gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 1 way(s) (4096 a block), 8224 B smem, 3584 blocks
-//   threads = 128 (forced by columns per warp)
-//   block_n = 4 (forced by columns per warp)
-//   cols = 1 (forced by columns per warp)
-//   unroll = 4 (cheapest of 3 by the cost model)
-//   splits = 1 (cheapest of 5 by the cost model)
+//   cheapest by the cost model: unroll = 4 (of 3), splits = 1 (of 5)
+//   forced: threads = 128 (columns per warp), block_n = 4 (columns per warp), cols = 1 (columns per warp)
 //   => 3584 blocks = 3584 column tiles x 1 K slice(s) of 4096; 128 threads; 8224 B shared memory (A's slice, partial sums)
 //   A: its K slice staged in 8-element vectors when its view pointer is 16-byte aligned, else element by element (checked in the kernel)
 //   B: 8-element loads when its view pointer is 16-byte aligned, else 1-element loads (checked at run time)
 //
 // Plan for m in 2..8: tcgemv: tensor-core GEMV (mma.sync m16n8k16, roles swapped), 8 tokens a tile, 2 octet(s) of columns a warp, 2 warps along K (2048 each), 2x64-k segments a round, A through L1 with each round, 64 threads, 16 columns a block, 896 blocks
-//   tokens = 8 (only candidate)
-//   octets = 2 (forced by measured configurations)
-//   k_warps = 2 (cheapest of 3 by the cost model)
-//   a_stage = l1 (forced by measured configurations)
-//   row_groups = 1 (forced by measured configurations)
+//   cheapest by the cost model: k_warps = 2 (of 3)
+//   forced: octets = 2 (measured configurations), a_stage = l1 (measured configurations),
+//     row_groups = 1 (measured configurations)
+//   only candidate: tokens = 8
 //   => 896 blocks of 64 threads (2 warps, each 2048 of K for the block's 16 columns), at most 128 registers a thread (8 blocks an SM); 1280 B shared memory (the warps' partial sums, added in order)
 //   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
 //   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
@@ -76,15 +72,10 @@
 //   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
 //
 // Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8
-//   block_m = 64 (forced by shared memory, warpgroup rows)
-//   block_n = 112 (cheapest of 10 by the cost model)
-//   consumers = 1 (forced by warpgroup rows)
-//   ctas_per_sm = 1 (forced by shared memory)
-//   stages = 8 (cheapest of 8 by the cost model)
-//   k_splits = 1 (forced by k split)
-//   a_multicast = 1 (forced by A multicast)
-//   acc_chains = 1 (forced by accumulator sets)
-//   l2_promotion = none (cheapest of 2 by the cost model)
+//   cheapest by the cost model: block_n = 112 (of 10), stages = 8 (of 8), l2_promotion = none (of 2)
+//   forced: block_m = 64 (shared memory, warpgroup rows), consumers = 1 (warpgroup rows),
+//     ctas_per_sm = 1 (shared memory), k_splits = 1 (k split), a_multicast = 1 (A multicast),
+//     acc_chains = 1 (accumulator sets)
 //   => 256 threads (setmaxnreg: producer 40, consumers 240 registers), 191616 B shared memory, 128 tiles (1 x 1 x 128) on a persistent grid of min(128, 1 x SMs) blocks, 64 k-iterations a tile
 //   A: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), m[64] (size 64, 8192 B, box 64)] (innermost first)
 //   B: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), n[14336] (size 14336, 8192 B, box 112)] (innermost first)
@@ -199,7 +190,7 @@ namespace m2_4_tcgemv {
 // The tcgemv kernels of the buckets m in 2..4: one template, ROWS is the bucket's m.
 template <int ROWS>
 struct Bucket {
-  struct Traits {
+  struct Problem {
     using index_t = int;
     using A_t = ::A_t;
     using B_t = ::B_t;
@@ -231,7 +222,9 @@ struct Bucket {
       C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
       { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
     }
+  };
 
+  struct Traits : Problem {
     // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
     // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
     static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
@@ -260,39 +253,9 @@ namespace m2_4_cta {
 // The cta kernels of the buckets m in 2..4: one template, ROWS is the bucket's m.
 template <int ROWS>
 struct Bucket {
-  struct Traits {
-    using index_t = int;
-    using A_t = ::A_t;
-    using B_t = ::B_t;
-    using C_t = ::C_t;
-    using C_param = C_t;  // C is only read where the spec writes D
-    using A_view = dg::View<dg::Role<index_t>,
-                            dg::Role<index_t, dg::Seg<ROWS, 4096>>,
-                            dg::Role<index_t>,
-                            dg::Role<index_t, dg::Seg<4096, 1>>>;
-    using B_view = dg::View<dg::Role<index_t>,
-                            dg::Role<index_t>,
-                            dg::Role<index_t, dg::Seg<14336, 4096>>,
-                            dg::Role<index_t, dg::Seg<4096, 1>>>;
-    using C_view = dg::View<dg::Role<index_t>,
-                            dg::Role<index_t, dg::Seg<ROWS, 14336>>,
-                            dg::Role<index_t, dg::Seg<14336, 1>>,
-                            dg::Role<index_t>>;
-    static constexpr bool rows_at_run_time = false;
-    static constexpr index_t M = ROWS, N = 14336, K = 4096;
-    static constexpr bool has_batch = false;
-    static constexpr bool c_along_m = false;  // the output's contiguous role
-    struct Epilogue {};  // no view beside A, B and C
+  using Problem = typename m2_4_tcgemv::Bucket<ROWS>::Problem;  // m2_4_tcgemv's views, sizes and store
 
-    // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
-    __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                                 float beta, index_t M, const Epilogue& ep) {
-      if (gm >= M || gn >= N) return;
-      (void)ep;
-      C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-      { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-    }
-
+  struct Traits : Problem {
     // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
     static constexpr int THREADS = 32;
     static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
@@ -308,13 +271,10 @@ struct Bucket {
   };
   static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
 
-  // A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+  // The loaders of A's 16 x 64 (k contiguous) and B's 32 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
   using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-  // B tile (32 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
   using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-  // A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
   using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-  // B tile (32 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
   using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
   static cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {
@@ -328,7 +288,7 @@ struct Bucket {
 
 namespace m5_8_tcgemv {
 
-struct Traits {
+struct Problem {
   using index_t = int;
   using A_t = ::A_t;
   using B_t = ::B_t;
@@ -362,7 +322,9 @@ struct Traits {
     C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
     { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
   }
+};
 
+struct Traits : Problem {
   // The plan: ROW_GROUPS groups of K_WARPS warps a block, each group 8 x OCTETS columns of C (OCTETS octets of B's
   // rows), each warp a K slice of K_SLICE elements, UNROLL 64-k segments a round; an mma tile holds TOKENS rows of C.
   static constexpr int TOKENS = 8, OCTETS = 2, K_WARPS = 2, UNROLL = 2;
@@ -388,41 +350,9 @@ cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, f
 
 namespace m5_8_cta {
 
-struct Traits {
-  using index_t = int;
-  using A_t = ::A_t;
-  using B_t = ::B_t;
-  using C_t = ::C_t;
-  using C_param = C_t;  // C is only read where the spec writes D
-  using A_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<8, 4096>>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using B_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<14336, 4096>>,
-                          dg::Role<index_t, dg::Seg<4096, 1>>>;
-  using C_view = dg::View<dg::Role<index_t>,
-                          dg::Role<index_t, dg::Seg<8, 14336>>,
-                          dg::Role<index_t, dg::Seg<14336, 1>>,
-                          dg::Role<index_t>>;
-  // M is a kernel argument: 'm' (5..8) x M_UNIT rows; M here is the most.
-  static constexpr bool rows_at_run_time = true;
-  static constexpr index_t M_UNIT = 1;
-  static constexpr index_t M = 8, N = 14336, K = 4096;
-  static constexpr bool has_batch = false;
-  static constexpr bool c_along_m = false;  // the output's contiguous role
-  struct Epilogue {};  // no view beside A, B and C
+using Problem = m5_8_tcgemv::Problem;  // m5_8_tcgemv's views, sizes and store
 
-  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
-  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
-                                               float beta, index_t M, const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C_t* p = C + (C_view::m::offset(gm) + C_view::n::offset(gn));
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(*p), out); *p = __float2bfloat16_rn(out); }
-  }
-
+struct Traits : Problem {
   // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
   static constexpr int THREADS = 32;
   static constexpr int BM = 16, BN = 16, BK = 64, STAGES = 4;
@@ -438,13 +368,10 @@ struct Traits {
 };
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 896, "planner and kernel disagree on the grid");
 
-// A tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+// The loaders of A's 16 x 64 (k contiguous) and B's 16 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (16 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (16 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {
@@ -622,13 +549,10 @@ struct Traits {
 };
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 224, "planner and kernel disagree on the grid");
 
-// A tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
+// The loaders of A's 64 x 64 (k contiguous) and B's 64 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
 using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
-// B tile (64 x 64, k contiguous in shared memory) -> 16-byte cp.async (8 elements a copy).
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
-// A tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
-// B tile (64 x 64, k contiguous in shared memory) -> element loads stored straight to shared memory (strided gather).
 using BLoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::B>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, int64_t m, float alpha, float beta, cudaStream_t stream) {

@@ -30,11 +30,8 @@
 //   cta: costs +498% (cost model)
 //
 // Plan gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 8 way(s) over a cluster (512 a block), 1056 B smem, 256 blocks
-//   threads = 128 (forced by columns per warp)
-//   block_n = 4 (forced by columns per warp)
-//   cols = 1 (forced by columns per warp)
-//   unroll = 4 (cheapest of 3 by the cost model)
-//   splits = 8 (cheapest of 5 by the cost model)
+//   cheapest by the cost model: unroll = 4 (of 3), splits = 8 (of 5)
+//   forced: threads = 128 (columns per warp), block_n = 4 (columns per warp), cols = 1 (columns per warp)
 //   => 256 blocks = 32 column tiles x 8 K slice(s) of 512; 128 threads; 1056 B shared memory (A's slice, partial sums)
 //   A: its K slice staged in 8-element vectors when its view pointer is 16-byte aligned, else element by element (checked in the kernel)
 //   B: 8-element loads when its view pointer is 16-byte aligned, else 1-element loads (checked at run time)

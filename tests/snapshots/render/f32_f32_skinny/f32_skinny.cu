@@ -116,13 +116,10 @@ struct Traits {
 };
 static_assert(dg::splitk::Split<Traits>::blocks(Traits::M) == 128, "planner and kernel disagree on the grid");
 
-// A tile (32 x 64, m contiguous in shared memory) -> 16-byte loads along k (4 elements a load) staged in registers across the math, stored transposed.
+// The loaders of A's 32 x 64 (m contiguous) and B's 32 x 64 (n contiguous) tiles in shared memory, each named for how it loads.
 using ALoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 4>;
-// B tile (32 x 64, n contiguous in shared memory) -> 16-byte cp.async (4 elements a copy).
 using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 4>;
-// A tile (32 x 64, m contiguous in shared memory) -> 4-byte loads along k (1 element a load) staged in registers across the math, stored transposed.
 using ALoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::A, 1>;
-// B tile (32 x 64, n contiguous in shared memory) -> 4-byte cp.async (1 element a copy).
 using BLoadCpAsync4 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 1>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {

@@ -109,11 +109,9 @@ struct Traits {
 };
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 75, "planner and kernel disagree on the grid");
 
-// A tile (32 x 16, m contiguous in shared memory) -> 4-byte cp.async (1 element a copy).
+// The loaders of A's 32 x 16 (m contiguous) and B's 32 x 32 (n contiguous) tiles in shared memory, each named for how it loads.
 using ALoadCpAsync4 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 1>;
-// B tile (32 x 32, n contiguous in shared memory) -> 16-byte loads along k (4 elements a load) staged in registers across the math, stored transposed.
 using BLoadTranspose16 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 4>;
-// B tile (32 x 32, n contiguous in shared memory) -> 4-byte loads along k (1 element a load) staged in registers across the math, stored transposed.
 using BLoadTranspose4 = dg::cta::LoadTranspose<Traits, dg::cta::Operand::B, 1>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {

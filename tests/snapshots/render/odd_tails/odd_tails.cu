@@ -108,9 +108,8 @@ struct Traits {
 };
 static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 77, "planner and kernel disagree on the grid");
 
-// A tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
+// The loaders of A's 32 x 64 (k contiguous) and B's 32 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
 using ALoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::A>;
-// B tile (32 x 64, k contiguous in shared memory) -> element loads staged in registers across the math (strided gather).
 using BLoadGather = dg::cta::LoadGather<Traits, dg::cta::Operand::B>;
 
 cudaError_t launch(const A_t* A, const B_t* B, C_t* C, float alpha, float beta, cudaStream_t stream) {

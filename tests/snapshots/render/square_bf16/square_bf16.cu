@@ -30,15 +30,10 @@
 //   cta: costs +117% (cost model)
 //
 // Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A k-major, B mn-major, 218176 B smem, 512 tiles on a persistent grid of min(512, 1 x SMs) blocks, raster group 8
-//   block_m = 128 (forced by accumulator registers, warpgroup rows)
-//   block_n = 256 (cheapest of 4 by the cost model)
-//   consumers = 2 (forced by accumulator registers)
-//   ctas_per_sm = 1 (forced by accumulator registers)
-//   stages = 4 (cheapest of 8 by the cost model)
-//   k_splits = 1 (forced by k split)
-//   a_multicast = 1 (forced by A multicast)
-//   acc_chains = 1 (forced by accumulator registers)
-//   l2_promotion = 256B (cheapest of 2 by the cost model)
+//   cheapest by the cost model: block_n = 256 (of 4), stages = 4 (of 8), l2_promotion = 256B (of 2)
+//   forced: block_m = 128 (accumulator registers, warpgroup rows), consumers = 2 (accumulator registers),
+//     ctas_per_sm = 1 (accumulator registers), k_splits = 1 (k split), a_multicast = 1 (A multicast),
+//     acc_chains = 1 (accumulator registers)
 //   => 384 threads (setmaxnreg: producer 40, consumers 232 registers), 218176 B shared memory, 512 tiles (1 x 32 x 16) on a persistent grid of min(512, 1 x SMs) blocks, 64 k-iterations a tile
 //   A: k-major TMA, 2-d tensor map [k[4096] (size 4096, dense, box 64), m[4096] (size 4096, 8192 B, box 128)] (innermost first)
 //   B: mn-major TMA, 2-d tensor map [n[4096] (size 4096, dense, box 64), k[4096] (size 4096, 8192 B, box 64)] (innermost first)
