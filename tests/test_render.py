@@ -11,6 +11,7 @@ import yaml
 
 from dgemm_cli.arch import ARCHES, get_arch
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import family_gates, make_plan
 from dgemm_cli.render import render_sources
@@ -295,7 +296,7 @@ def _assert_only_prefetches_before_the_wait(kernel: str, common: str) -> None:
 
 def _family_sections(cu: str) -> list[tuple[str, str]]:
     """(family, text) of each family namespace of a generated .cu, in order (a run-time artifact has several)."""
-    starts = list(re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|hopper|cta) \{", cu))
+    starts = list(re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|dot|hopper|cta) \{", cu))
     return [(m.group(1), cu[m.start():(starts[i + 1].start() if i + 1 < len(starts) else len(cu))])
             for i, m in enumerate(starts)]
 
@@ -323,7 +324,7 @@ def _flag(traits: str, name: str) -> bool:
     return found.group(1) == "true"
 
 
-# The kernel of each small-M family's header (splitk's: dg/dot.cuh where M = N = 1), by the launcher the .cu calls.
+# The kernel of each small-M family's header, by the launcher the .cu calls.
 SMALL_M_KERNELS = {"dg::gemv::launch<": "dg/gemv.cuh", "dg::tcgemv::launch<": "dg/tcgemv.cuh",
                    "dg::splitk::launch<": "dg/splitk.cuh", "dg::dot::launch<": "dg/dot.cuh"}
 
@@ -343,7 +344,8 @@ def test_kernels_that_load_through_the_sms_prefetch_only_ahead_of_coherent_loads
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
     files = render(spec)
     cu = files[f"{spec.name}.cu"]
-    sections = [(family, text) for family, text in _family_sections(cu) if family in ("gemv", "tcgemv", "splitk")]
+    sections = [(family, text) for family, text in _family_sections(cu)
+                if family in ("gemv", "tcgemv", "splitk", "dot")]
     assert sections
     with_prefetch = [(family, text) for family, text in sections if "PREFETCH_ROUNDS" in text
                      and _int(text, "PREFETCH_ROUNDS") > 0]
@@ -591,7 +593,7 @@ def test_readme_says_when_the_launch_is_programmatically_dependent(path):
     spec = load_spec(path)
     views = analyse(spec)
     gated = family_gates(views, get_arch("sm_90a"))
-    for family in ("hopper", "tcgemv", "gemv", "splitk", "cta"):
+    for family in FAMILIES:
         if gated[family]:  # --family refuses a family whose gates refuse the problem
             continue
         says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch("sm_90a"), family)

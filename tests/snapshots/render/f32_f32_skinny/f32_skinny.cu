@@ -23,10 +23,11 @@
 //   B     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = splitk (cheapest of 5 by the cost model)
+// Kernel family for sm_90a: family = splitk (cheapest of 6 by the cost model)
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 48 rows: more than the 4 the CUDA cores keep up with at memory speed
+//   dot: dot: one output element: C has 48 x 512 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +544% (cost model)
 //
 // Plan splitk: ffma, tile 64x64x32, 256 threads, 6 stages, K split 16 ways over a cluster (8 k-tiles a block), 104448 B smem, 128 blocks

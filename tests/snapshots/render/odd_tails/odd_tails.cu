@@ -23,11 +23,12 @@
 //   B     contiguous along k; vector 1 elem as promised (stride 111 of n is not a multiple of 2), 1 if 16-byte aligned (stride 111 of n is not a multiple of 2)
 //   C     contiguous along n; vector 1 elem as promised (stride 197 of m is not a multiple of 2), 1 if 16-byte aligned (stride 197 of m is not a multiple of 2)
 //
-// Kernel family for sm_90a: family = cta (forced by gemv, hopper, splitk, tcgemv)
+// Kernel family for sm_90a: family = cta (forced by dot, gemv, hopper, splitk, tcgemv)
 //   hopper: hopper: TMA A: A's stride along m[333] is 222 bytes, not a positive multiple of 16 below 2^40
 //   tcgemv: tcgemv: few rows: M = 333 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 333 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 333 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   dot: dot: one output element: C has 333 x 197 elements a batch index: blocks along K serve only M = N = 1
 //
 // Plan cta: mma.sync.m16n8k16, tile 32x32x64, 128 threads, 2 stages, A gather, B gather, 18432 B smem, 77 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
