@@ -630,3 +630,29 @@ def test_the_header_echoes_the_spec_it_was_generated_from(path):
     echoed = spec_yaml(spec.to_dict())
     assert "\n".join(f"//   {line}" for line in echoed.splitlines()) in cu
     assert yaml.safe_load(echoed) == spec.to_dict()
+
+
+# Fixed-size specs whose kernels cover every family: the examples, a decode bench a small-M family takes, the f32
+# skinny product (splitk over FFMA tiles with run-time loader dispatch), and a full reduction (dot).
+HEADER_SPECS = [p for p in SPECS if not load_spec(p).dynamic] + [
+    SPECS[0].parent / "bench" / "decode_8x4096x4096.yaml", SPECS[0].parent / "f32" / "f32_skinny.yaml",
+    SPECS[0].parent / "bench" / "fullred_dot_16M_f16.yaml"]
+
+
+@pytest.mark.parametrize("path", HEADER_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("family", [None, "splitk", "cta"])
+def test_the_header_states_each_kernels_plan_as_explain_does(path, family):
+    """A plan's sentences are written once: every decision's summary and every line of the plan's detail_lines()
+    (what `explain` prints below the decisions) is a line of the .cu's header comment, for the primary kernel and
+    its run-time fallback, in every family."""
+    spec = load_spec(path)
+    views = analyse(spec)
+    arch = get_arch("sm_90a")
+    if family is not None and family_gates(views, arch)[family]:
+        return
+    plan = make_plan(views, arch, family)
+    cu = render_sources(spec, views, plan, plan_baseline(views), arch)[f"{spec.name}.cu"]
+    header = cu[:cu.index("#include")].splitlines()
+    for kernel in plan.kernels:
+        for line in [d.summary() for d in kernel.decisions] + kernel.detail_lines():
+            assert f"//   {line}" in header, (kernel.family, line)

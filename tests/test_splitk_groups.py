@@ -113,9 +113,10 @@ def test_one_group_renders_the_cluster_kernel_alone():
     plan = make_plan(views, SM90, "splitk")
     assert plan.primary.groups == 1
     cu = _render(views, plan)["decode_8x4096x4096.cu"]
-    # No scratch, no second kernel, no groups line in the header.
-    for absent in ("TILE_ELEMS", "partials", "cudaMallocAsync", "scratch_bytes", "groups ="):
+    # No scratch and no second kernel; the header says why one group (as explain does).
+    for absent in ("TILE_ELEMS", "partials", "cudaMallocAsync", "scratch_bytes"):
         assert absent not in cu, absent
+    assert "//   groups = 1: the output tiles and the cluster's K slices give the SMs work" in cu
     assert "GROUPS = 1, KT_PER_SPLIT" in cu and "return dg::splitk::launch<Traits, " in cu
 
 

@@ -114,28 +114,28 @@ class SplitKPlan:
                 f"{self.smem_bytes} B smem, {self.blocks} blocks")
 
     def detail_lines(self) -> list[str]:
-        if self.groups == 1:
-            out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.splits} K slices; "
-                   f"{self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
-        else:
-            out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.groups} groups x {self.splits} "
-                   f"K slices; {self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
+        """The plan's facts below its decisions, as `explain` prints them and the .cu's header comment states them:
+        the grid and its clusters, the waves, the reduction, the groups, then the block tile's thread tile and loaders
+        (with their run-time dispatch)."""
+        groups = "" if self.groups == 1 else f" x {self.groups} groups"
+        out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.blocks} blocks = "
+               f"{self.tile.tiles} output tiles{groups} x {self.splits} K slices in clusters of {self.splits}; "
+               f"{self.k_tiles_per_split} of {self.k_tiles} k-tiles a block, index type {self.tile.index_type}"]
         if self.at_once:
             waves = math.ceil(self.blocks / self.at_once)
             out.append(f"waves: clusters of {self.splits} hold {self.at_once} blocks at once, so the {self.blocks} "
                        f"run in {waves} wave{'s' if waves > 1 else ''} (what the cost model prices)")
         out.append(f"reduction: each block parks its {self.tile.block_m}x{self.tile.block_n} f32 partial in shared "
-                       "memory; after a cluster barrier block r sums its share of the tile over ranks "
-                   f"0..{self.splits - 1} "
-                       "in order (bit-identical run to run)")
+                   "memory; after a cluster barrier block r sums its share of the tile over ranks "
+                   f"0..{self.splits - 1} in order (bit-identical run to run)")
         if self.groups == 1:
             out.append("groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups "
                        "do not pay for the second kernel); C is stored by the cluster")
         else:
             out.append(f"groups = {self.groups}: each cluster writes its sum to a {self.scratch_bytes} B scratch "
-                       "buffer (cudaMallocAsync on the stream, cudaFreeAsync after); a second kernel adds the "
-                       f"{self.groups} partials of every element in group order and stores C (bit-identical run "
-                       "to run)")
+                       "buffer (cudaMallocAsync on the stream, cudaFreeAsync after); a second kernel of "
+                       f"{self.tile.tiles} blocks adds the {self.groups} partials of every element in group order and "
+                       "stores C (bit-identical run to run)")
         out.extend(self.tile.detail_lines()[1:])
         return out
 

@@ -28,18 +28,7 @@ def context(spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> di
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: SplitKPlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("splitk/body.cu.j2").render(k=k)
-    # With one group the header leaves the `groups` decision out (explain shows the node).
-    decisions = [d.summary() for d in plan.decisions if not (d.node == "groups" and plan.groups == 1)]
-    if plan.groups == 1:
-        decisions.append(f"=> {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.blocks} blocks in "
-                         f"clusters of {plan.splits}, index math in {plan.tile.index_type}.")
-    else:
-        decisions.append(f"=> {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.blocks} blocks in "
-                         f"{plan.blocks // plan.splits} clusters of {plan.splits} ({plan.groups} a tile), then a "
-                         f"second kernel of {plan.tile.tiles} blocks adds the groups' partials ({plan.scratch_bytes} B "
-                         f"scratch), index math in {plan.tile.index_type}.")
-    if k["dispatch"]:
-        decisions.append(f"Run-time loader dispatch: {k['dispatch_desc']}")
+    decisions = [d.summary() for d in plan.decisions] + plan.detail_lines()
     requirements = cluster_requirements(plan.splits)
     if plan.groups > 1:
         requirements = (*requirements[:-1], scratch_requirement(

@@ -43,8 +43,13 @@
 //   loader_a = cp_async (forced by gather staging A)
 //   loader_b = cp_async (ties by the cost model: the first of 2 in the domain)
 //   splits = 16 (cheapest of 4 by the cost model)
-//   => 256 threads, 156672 B shared memory, 64 blocks in clusters of 16, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   groups = 1 (cheapest of 5 by the cost model)
+//   => 256 threads, 156672 B shared memory, 64 blocks = 4 output tiles x 16 K slices in clusters of 16; 2 of 32 k-tiles a block, index type int
+//   waves: clusters of 16 hold 112 blocks at once, so the 64 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 64x32 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..15 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 #include "decode_1x4096x128.h"
 #include "dg/splitk.cuh"
 

@@ -43,8 +43,13 @@
 //   loader_a = cp_async (ties by the cost model: the first of 2 in the domain)
 //   loader_b = cp_async (forced by gather staging B)
 //   splits = 2 (cheapest of 4 by the cost model)
-//   => 256 threads, 156672 B shared memory, 128 blocks in clusters of 2, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   groups = 1 (cheapest of 5 by the cost model)
+//   => 256 threads, 156672 B shared memory, 128 blocks = 64 output tiles x 2 K slices in clusters of 2; 16 of 32 k-tiles a block, index type int
+//   waves: clusters of 2 hold 132 blocks at once, so the 128 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 32x64 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..1 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 #include "decode_8x4096x4096.h"
 #include "dg/splitk.cuh"
 

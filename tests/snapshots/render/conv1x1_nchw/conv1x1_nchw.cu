@@ -60,8 +60,9 @@
 //   smem_inner_b = k (forced by coalescing B)
 //   loader_a = cp_async (cheapest of 2 by the cost model)
 //   loader_b = cp_async (cheapest of 2 by the cost model)
-//   => 256 threads, 75776 B shared memory, 784 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   => 256 threads, 75776 B shared memory, grid 784 blocks (1 x 196 x 4), index type int
+//   A: cp_async x8, shared rows along m; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Run-time dispatch: hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta.
 #include "conv1x1_nchw.h"

@@ -57,8 +57,9 @@
 //   smem_inner_b = k (forced by coalescing B)
 //   loader_a = cp_async (forced by gather staging A)
 //   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 27648 B shared memory, 448 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   => 32 threads, 27648 B shared memory, grid 448 blocks (1 x 1 x 448), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Plan for m in 5..8: cta: mma.sync.m16n8k16, tile 16x16x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 18432 B smem, 896 blocks
 //   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
@@ -72,8 +73,9 @@
 //   smem_inner_b = k (forced by coalescing B)
 //   loader_a = cp_async (forced by gather staging A)
 //   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 18432 B shared memory, 896 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   => 32 threads, 18432 B shared memory, grid 896 blocks (1 x 1 x 896), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8
 //   block_m = 64 (forced by shared memory, warpgroup rows)
@@ -105,8 +107,9 @@
 //   smem_inner_b = k (forced by coalescing B)
 //   loader_a = cp_async (forced by gather staging A)
 //   loader_b = cp_async (forced by gather staging B)
-//   => 128 threads, 73728 B shared memory, 224 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   => 128 threads, 73728 B shared memory, grid 224 blocks (1 x 1 x 224), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Run-time dispatch on m (the size of 'm'), the first bucket that holds it:
 //   m = 1            gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 1 way(s) (4096 a block), 8224 B smem, 3584 blocks

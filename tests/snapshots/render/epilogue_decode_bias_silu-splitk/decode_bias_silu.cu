@@ -46,8 +46,13 @@
 //   loader_a = cp_async (ties by the cost model: the first of 2 in the domain)
 //   loader_b = cp_async (ties by the cost model: the first of 2 in the domain)
 //   splits = 2 (cheapest of 4 by the cost model)
-//   => 64 threads, 30720 B shared memory, 896 blocks in clusters of 2, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   groups = 1 (forced by groups only where tiles leave SMs idle)
+//   => 64 threads, 30720 B shared memory, 896 blocks = 448 output tiles x 2 K slices in clusters of 2; 64 of 128 k-tiles a block, index type int
+//   waves: clusters of 2 hold 924 blocks at once, so the 896 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 16x32 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..1 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 #include "decode_bias_silu.h"
 #include "dg/activations.cuh"
 #include "dg/splitk.cuh"

@@ -44,8 +44,14 @@
 //   loader_b = cp_async (forced by staged loads under the cap, transpose B)
 //   registers = 128 (ties by the cost model: the first of 2 in the domain)
 //   splits = 16 (cheapest of 4 by the cost model)
-//   => 256 threads, 104448 B shared memory, 128 blocks in clusters of 16, index math in int.
-//   Run-time loader dispatch: A takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 4), else cp_async of 1
+//   groups = 1 (cheapest of 5 by the cost model)
+//   => 256 threads, 104448 B shared memory, 128 blocks = 8 output tiles x 16 K slices in clusters of 16; 8 of 128 k-tiles a block, index type int
+//   waves: clusters of 16 hold 224 blocks at once, so the 128 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 64x64 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..15 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   thread tile 4x4: rows in groups of 4 (one 16-byte shared load of A a k step), columns in groups of 4 (16-byte loads of B); at most 128 registers a thread, 2 block(s) an SM by registers
+//   A: transpose x4, shared rows along m (loaded along k, stored transposed); run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else transpose x1
+//   B: cp_async x4, shared rows along n; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else cp_async x1
 #include "f32_skinny.h"
 #include "dg/splitk.cuh"
 

@@ -43,8 +43,10 @@
 //   loader_a = cp_async (forced by pipeline depth)
 //   loader_b = transpose (cheapest of 3 by the cost model)
 //   registers = 128 (ties by the cost model: the first of 2 in the domain)
-//   => 256 threads, 28672 B shared memory, 75 blocks, index math in int.
-//   Run-time loader dispatch: B takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1
+//   => 256 threads, 28672 B shared memory, grid 75 blocks (1 x 25 x 3), index type int
+//   thread tile 1x2: rows in groups of 1 (one 4-byte shared load of A a k step), columns in groups of 2 (8-byte loads of B); at most 128 registers a thread, 2 block(s) an SM by registers
+//   A: cp_async x1, shared rows along m
+//   B: transpose x4, shared rows along n (loaded along k, stored transposed); run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else transpose x1
 #include "nhwc_padded_f32.h"
 #include "dg/cta.cuh"
 

@@ -42,7 +42,9 @@
 //   smem_inner_b = k (forced by coalescing B)
 //   loader_a = gather (forced by cp.async A)
 //   loader_b = gather (forced by cp.async B)
-//   => 128 threads, 18432 B shared memory, 77 blocks, index math in int.
+//   => 128 threads, 18432 B shared memory, grid 77 blocks (1 x 11 x 7), index type int
+//   A: gather, shared rows along k
+//   B: gather, shared rows along k
 #include "odd_tails.h"
 #include "dg/cta.cuh"
 
