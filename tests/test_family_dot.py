@@ -221,3 +221,21 @@ def test_dot_kernels_compile_without_spills(tmp_path):
         assert report.ok, report.error
         assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
         assert any("finish" in k.kernel for k in report.kernels)
+
+
+@pytest.mark.gpu
+def test_a_grouped_dot_verifies_and_is_bit_identical_run_to_run(tmp_path):
+    """On a GPU: a batch of dot products whose K is split over groups, with the wide loads' pointer check, verifies
+    and reproduces C's bits over 20 more launches (the slices' sums are added in a fixed order)."""
+    from dgemm_cli.build import build
+    from dgemm_cli.pipeline import generate
+    from dgemm_cli.toolchain import find_nvcc
+
+    from .test_gpu_verify import _repeated_20_times
+    spec = parse_spec({"name": "det_dot", "dtype": "f16", "contraction": "zk,zk->z",
+                       "sizes": {"z": 3, "k": 1 << 20}, "beta": 0.5})
+    g = generate(spec, SM90, tmp_path)
+    p = g.planned.plan.primary
+    assert g.planned.plan.family == "dot" and p.groups > 1 and p.runtime_dispatch, p.summary
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    _repeated_20_times(g.directory)
