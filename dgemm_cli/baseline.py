@@ -23,6 +23,10 @@ or a copied view's size that holds the segment is proportional to m, and nothing
 (no stride does). Each call and view records which of its fields are (`scaled`); the harness runs
 size m with field = value / max * m. Formulations that hold only at the max are left out: the
 segment chained into the batch anywhere but outermost (the chain's stride test uses its size).
+
+cuBLASLt with a fused epilogue (the second part of this module) is the alternative baseline of a spec whose whole
+epilogue cuBLASLt has: `lt_epilogue` says, for one formulation, whether cuBLASLt runs it with the spec's steps
+fused and with which leading dimensions, and `lt_alternative` gives the harness-side baseline that times them.
 """
 
 from __future__ import annotations
@@ -30,19 +34,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from dgemm_cli.baseline_lt import lt_alternative
 from dgemm_cli.cublas_formulations import (
     MATRIX_ROLES,
     SUPPORTED,
     CublasCall,
     Dim,
     StridedView,
+    call_key,
+    chain,
     fit,
     formulations,
     run_time_letter,
+    seg_stride,
+    single,
 )
-from dgemm_cli.spec import Spec
-from dgemm_cli.views import INT32_MAX, ProblemViews, analyse
+from dgemm_cli.spec import OperandView, Spec
+from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment, analyse
 
 MAX_FORMULATIONS = 8  # the harness's DG_MAX_CALLS
 
@@ -111,8 +118,7 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
     if plan.kind != "cublas":  # dense temps: no formulation cuBLASLt could take as it stands
         return plan
     # cuBLASLt with the epilogue fused, where it has it, is timed beside cuBLAS + the elementwise kernel.
-    alternative = lt_alternative(spec, plan.calls)
-    return replace(plan, alternative=EpilogueAlternative(**alternative) if alternative else None)
+    return replace(plan, alternative=lt_alternative(spec, plan.calls))
 
 
 def _plan_gemm(views: ProblemViews) -> CublasPlan:
@@ -172,3 +178,306 @@ def _dense(views: ProblemViews, name: str) -> tuple[int, dict[str, int]]:
     r1, r2 = MATRIX_ROLES[name]
     s1, s2 = views.roles[r1].size, views.roles[r2].size
     return (s1 * s2 if views.batch > 1 else 0), {r1: s2, r2: 1}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# cuBLASLt with a fused epilogue: `bench`'s alternative baseline for a spec whose whole epilogue cuBLASLt has
+# ------------------------------------------------------------------------------------------------------------
+# Issue 8's baseline is the cheapest thing a user would run. cuBLASLt runs one column-major GEMM a call,
+# D = epi(alpha * op(X) op(Y) + beta * C), with the epilogues
+#
+#     DEFAULT     nothing                      (still useful: C and D may be different views)
+#     BIAS        t + bias                     RELU_BIAS   max(t + bias, 0)     GELU_BIAS   gelu(t + bias)
+#     RELU        max(t, 0)                    GELU        gelu(t)
+#
+# where gelu is the tanh approximation (our `gelu_tanh`), and `bias` is ONE packed vector (stride 1)
+# over the rows of cuBLASLt's column-major output, the same for every column; with a batch, the same
+# for every matrix or moved by CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE (int64, elements). Its elements
+# have D's type (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: "the same type as the elements of
+# output matrix (Dtype)", the exceptions being int8 and fp8 kernels). C and D must have the same type and
+# shape; their leading dimensions and batch strides may differ. C is not read when beta == 0.
+#
+# `lt_epilogue(spec, call)` says whether one cuBLAS formulation of the problem (cublas_formulations.py's
+# `CublasCall`: the views' segments assigned to cuBLAS's rows, cols, batch and k without a copy) can run
+# the spec's WHOLE epilogue through cuBLASLt, and with what: which of the spec's letters the call's rows,
+# cols and batch are is recomputed here from the views (the same enumeration as
+# `cublas_formulations.formulations`), then the bias view must be exactly the rows (dense, in the rows'
+# letter order), broadcast over the cols (stride 0 or absent), and over the batch either broadcast or one
+# chained stride; the output view (D, or C in place) must be column-major in the call's orientation.
+# Everything else (scale, clamp, residual, another activation, a bias over the cols) is the other
+# baseline's: cuBLAS and one elementwise kernel.
+#
+# A formulation may have been planned on the spec's own views or, as `plan_baseline` plans a spec with D or an
+# epilogue, on the product written into the output view: `formulation_letters` recognises both, and the
+# layouts of the output and of the C that beta reads are worked out here from their views, not taken from
+# the call.
+#
+# The harness (templates/dg_cublaslt.cuh) gets each available formulation as a `DgLtCall` aggregate,
+# `LtEpilogue.c_initializer()`; `lt_alternative` gives the whole `DgCublasLtAlternative` that a generated
+# harness constructs (an `EpilogueAlternative`), which takes the base pointers by slot and applies the views'
+# offsets itself.
+
+# cublasLtEpilogue_t (cublasLt.h; the CUDA 12 and 13 headers agree).
+EPILOGUES = {"DEFAULT": 1, "RELU": 2, "BIAS": 4, "RELU_BIAS": 6, "GELU": 32, "GELU_BIAS": 36}
+# Our step sequences that one cuBLASLt epilogue computes (it adds the bias, then applies the activation).
+FUSED = {
+    (): "DEFAULT",
+    ("bias",): "BIAS",
+    ("bias", "relu"): "RELU_BIAS",
+    ("bias", "gelu_tanh"): "GELU_BIAS",
+    ("relu",): "RELU",
+    ("gelu_tanh",): "GELU",
+}
+LT_ACTIVATIONS = {"relu", "gelu_tanh"}
+# The dtype ids of dg_harness.cuh (DG_F32, DG_F16, DG_BF16).
+DTYPE_IDS = {"f32": 0, "f16": 1, "bf16": 2}
+# Bias dtypes cuBLASLt takes for an output dtype (cublasLt.h: the output's, for these kernels).
+BIAS_DTYPES = {"f32": ("f32",), "f16": ("f16",), "bf16": ("bf16",)}
+
+
+@dataclass(frozen=True)
+class CallLetters:
+    """Which of C's letters make up one formulation's cuBLAS dims, each outer -> inner: the row index
+    of cuBLAS's column-major output runs over `rows` (stride 1 innermost in C), its column index over
+    `cols`, the batch index over `batch` (the chained segments, outermost by C's stride first)."""
+
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    batch: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LtEpilogue:
+    """One formulation run by cuBLASLt with the spec's whole epilogue fused, or why it cannot be.
+
+    Beyond `call` (X, Y, C as cuBLAS takes them): the output D's leading dimension and batch stride,
+    whether C is the output itself (`c_is_d`: no D view, or beta == 0 so that C is not read; then the
+    harness passes the output pointer for C too), the epilogue and the bias's batch stride."""
+
+    available: bool
+    why: str
+    epilogue: str = ""  # a key of EPILOGUES
+    call: CublasCall | None = None
+    letters: CallLetters | None = None
+    ldd: int = 0
+    stride_d: int = 0
+    c_is_d: bool = True
+    ldc: int = 0  # the C that beta reads (= ldd, stride_d when c_is_d)
+    stride_c: int = 0
+    bias: bool = False
+    bias_batch_stride: int = 0
+    dtype_ab: str = ""
+    dtype_out: str = ""
+    dtype_bias: str = ""
+    scaled: tuple[str, ...] = field(default=())  # as CublasCall.scaled (m, n, k, batch)
+
+    @property
+    def epilogue_id(self) -> int:
+        return EPILOGUES[self.epilogue]
+
+    @property
+    def kind(self) -> str:
+        """What the bench names as its baseline, e.g. "cublasLt GELU_BIAS"."""
+        return f"cublasLt {self.epilogue}" if self.available else f"unavailable: {self.why}"
+
+    def fields(self) -> dict:
+        """The DgLtCall fields by name (dg_cublaslt.cuh), for a template."""
+        assert self.available and self.call is not None
+        c = self.call
+        return {
+            "desc": c.desc.replace('"', "'"), "swap": int(c.swap), "trans_x": int(c.trans_x),
+            "trans_y": int(c.trans_y), "m": c.m, "n": c.n, "k": c.k, "ldx": c.ldx, "ldy": c.ldy,
+            "ldc": self.ldc, "ldd": self.ldd, "stride_x": c.stride_x,
+            "stride_y": c.stride_y, "stride_c": self.stride_c,
+            "stride_d": self.stride_d, "batch": c.batch, "dtype_ab": DTYPE_IDS[self.dtype_ab],
+            "dtype_out": DTYPE_IDS[self.dtype_out],
+            "dtype_bias": DTYPE_IDS[self.dtype_bias] if self.bias else -1,
+            "epilogue": f"DG_LT_EPILOGUE_{self.epilogue}", "bias_batch_stride": self.bias_batch_stride,
+            "c_is_d": int(self.c_is_d), "scaled": list(self.scaled),
+        }
+
+    def c_initializer(self) -> str:
+        """The DgLtCall aggregate initializer (field order as dg_cublaslt.cuh declares it)."""
+        f = self.fields()
+        ll = "LL, ".join(str(f[x]) for x in ("m", "n", "k", "ldx", "ldy", "ldc", "ldd", "stride_x", "stride_y",
+                                               "stride_c", "stride_d", "batch")) + "LL"
+        scaled = " | ".join(f"DG_LT_SCALE_{x.upper()}" for x in f["scaled"]) or "0u"
+        return (f'{{"{f["desc"]}", {f["swap"]}, {f["trans_x"]}, {f["trans_y"]}, {ll}, {f["dtype_ab"]}, '
+                f'{f["dtype_out"]}, {f["dtype_bias"]}, {f["epilogue"]}, {f["bias_batch_stride"]}LL, '
+                f'{f["c_is_d"]}, {scaled}}}')
+
+
+def _no(why: str, call: CublasCall | None = None) -> LtEpilogue:
+    return LtEpilogue(False, why, call=call)
+
+
+def fused_epilogue(spec: Spec) -> tuple[str | None, str]:
+    """The cuBLASLt epilogue that computes the spec's whole step list, or (None, why not)."""
+    names = []
+    for i, st in enumerate(spec.epilogue):
+        if st.kind == "activation":
+            if st.activation not in LT_ACTIVATIONS:
+                return None, (f"cuBLASLt has no {st.activation} epilogue (epilogue[{i}]; it has relu and GELU, "
+                              "the tanh form: gelu_tanh)")
+            names.append(st.activation)
+        elif st.kind == "bias":
+            names.append("bias")
+        else:
+            return None, f"cuBLASLt has no {st.kind} epilogue step (epilogue[{i}])"
+    name = FUSED.get(tuple(names))
+    if name is None:
+        return None, (f"cuBLASLt's epilogue is a bias, then one activation; this spec's steps are "
+                      f"{', '.join(names)}")
+    return name, ""
+
+
+def call_letters(views: ProblemViews, call: CublasCall) -> CallLetters | None:
+    """Which letters form the rows, cols and batch of `call`, a no-copy formulation that
+    `cublas_formulations.formulations` lists; None for any other call (a copy plan's, say). The same
+    enumeration as `formulations`, over every number of moved segments, matched on the call's fields."""
+    roles = views.roles
+    run_time = run_time_letter(views)
+    k = single(roles["k"].segments, run_time)
+    if k is None:
+        return None
+    movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
+    want = call_key(call)
+    for moved in product((False, True), repeat=len(movable)):
+        to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
+        left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
+        batch_segs = list(roles["batch"].segments) + to_batch
+        batch = chain(batch_segs, run_time)
+        m, n = single(left["m"], run_time), single(left["n"], run_time)
+        if batch is None or m is None or n is None:
+            continue
+        for swap in (False, True):
+            fitted = fit(batch, m, n, k, swap)
+            if fitted is None or call_key(fitted) != want:
+                continue
+            order: list[ViewSegment] = sorted(batch_segs, key=lambda s: -seg_stride(s, "C"))
+            rows, cols = (left["n"], left["m"]) if swap else (left["m"], left["n"])
+            return CallLetters(_letters(rows), _letters(cols), _letters(tuple(order)))
+    return None
+
+
+def formulation_letters(spec: Spec, call: CublasCall, views: ProblemViews | None = None) -> CallLetters | None:
+    """`call_letters` for a formulation planned either on the product written into the output view (how
+    `plan_baseline` plans a spec with D or an epilogue: cuBLAS sees no epilogue views, D as its C) or on the
+    spec's own views."""
+    found = call_letters(analyse(gemm_spec(spec)), call)
+    if found is None and (spec.D is not None or spec.epilogue):
+        found = call_letters(views if views is not None else analyse(spec), call)
+    return found
+
+
+def _layout(view: OperandView, letters: CallLetters, sizes: dict[str, int], rows: int, what: str,
+            desc: str) -> tuple[int, int] | str:
+    """(ld, batch stride) of `view` as cuBLAS's column-major m x n matrices of the call, or why not."""
+    if letters.rows and _chained(view, letters.rows, sizes) != 1:
+        return f"{what} is not column-major over {''.join(letters.rows)} (the rows of '{desc}')"
+    col = _chained(view, letters.cols, sizes)
+    ld = col if letters.cols else max(1, rows)
+    if col is None or ld < max(1, rows):
+        return f"{what}'s columns ({''.join(letters.cols)}) have no leading dimension >= the {rows} rows of '{desc}'"
+    stride = _chained(view, letters.batch, sizes)
+    if stride is None:
+        return f"{what}'s batch letters ({''.join(letters.batch)}) do not chain into one stride"
+    return ld, stride
+
+
+def _letters(segs) -> tuple[str, ...]:
+    return tuple(x for s in segs for x in s.letters)
+
+
+def _chained(view: OperandView, letters: tuple[str, ...], sizes: dict[str, int]) -> int | None:
+    """The element stride of one step of the index that runs over `letters` (outer -> inner) in
+    `view`, if the letters chain there (stride[outer] == stride[inner] * size[inner]); a letter the view
+    lacks has stride 0. 0 for no letters; None if they do not chain."""
+    strides = [view.stride_of(x) if x in view.letters else 0 for x in letters]
+    for i in range(len(letters) - 1):
+        if strides[i] != strides[i + 1] * sizes[letters[i + 1]]:
+            return None
+    return strides[-1] if strides else 0
+
+
+def lt_epilogue(spec: Spec, call: CublasCall, views: ProblemViews | None = None) -> LtEpilogue:
+    """Whether cuBLASLt runs formulation `call` of `spec` with the spec's whole epilogue fused, and how."""
+    name, why = fused_epilogue(spec)
+    if name is None:
+        return _no(why, call)
+    letters = formulation_letters(spec, call, views)
+    if letters is None:
+        return _no(f"'{call.desc}' is not a no-copy formulation of the views", call)
+    out = spec.output
+    ab = spec.A.dtype
+    if (ab, out.dtype) not in SUPPORTED:
+        return _no(f"cuBLASLt has no {ab} x {ab} -> {out.dtype} GEMM", call)
+    sizes = spec.sizes
+
+    # The output: D's view when the spec has one, else C (read for beta and written in place). C is read in its
+    # own layout only with D and beta != 0; otherwise the output serves for it (beta == 0: C is not read).
+    got = _layout(out, letters, sizes, call.m, "D" if spec.D is not None else "C", call.desc)
+    if isinstance(got, str):
+        return _no(got, call)
+    ldd, stride_d = got
+    c_is_d = spec.D is None or spec.beta == 0.0
+    ldc, stride_c = ldd, stride_d
+    if not c_is_d:
+        if spec.C.dtype != out.dtype:
+            return _no(f"cuBLASLt's C and D have one dtype; C is {spec.C.dtype}, D {out.dtype}", call)
+        got = _layout(spec.C, letters, sizes, call.m, "C", call.desc)
+        if isinstance(got, str):
+            return _no(got, call)
+        ldc, stride_c = got
+
+    bias_view = next((st.view for st in spec.epilogue if st.kind == "bias"), None)
+    bias_batch, bias_dtype = 0, ""
+    if bias_view is not None:
+        bias_dtype = bias_view.dtype
+        if bias_dtype not in BIAS_DTYPES[out.dtype]:
+            return _no(f"cuBLASLt's bias has the output's dtype ({out.dtype}); this bias is {bias_dtype}", call)
+        live = {x for x, s, st in zip(bias_view.letters, bias_view.sizes, bias_view.strides) if s > 1 and st != 0}
+        across = sorted(live & set(letters.cols))
+        if across:
+            return _no(f"cuBLASLt's bias is a vector over the rows ({''.join(letters.rows) or 'none'}) of "
+                       f"'{call.desc}', broadcast over its columns; this bias varies along {''.join(across)}",
+                       call)
+        missing = [x for x in letters.rows if x not in live]
+        if missing:
+            return _no(f"cuBLASLt's bias is a vector over all the rows ({''.join(letters.rows)}) of '{call.desc}'; "
+                       f"this bias is broadcast over {''.join(missing)}", call)
+        if letters.rows and _chained(bias_view, letters.rows, sizes) != 1:
+            return _no(f"cuBLASLt's bias is packed (stride 1) over the rows ({''.join(letters.rows)}) of "
+                       f"'{call.desc}'; this bias's strides {list(bias_view.strides)} are not", call)
+        batch_stride = _chained(bias_view, letters.batch, sizes) if live & set(letters.batch) else 0
+        if batch_stride is None:
+            return _no(f"the bias's batch letters ({''.join(letters.batch)}) do not chain into one batch stride",
+                       call)
+        bias_batch = batch_stride
+
+    what = f"cuBLASLt {name} on '{call.desc}'"
+    return LtEpilogue(True, what, name, call, letters, ldd, stride_d, c_is_d, ldc, stride_c, bias_view is not None,
+                      bias_batch, ab, out.dtype, bias_dtype, call.scaled)
+
+
+def lt_epilogues(spec: Spec, calls, views: ProblemViews | None = None) -> list[LtEpilogue]:
+    """`lt_epilogue` for each formulation, in order (the harness times the available ones)."""
+    views = views if views is not None else analyse(spec)
+    return [lt_epilogue(spec, c, views) for c in calls]
+
+
+ALTERNATIVE_HEADER = "dg_cublaslt.cuh"
+ALTERNATIVE_CLASS = "DgCublasLtAlternative<DgAltBaseline, DgProblem>"
+
+
+def lt_alternative(spec: Spec, calls, views: ProblemViews | None = None) -> EpilogueAlternative | None:
+    """The harness-side cuBLASLt baseline for `spec`, over those of `calls` that cuBLASLt runs with the whole
+    epilogue; None where it runs none (why: `lt_epilogues`). The class tries them all and keeps the fastest."""
+    lts = [lt for lt in lt_epilogues(spec, calls, views) if lt.available]
+    if not lts:
+        return None
+    rt = spec.run_time_letter
+    hi = rt[2] if rt is not None else 0
+    inits = ", ".join(lt.c_initializer() for lt in lts)
+    return EpilogueAlternative(ALTERNATIVE_HEADER, ALTERNATIVE_CLASS, f"({{{inits}}}, {hi}LL)",
+                               f"cuBLASLt with its fused {lts[0].epilogue} epilogue, {len(lts)} formulation(s)")

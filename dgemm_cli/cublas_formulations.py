@@ -1,5 +1,6 @@
 """cuBLAS's formulations of a problem (pure): the no-copy ways one cublasGemmStridedBatchedEx call computes
-it, for the bench baseline (baseline.py plans with them; baseline_lt.py runs them through cuBLASLt).
+it, for the bench baseline (baseline.py plans with them, and runs those it can through cuBLASLt with the epilogue
+fused).
 
 cuBLAS takes one column-major GEMM a call: C(m x n, ldc) = op(X)(m x k) op(Y)(k x n), repeated over
 one batch dim with a batch stride per operand (0 allowed for the inputs). Our views have roles made

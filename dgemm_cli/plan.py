@@ -113,32 +113,33 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
     pins = dict(views.spec.pins)
-    spec_family = pins.pop("family", None)  # --family overrides the spec's
+    spec_family = pins.pop("family", None)
+    # --family overrides the spec's family, and with it the pins of decisions the family asked for does not have.
     spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
-    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {}
+    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {name: None for name in FAMILIES}
     nodes: set[str] = set()  # the decisions of the families that can run the problem
     for name, family in FAMILIES.items():
-        solved[name] = None
         if gated[name]:
             continue
         problem = family.problem(views, arch)
-        if pins:
-            own = {n.name for n in problem.graph.nodes}
-            nodes |= own
-            lacking = [node for node in pins if node not in own]
-            problem, refused = pinned(problem, pins)
-            if lacking:
-                refused = f"no decision {', '.join(lacking)} in its tiling graph"
-            if refused is None:
-                try:
-                    solved[name] = best(problem)
-                except PlanError as exc:  # the pins leave the graph no assignment
-                    refused = str(exc).split(": ", 2)[-1]
-            if refused is not None:
-                gated[name] = [(PINNED, refused)]
-                continue
-        solved[name] = best(problem)
-    for node in pins:
+        own = {n.name for n in problem.graph.nodes}
+        nodes |= own
+        here = {node: v for node, v in pins.items() if node in own or prefer is None}
+        if not here:
+            solved[name] = best(problem)
+            continue
+        lacking = [node for node in here if node not in own]
+        problem, refused = pinned(problem, here)
+        if lacking:
+            refused = f"no decision {', '.join(lacking)} in its tiling graph"
+        if refused is None:
+            try:
+                solved[name] = best(problem)
+            except PlanError as exc:  # the pins leave the graph no assignment
+                refused = str(exc).split(": ", 2)[-1]
+        if refused is not None:
+            gated[name] = [(PINNED, refused)]
+    for node in pins if prefer is None else ():
         if node not in nodes:
             raise SpecError(views.spec.source, f"plan.{node}", f"no kernel family that can run this problem has a "
                             f"decision '{node}'", fix_naming(node, ["family", *sorted(nodes)]))

@@ -4,7 +4,7 @@
 // and values it needs are declared below (the CUDA 12 and 13 headers agree on every one of them;
 // tests/lt_selftest/abi_check.cu checks them against a real cublasLt.h where one is installed).
 //
-// What Python decides (dgemm_cli/baseline_lt.py) and renders, one DgLtCall per formulation:
+// What Python decides (dgemm_cli/baseline.py, its cuBLASLt part) and renders, one DgLtCall per formulation:
 //   DgLtCall { desc, swap, trans_x, trans_y, m, n, k, ldx, ldy, ldc, ldd, stride_x, stride_y, stride_c,
 //              stride_d, batch, dtype_ab, dtype_out, dtype_bias, epilogue, bias_batch_stride, c_is_d, scaled }
 // Column-major, as cuBLAS: D(m x n, ldd) = epi(alpha * op(X)(m x k) * op(Y)(k x n) + beta * C(m x n, ldc)),
@@ -30,7 +30,7 @@
 // pointer's alone, cuBLASLt can pick a vector-store kernel that faults on an ld that is not as aligned.
 //
 // For the bench, DgCublasLtAlternative<DgAltBaseline, DgProblem> (at the end) wraps all of it as
-// dg_harness.cuh's alternative baseline; baseline_lt.lt_alternative renders its construction.
+// dg_harness.cuh's alternative baseline; baseline.lt_alternative renders its construction.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -81,7 +81,7 @@ struct HeuristicResult {  // cublasLtMatmulHeuristicResult_t
 };
 }  // namespace dg_lt_abi
 
-// One formulation with its epilogue (the field order is what baseline_lt.LtEpilogue.c_initializer renders).
+// One formulation with its epilogue (the field order is what baseline.LtEpilogue.c_initializer renders).
 struct DgLtCall {
   const char* desc;          // e.g. "C^T=B^TA m=n[14336] n=m[4096] k=k[4096]"
   int swap;                  // 0: X is A and Y is B;  1: X is B and Y is A (C^T = B^T A^T)
@@ -460,7 +460,7 @@ static inline std::string dg_lt_run(const DgLtApi& api, void* handle, DgLtPlan* 
 // The bench's alternative baseline: dg_harness.cuh's DgAltBaseline (Base) over its DgProblem (Problem), as a
 // template so that this header still builds alone. A generated harness constructs one as
 //   DgCublasLtAlternative<DgAltBaseline, DgProblem> alternative({DgLtCall, ...}, run_time_hi);
-// (baseline_lt.lt_alternative renders it: the formulations cuBLASLt runs with the whole epilogue, and the
+// (baseline.lt_alternative renders it: the formulations cuBLASLt runs with the whole epilogue, and the
 // run-time letter's largest size, 0 for a fixed-size problem). prepare() builds every formulation for the
 // problem's size (their algorithms chosen for the alignments the problem promises: DgProblem::align and the
 // views' offsets); the first run() outside a graph capture times each a few times and keeps the fastest.

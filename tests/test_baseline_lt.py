@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from dgemm_cli.baseline import plan_baseline
-from dgemm_cli.baseline_lt import (
+from dgemm_cli.baseline import (
     EPILOGUES,
     formulation_letters,
     fused_epilogue,
     lt_alternative,
     lt_epilogue,
     lt_epilogues,
+    plan_baseline,
 )
 from dgemm_cli.render import template_dir
 from dgemm_cli.spec import load_spec, parse_spec
@@ -279,15 +279,15 @@ def test_the_epilogue_specs(path, epilogue):
     alt = lt_alternative(spec, plan_baseline(analyse(spec)).calls)
     assert (alt is not None) == (epilogue is not None)
     if alt:
-        assert alt["header"] == "dg_cublaslt.cuh" and alt["cls"] == "DgCublasLtAlternative<DgAltBaseline, DgProblem>"
-        assert alt["ctor_args"].startswith('({{"C^T=B^TA m=n[14336] n=m[4096] k=k[4096]", 1, 1, 0, 14336LL, ')
-        assert alt["ctor_args"].endswith(f"DG_LT_EPILOGUE_{epilogue}, 0LL, 1, 0u}}}}, 0LL)")
+        assert alt.header == "dg_cublaslt.cuh" and alt.cls == "DgCublasLtAlternative<DgAltBaseline, DgProblem>"
+        assert alt.ctor_args.startswith('({{"C^T=B^TA m=n[14336] n=m[4096] k=k[4096]", 1, 1, 0, 14336LL, ')
+        assert alt.ctor_args.endswith(f"DG_LT_EPILOGUE_{epilogue}, 0LL, 1, 0u}}}}, 0LL)")
 
 
 def test_the_alternative_of_a_run_time_sized_spec_names_its_largest_size():
     spec = _spec(BIAS_GELU, gemm={"m": {"min": 1, "max": 64}, "n": 512, "k": 256})
     alt = lt_alternative(spec, plan_baseline(analyse(spec)).calls)
-    assert alt["ctor_args"].endswith(", 1, DG_LT_SCALE_N}}, 64LL)") and "1 formulation(s)" in alt["why"]
+    assert alt.ctor_args.endswith(", 1, DG_LT_SCALE_N}}, 64LL)") and "1 formulation(s)" in alt.why
 
 
 # --- the header: compile checks (nvcc, no GPU) and the GPU self-test ---------------------------------------

@@ -15,7 +15,7 @@ from dgemm_cli.views import analyse
 
 from .conftest import REPO
 
-# The example specs, the fixed decode benches and one full reduction (splitk's dot shape).
+# The example specs, the fixed decode benches and one full reduction (the dot family).
 EXAMPLES = (sorted((REPO / "specs").glob("*.yaml")) + sorted((REPO / "specs" / "bench").glob("decode_[0-9]*.yaml"))
             + [REPO / "specs" / "bench" / "fullred_dot_16M_f16.yaml"])
 

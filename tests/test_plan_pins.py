@@ -98,9 +98,12 @@ def test_the_fallback_ignores_the_pins():
     assert plan.primary.a_multicast == 2 and plan.fallback is not None and plan.fallback.family == "cta"
 
 
-def test_gen_family_overrides_the_spec_family():
+def test_gen_family_overrides_the_spec_family_and_keeps_only_its_own_pins():
     views = analyse(parse_spec(_spec({"family": "hopper"}), "pinned.yaml"))
     assert make_plan(views, SM90, "cta").family == "cta"
+    views = analyse(parse_spec(_spec({"family": "hopper", "a_multicast": 2, "stages": 3}), "pinned.yaml"))
+    plan = make_plan(views, SM90, "cta")
+    assert plan.family == "cta" and plan.primary.stages == 3  # a_multicast is hopper's: dropped
 
 
 def test_tune_measures_only_candidates_within_the_pins():

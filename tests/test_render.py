@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from dgemm_cli.arch import ARCHES, get_arch
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import family_gates, make_plan
 from dgemm_cli.render import render_sources
@@ -312,7 +314,7 @@ def _assert_only_prefetches_before_the_wait(kernel: str, common: str) -> None:
 
 def _family_sections(cu: str) -> list[tuple[str, str]]:
     """(family, text) of each family namespace of a generated .cu, in order (a run-time artifact has several)."""
-    starts = list(re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|hopper|cta) \{", cu))
+    starts = list(re.finditer(r"namespace (?:m[0-9_]+_)?(gemv|tcgemv|splitk|dot|hopper|cta) \{", cu))
     return [(m.group(1), cu[m.start():(starts[i + 1].start() if i + 1 < len(starts) else len(cu))])
             for i, m in enumerate(starts)]
 
@@ -340,7 +342,7 @@ def _flag(traits: str, name: str) -> bool:
     return found.group(1) == "true"
 
 
-# The kernel of each small-M family's header (splitk's: dg/dot.cuh where M = N = 1), by the launcher the .cu calls.
+# The kernel of each small-M family's header, by the launcher the .cu calls.
 SMALL_M_KERNELS = {"dg::gemv::launch<": "dg/gemv.cuh", "dg::tcgemv::launch<": "dg/tcgemv.cuh",
                    "dg::splitk::launch<": "dg/splitk.cuh", "dg::dot::launch<": "dg/dot.cuh"}
 
@@ -360,7 +362,8 @@ def test_kernels_that_load_through_the_sms_prefetch_only_ahead_of_coherent_loads
     spec = load_spec(Path(__file__).resolve().parents[1] / "specs" / "bench" / f"{name}.yaml")
     files = render(spec)
     cu = files[f"{spec.name}.cu"]
-    sections = [(family, text) for family, text in _family_sections(cu) if family in ("gemv", "tcgemv", "splitk")]
+    sections = [(family, text) for family, text in _family_sections(cu)
+                if family in ("gemv", "tcgemv", "splitk", "dot")]
     assert sections
     with_prefetch = [(family, text) for family, text in sections if "PREFETCH_ROUNDS" in text
                      and _int(text, "PREFETCH_ROUNDS") > 0]
@@ -608,7 +611,7 @@ def test_readme_says_when_the_launch_is_programmatically_dependent(path):
     spec = load_spec(path)
     views = analyse(spec)
     gated = family_gates(views, get_arch("sm_90a"))
-    for family in ("hopper", "tcgemv", "gemv", "splitk", "cta"):
+    for family in FAMILIES:
         if gated[family]:  # --family refuses a family whose gates refuse the problem
             continue
         says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch("sm_90a"), family)
@@ -647,3 +650,30 @@ def test_the_header_echoes_the_spec_it_was_generated_from(path):
     echoed = spec_yaml(spec.to_dict())
     assert "\n".join(f"//   {line}" for line in echoed.splitlines()) in cu
     assert yaml.safe_load(echoed) == spec.to_dict()
+
+
+# Fixed-size specs whose kernels cover every family: the examples, a decode bench a small-M family takes, the f32
+# skinny product (splitk over FFMA tiles with run-time loader dispatch), and a full reduction (dot).
+HEADER_SPECS = [p for p in SPECS if not load_spec(p).dynamic] + [
+    SPECS[0].parent / "bench" / "decode_8x4096x4096.yaml", SPECS[0].parent / "f32" / "f32_skinny.yaml",
+    SPECS[0].parent / "bench" / "fullred_dot_16M_f16.yaml"]
+
+
+@pytest.mark.parametrize("path", HEADER_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("family", [None, "splitk", "cta"])
+def test_the_header_states_each_kernels_plan_as_explain_does(path, family):
+    """A plan's sentences are written once: its decisions grouped by what decided them (constraints.decision_lines,
+    from the Decisions `explain` prints one a line) and every line of the plan's detail_lines() (what `explain` prints
+    below the decisions) are lines of the .cu's header comment, for the primary kernel and its run-time fallback, in
+    every family."""
+    spec = load_spec(path)
+    views = analyse(spec)
+    arch = get_arch("sm_90a")
+    if family is not None and family_gates(views, arch)[family]:
+        return
+    plan = make_plan(views, arch, family)
+    cu = render_sources(spec, views, plan, plan_baseline(views), arch)[f"{spec.name}.cu"]
+    header = cu[:cu.index("#include")].splitlines()
+    for kernel in plan.kernels:
+        for line in decision_lines(kernel.decisions) + kernel.detail_lines():
+            assert f"//   {line}" in header, (kernel.family, line)

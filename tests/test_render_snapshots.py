@@ -1,7 +1,7 @@
 """Rendered sources of a few specs, kept as files under tests/snapshots/render/: one spec per family and shape
-(hopper, cta with mma.sync and with FFMA, gemv, a run-time size over several families, splitk with one group). A
-change to them is a change to every generated kernel like them: review it with `git diff tests/snapshots`, and
-when it is meant, write the files anew with
+(hopper, cta with mma.sync and with FFMA, gemv, a run-time size over several families, splitk with one group, dot
+with groups and its run-time pointer check). A change to them is a change to every generated kernel like them:
+review it with `git diff tests/snapshots`, and when it is meant, write the files anew with
 
     DEEPGEMM_UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_render_snapshots.py
 """
@@ -38,6 +38,7 @@ CASES = {
     ("bench/decode_1x4096x128", "splitk"): (".cu",),
     ("f32/f32_skinny", None): (".cu",),
     ("epilogue/decode_bias_silu", "splitk"): (".cu",),
+    ("bench/fullred_dot_16M_f16", None): (".cu",),
 }
 
 

@@ -1,10 +1,9 @@
-"""The splitk family's K split over several clusters (`groups`) and its block shape `dot` for M = N = 1:
-where the planner takes them, that it never does where output tiles fill the GPU, plan invariants, that one
-group renders the cluster kernel alone, and (slow) that the kernels compile without spills."""
+"""The splitk family's K split over several clusters (`groups`): where the planner takes it, that it never does
+where output tiles fill the GPU, plan invariants, that one group renders the cluster kernel alone, and (slow) that
+the kernels compile without spills. (M = N = 1 is the dot family's: tests/test_family_dot.py.)"""
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -26,7 +25,6 @@ from .conftest import REPO
 
 SM90 = get_arch("sm_90a")
 BENCH = REPO / "specs" / "bench"
-FULL_REDUCTIONS = sorted(BENCH.glob("fullred_*.yaml"))
 SKINNY = sorted(BENCH.glob("skinny_*.yaml"))
 
 
@@ -34,36 +32,10 @@ def _views(raw: dict):
     return analyse(parse_spec({"name": "g", **raw}))
 
 
-def _frobenius_f32():
-    return _views({"dtype": "f32", "contraction": "ab,ab->", "sizes": {"a": 4096, "b": 4096}})
-
-
-def _dot_f16():
-    return _views({"dtype": "f16", "contraction": "k,k->", "sizes": {"k": 16 * 2**20}})
-
-
-def check_dot(p, views) -> None:
-    """What every plan of block shape dot satisfies."""
-    assert p.shape == "dot" and p.splits == 1 and views.m == views.n == 1
-    assert p.chunk * min(views.operands[x].elem_bytes for x in "AB") == 16
-    assert p.k_slice % p.chunk == 0 and (p.groups - 1) * p.k_slice < views.k <= p.groups * p.k_slice
-    assert p.tiles == views.batch and p.blocks == p.tiles * p.groups
-    assert p.groups == 1 or p.tiles < SM90.sms
-    assert p.groups == 1 or p.k_slice >= p.threads * p.chunk  # every thread has a chunk of every slice
-    assert p.scratch_bytes == (0 if p.groups == 1 else 4 * p.blocks)
-    assert p.finish_threads % 32 == 0 and p.finish_threads <= splitk.FINISH_THREADS_MAX
-    for x in "AB":
-        assert p.chunk % p.vec[x] == 0 and p.chunk % p.vec_aligned[x] == 0 and p.vec[x] <= p.vec_aligned[x]
-        assert p.vec_aligned[x] * views.operands[x].elem_bytes <= 16
-        assert p.vec_aligned[x] == 1 or views.operands[x].unit_role == "k"
-    cap = min(255, SM90.regs_per_sm // p.threads)
-    assert all(splitk.dot_registers(views, p.unroll, wide) <= cap for wide in (False, True))
-
-
-def check_tile(p, views) -> None:
-    """What every plan of the tile shape satisfies, with or without groups."""
+def check(p, views) -> None:
+    """What every splitk plan satisfies, with or without groups."""
     slices = p.splits * p.groups
-    assert p.shape == "tile" and p.splits in splitk.SPLITS and p.groups in splitk.GROUPS
+    assert p.splits in splitk.SPLITS and p.groups in splitk.GROUPS
     assert p.blocks == p.tile.tiles * slices
     assert (slices - 1) * p.k_tiles_per_split < p.k_tiles <= slices * p.k_tiles_per_split
     assert p.groups == 1 or p.tile.tiles * p.splits < SM90.sms  # groups only where tiles leave SMs idle
@@ -71,30 +43,13 @@ def check_tile(p, views) -> None:
     assert p.scratch_bytes == (0 if p.groups == 1 else p.tile.tiles * p.groups * p.tile_elems * 4)
 
 
-def check(p, views) -> None:
-    (check_dot if p.shape == "dot" else check_tile)(p, views)
-
-
 # ---- where the planner spreads K over groups ----
-
-@pytest.mark.parametrize("make", [_frobenius_f32, _dot_f16], ids=["ab,ab->_4096x4096_f32", "k,k->_16M_f16"])
-def test_a_full_reduction_with_millions_of_k_spreads_over_groups(make):
-    views = make()
-    plan = make_plan(views, SM90)
-    p = plan.primary
-    assert plan.family == "splitk" and p.shape == "dot"
-    check(p, views)
-    # One block can hold at most a few thousand elements in flight: K in the millions wants most SMs.
-    assert p.groups > 1 and p.blocks >= SM90.sms
-    groups = next(d for d in p.decisions if d.node == "groups")
-    assert groups.value == p.groups and {r.value for r in groups.rejected} >= {1}
-
 
 def test_a_tiny_output_with_a_huge_k_takes_groups_on_the_tile_path():
     for path in SKINNY:
         views = analyse(load_spec(path))
         p = make_plan(views, SM90).primary
-        assert p.family == "splitk" and p.shape == "tile" and p.groups > 1, path.name
+        assert p.family == "splitk" and p.groups > 1, path.name
         check(p, views)
 
 
@@ -134,36 +89,6 @@ def test_every_candidate_of_a_random_decode_view_holds_the_group_invariants(seed
         check(p, views)
 
 
-@st.composite
-def full_reductions(draw):
-    """`<perm of the K letters>[, batch],<another perm>[, batch]->[batch]`: every input letter summed (but
-    the batch), sizes from tiny to millions, any dtype, sometimes a letter in one input only."""
-    letters = draw(st.permutations("pqrs"))[:draw(st.integers(1, 3))]
-    sizes = {x: draw(st.sampled_from([1, 2, 3, 7, 33, 100, 1000, 4099])) for x in letters}
-    a = "".join(letters)
-    b = "".join(draw(st.permutations(letters)))
-    if len(letters) > 1 and draw(st.booleans()):
-        b = b.replace(letters[0], "")  # summed in A only: B broadcast over it
-    batch = draw(st.sampled_from(["", "", "z"]))
-    if batch:
-        sizes["z"] = draw(st.sampled_from([2, 5, 200]))
-    k = math.prod(n for x, n in sizes.items() if x != "z")
-    if k <= 32:
-        sizes[letters[-1]] *= 64
-    raw = {"dtype": draw(st.sampled_from(["f16", "bf16", "f32"])), "contraction": f"{a}{batch},{b}{batch}->{batch}",
-           "sizes": sizes}
-    return _views(raw)
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(full_reductions())
-def test_every_candidate_of_a_random_full_reduction_is_consistent(views):
-    if views.m != 1 or views.n != 1 or splitk.gates(views, SM90):
-        return
-    for p in ranked(splitk.problem(views, SM90), 12):
-        check_dot(p, views)
-
-
 # ---- rendering ----
 
 def _render(views, plan=None) -> dict[str, str]:
@@ -188,9 +113,10 @@ def test_one_group_renders_the_cluster_kernel_alone():
     plan = make_plan(views, SM90, "splitk")
     assert plan.primary.groups == 1
     cu = _render(views, plan)["decode_8x4096x4096.cu"]
-    # No scratch, no second kernel, no groups line in the header.
-    for absent in ("TILE_ELEMS", "partials", "cudaMallocAsync", "scratch_bytes", "groups ="):
+    # No scratch and no second kernel; the header says why one group (as explain does).
+    for absent in ("TILE_ELEMS", "partials", "cudaMallocAsync", "scratch_bytes"):
         assert absent not in cu, absent
+    assert "//   groups = 1: the output tiles and the cluster's K slices give the SMs work" in cu
     assert "GROUPS = 1, KT_PER_SPLIT" in cu and "return dg::splitk::launch<Traits, " in cu
 
 
@@ -214,35 +140,7 @@ def test_groups_render_a_scratch_a_second_kernel_and_the_free():
     assert "Scratch:" in files["README.md"] and "bit-identical" in files["README.md"]
 
 
-def test_a_full_reduction_renders_the_dot_block_and_checks_both_pointers():
-    views = _dot_f16()
-    files = _render(views)
-    cu = files["g.cu"]
-    assert "namespace splitk" in cu and "cudaLaunchAttributeClusterDimension" not in cu
-    # The spec promises 2 bytes: the 16-byte loads only when both view pointers pass the check; the order of
-    # the sum is the same in both instantiations.
-    assert "if (aligned(A, 16) && aligned(B, 16)) return dg::dot::launch<Traits, 8, 8>(" in cu
-    assert "return dg::dot::launch<Traits, 1, 1>(" in cu
-    assert '#include "dg/dot.cuh"' in cu and "FINISH_THREADS = " in cu and "scratch_bytes() == " in cu
-    kernel = files["dg/dot.cuh"][files["dg/dot.cuh"].index("    kernel(const"):]
-    assert kernel.index("wait_for_predecessor();") < kernel.index("K_SLICE")
-    assert "Scratch:" in files["README.md"]
-
-
-def test_a_small_full_reduction_may_keep_one_block_and_store_directly():
-    views = _views({"dtype": "f32", "contraction": "ab,ab->", "sizes": {"a": 40, "b": 50}})
-    p = next(c for c in ranked(splitk.problem(views, SM90), 64) if c.groups == 1)
-    check_dot(p, views)
-    from dgemm_cli.plan import Plan
-    plan = Plan(p, None, make_plan(views, SM90, "splitk").family_decision)
-    cu = _render(views, plan)["g.cu"]
-    assert "GROUPS = 1;" in cu and "FINISH_THREADS" not in cu and "scratch_bytes" not in cu
-
-
 def test_explain_shows_the_groups_node_and_why():
-    text = explain_text(_frobenius_f32().spec, SM90)
-    assert "groups        in {1, 2, 4" in text and "block shape dot" in text
-    assert "groups only where outputs leave SMs idle" in text and "groups = " in text
     # A decode product whose tiles fill the SMs: the node and the constraint that keeps it at 1.
     text = explain_text(load_spec(BENCH / "decode_1x4096x14336.yaml"), SM90)
     section = text[text.index("## Family splitk"):]
@@ -262,16 +160,11 @@ def test_a_tuned_assignment_from_before_groups_reads_back_with_one_group():
 # ---- compiled ----
 
 @pytest.mark.slow
-def test_group_and_dot_kernels_compile_without_spills(tmp_path):
+def test_group_kernels_compile_without_spills(tmp_path):
     from dgemm_cli.build import build
     from dgemm_cli.pipeline import generate
     from dgemm_cli.toolchain import find_nvcc
-    specs = [load_spec(p) for p in (*FULL_REDUCTIONS, *SKINNY)]
-    specs.append(parse_spec({"name": "dot_perm", "dtype": "f16", "contraction": "abc,cab->",
-                             "sizes": {"a": 64, "b": 1000, "c": 130},
-                             "epilogue": [{"activation": "silu"}, {"clamp": [-2.0, 2.0]}], "beta": 1.0}))
-    specs.append(parse_spec({"name": "dot_batch", "dtype": "bf16", "contraction": "zab,zba->z",
-                             "sizes": {"z": 3, "a": 999, "b": 1001}}))
+    specs = [load_spec(p) for p in SKINNY]
     nvcc = find_nvcc()
     for spec in specs:
         views = analyse(spec)

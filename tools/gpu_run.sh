@@ -6,7 +6,7 @@
 #   verify    every directory (specs and random: seeds 1,2,3; specs/bench: seed 1), JSON under $OUT
 #   bench     specs/bench and specs/ against cuBLAS (graph timing)
 #   indep     tools/independent_cublas.py: the same cuBLAS problems timed by PyTorch, same method
-#   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper, splitk and gemv kernels
+#   sanitize  compute-sanitizer memcheck / racecheck / synccheck on small Hopper, splitk, dot and gemv kernels
 #   tune      deepgemm tune TUNE_SPECS (default specs/*.yaml) at TUNE_LEVEL (default 1) into $OUT/tuning.json
 #   einsum    tools/einsum_suite.sh (specs/einsum, EINSUM_RAND random specs) into $OUT/einsum
 #   pytest    the gpu-marked tests (pytest -m gpu)
@@ -84,10 +84,11 @@ if has indep; then
 fi
 if has sanitize; then
   # The smallest directories of each family among the random sets (cheap under the sanitizer): three
-  # Hopper, two splitk, two gemv, two f32 (FFMA) cta kernels, two specs with run-time M and three with epilogues.
+  # Hopper, two splitk, one dot, two gemv, two f32 (FFMA) cta kernels, two specs with run-time M and three with
+  # epilogues.
   small=$("$PY" - $(sets none) <<'PYEOF'
 import json, pathlib, sys
-rows = {"hopper": [], "splitk": [], "gemv": [], "ffma": [], "run-time": [], "epilogue": []}
+rows = {"hopper": [], "splitk": [], "dot": [], "gemv": [], "ffma": [], "run-time": [], "epilogue": []}
 for root in sys.argv[1:]:
     for p in pathlib.Path(root).glob("*/plan.json"):
         doc = json.loads(p.read_text())
@@ -106,7 +107,7 @@ for root in sys.argv[1:]:
             rows["ffma"].append((prim["tiles"], str(p.parent)))
         elif fam in rows:
             rows[fam].append((prim["blocks"], str(p.parent)))
-keep = {"hopper": 3, "splitk": 2, "gemv": 2, "ffma": 2, "run-time": 2, "epilogue": 3}
+keep = {"hopper": 3, "splitk": 2, "dot": 1, "gemv": 2, "ffma": 2, "run-time": 2, "epilogue": 3}
 print(" ".join(d for fam, n in keep.items() for _, d in sorted(rows[fam])[:n]))
 PYEOF
 )

@@ -3,8 +3,9 @@
 Each spec is a plain dict in the YAML schema: random dtypes, GEMM shorthand or a contraction of
 up to 9 letters, sizes 1..300 a dim, random memory orders (permuted), padded strides, offsets,
 stride-0 broadcast on inputs, byte strides, alpha/beta. A share of the contractions take the forms
-numpy.einsum accepts beyond `ab,bc->ac`: no output letters (a full reduction), summed letters in one
-input only, an input with no letters (a scalar) and the implicit output (no `->`). Sizes are redrawn
+numpy.einsum accepts beyond `ab,bc->ac`: no output letters (a full reduction, FULL_REDUCTION_SHARE: the dot
+family's problems), summed letters in one input only, an input with no letters (a scalar) and the implicit output
+(no `->`). Sizes are redrawn
 until the problem stays small enough to verify in well under a second. A share may size one row letter
 at run time (`{min, max}`, its strides drawn for the max). A share gets a fused epilogue: bias, scale and
 residual views (broadcast, permuted, padded, offset, other dtypes), activations, clamps, and an output view D.
@@ -27,6 +28,7 @@ from dgemm_cli.randspec.common import (  # noqa: F401 (the CLI's defaults)
     ACTIVATION_NAMES,
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
+    FULL_REDUCTION_SHARE,
     LETTERS,
     MAX_ELEMENTS,
     MAX_FLOPS,
@@ -52,8 +54,8 @@ def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool
     """Letters of A, B and C in random orders, whether to write the output implicitly (numpy's rule
     gives exactly C's letters then), and every letter once."""
     form = rng.random()
-    full_reduction = form < 0.12  # `ab,ba->`: C is one element
-    scalar_a = 0.12 <= form < 0.17  # `,bc->c`: A has no letters
+    full_reduction = form < FULL_REDUCTION_SHARE  # `ab,ba->`: C is one element
+    scalar_a = FULL_REDUCTION_SHARE <= form < 0.17  # `,bc->c`: A has no letters
     n_batch, n_m, n_n, n_k = rng.randint(0, 1), rng.randint(0, 2), rng.randint(0, 2), rng.randint(1, 2)
     # Summed letters in one input only: the other input is broadcast over them.
     n_a_only, n_b_only = (rng.randint(0, 1), rng.randint(0, 1)) if rng.random() < 0.25 else (0, 0)

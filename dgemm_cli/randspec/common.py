@@ -8,6 +8,9 @@ import random
 MAX_FLOPS = 2e9
 TMA_SHARE = 0.35  # specs whose views a TMA tensor map can take (16-byte strides), sized for the Hopper family
 SMALL_M_SHARE = 0.0  # decode-shaped specs (M <= 64, long K) for the small-M split-K family
+# Contraction draws with no output letters (C one element: M = N = 1, what the dot family takes where K is long
+# enough).
+FULL_REDUCTION_SHARE = 0.12
 DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`): one kernel a bucket of sizes
 # Specs that get an `epilogue:` (and sometimes an output view D). Drawn from a generator of their own, seeded
 # by the spec's name, so that the share never changes the products the other draws give.

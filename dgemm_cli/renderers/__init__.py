@@ -67,3 +67,13 @@ def cluster_requirements(splits: int) -> tuple[str, ...]:
     out.append("Deterministic: K is summed across the cluster in a fixed order, so repeated calls on the same "
                "data give bit-identical results. No workspace and no state between calls.")
     return tuple(out)
+
+
+def scratch_requirement(scratch_bytes: int, what: str) -> str:
+    """What a kernel whose K slices meet in a stream-ordered scratch buffer (splitk's and dot's groups) asks of the
+    caller and gives back; `what`: the order its sums run in."""
+    return (f"Deterministic: {what}, so repeated calls on the same data give bit-identical results. "
+            f"Scratch: {scratch_bytes} bytes a call from cudaMallocAsync on the caller's stream (the device's "
+            "current memory pool), freed with cudaFreeAsync after the second kernel: stream-ordered, so concurrent "
+            "streams and graph capture (allocation nodes) are safe; no workspace argument and no state between "
+            "calls.")

@@ -1,4 +1,4 @@
-// dg/dot.cuh — the split-K dot kernel (the splitk family's block shape `dot`): M = N = 1, C one element a batch
+// dg/dot.cuh — the split-K dot kernel (the `dot` family, families/dot/): M = N = 1, C one element a batch
 // index (a full reduction `ab,ab->`, a batch of dot products). A block has no output tile: its threads all run along
 // K. With GROUPS > 1 the K slices of an output are separate blocks whose sums meet in a scratch buffer, added in
 // order by a second kernel (finish).

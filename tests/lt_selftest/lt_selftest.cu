@@ -1,6 +1,6 @@
 // lt_selftest.cu -- runs templates/dg_cublaslt.cuh's cuBLASLt calls on a GPU and checks them against a naive
 // float64 reference on the host: the BIAS / RELU_BIAS / GELU_BIAS epilogues (and RELU, GELU) on the
-// nn.Linear layout in f16 and bf16, what baseline_lt.py relies on (beta with C != D, a per-batch bias
+// nn.Linear layout in f16 and bf16, what baseline.py (its cuBLASLt part) relies on (beta with C != D, a per-batch bias
 // through CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE with a broadcast weight, m = 1, cuBLASLt not reading C
 // when beta == 0), which GELU cuBLASLt computes (an f32 output tells tanh from erf apart), and one graph
 // capture. Probes (not counted in the exit code unless their numbers are wrong): an f32 bias with a bf16
@@ -191,7 +191,7 @@ struct Outcome {
   int graph_identical = -1;
 };
 
-// The DgLtCall baseline_lt.py renders for this problem (the swapped formulation: rows = n, cols = m).
+// The DgLtCall baseline.py renders for this problem (the swapped formulation: rows = n, cols = m).
 DgLtCall make_call(const Case& c, long long lda, long long ldd, long long ldc) {
   DgLtCall call{};
   call.desc = c.name;

@@ -12,7 +12,7 @@ static_assert(DG_LT_SLOT_A == +DG_A && DG_LT_SLOT_B == +DG_B && DG_LT_SLOT_C == 
                   DG_LT_SLOT_BIAS == +DG_BIAS,
               "slots");
 
-// What baseline_lt.lt_alternative renders for an nn.Linear layer with bias and GELU (tanh).
+// What baseline.lt_alternative renders for an nn.Linear layer with bias and GELU (tanh).
 DgAltBaseline* dg_lt_alternative_smoke() {
   static DgCublasLtAlternative<DgAltBaseline, DgProblem> alternative(
       {{"C^T=B^TA m=n[14336] n=m[4096] k=k[4096]", 1, 1, 0, 14336LL, 4096LL, 4096LL, 4096LL, 4096LL, 14336LL,

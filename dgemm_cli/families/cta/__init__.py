@@ -90,6 +90,7 @@ class LoaderPlan:
     runtime_align: int
     fallback: LoaderPlan | None
     reason: str
+    promised_align: int = 0  # the alignment (bytes) the spec promises for the operand's view
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ class TilePlan:
                 f"{self.smem_bytes} B smem, {self.tiles} blocks")
 
     def detail_lines(self) -> list[str]:
-        """What `explain` adds below the decisions: the grid and each loader."""
+        """The plan's facts below its decisions, as `explain` prints them and the .cu's header comment states them:
+        the grid, the FFMA thread tile, each loader and its run-time dispatch."""
         out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, grid {self.tiles} blocks "
                f"({self.tiles // (self.tiles_m * self.tiles_n)} x {self.tiles_m} x {self.tiles_n}), "
                f"index type {self.index_type}"]
@@ -177,7 +179,8 @@ class TilePlan:
             if ld.kind == "transpose":
                 line += " (loaded along k, stored transposed)"
             if ld.runtime_align and ld.fallback:
-                line += f"; needs a {ld.runtime_align}-byte aligned pointer at run time, else {loader(ld.fallback)}"
+                line += (f"; run-time loader dispatch: a {ld.runtime_align}-byte aligned view takes it (the spec "
+                         f"promises {ld.promised_align}), else {loader(ld.fallback)}")
             out.append(line)
         return out
 
@@ -378,28 +381,29 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
 
 
 def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPlan:
+    align = facts.align
     if kind == "gather":
-        return LoaderPlan(facts.name, "gather", 1, inner, 0, None, reason)
+        return LoaderPlan(facts.name, "gather", 1, inner, 0, None, reason, align)
     if kind == "transpose":
         vec, promised = facts.vector_elems_aligned, facts.vector_elems
         if vec <= promised:
-            return LoaderPlan(facts.name, "transpose", vec, inner, 0, None, reason)
+            return LoaderPlan(facts.name, "transpose", vec, inner, 0, None, reason, align)
         # The vector load needs more alignment than promised: the launcher checks the pointer and
         # otherwise loads the promised width (single elements at least; same registers, same cap).
         fallback = LoaderPlan(facts.name, "transpose", promised, inner, 0, None,
-                              f"pointer not {vec * facts.elem_bytes}-byte aligned at run time")
-        return LoaderPlan(facts.name, "transpose", vec, inner, vec * facts.elem_bytes, fallback, reason)
+                              f"pointer not {vec * facts.elem_bytes}-byte aligned at run time", align)
+        return LoaderPlan(facts.name, "transpose", vec, inner, vec * facts.elem_bytes, fallback, reason, align)
     vec, promised = copy_elems(facts, inner, aligned=True), copy_elems(facts, inner, aligned=False)
     if vec <= promised:
-        return LoaderPlan(facts.name, "cp_async", vec, inner, 0, None, reason)
+        return LoaderPlan(facts.name, "cp_async", vec, inner, 0, None, reason, align)
     # The wide copy needs more alignment than the spec promises: the launcher checks the pointer
     # at run time and otherwise takes the widest copy the promise allows (or a gather).
     why = f"pointer not {vec * facts.elem_bytes}-byte aligned at run time"
     if promised * facts.elem_bytes >= 4:
-        fallback = LoaderPlan(facts.name, "cp_async", promised, inner, 0, None, why)
+        fallback = LoaderPlan(facts.name, "cp_async", promised, inner, 0, None, why, align)
     else:  # fallback only: loads and stores at once, so the cp.async plan's register budget holds
-        fallback = LoaderPlan(facts.name, "gather_direct", 1, inner, 0, None, why)
-    return LoaderPlan(facts.name, "cp_async", vec, inner, vec * facts.elem_bytes, fallback, reason)
+        fallback = LoaderPlan(facts.name, "gather_direct", 1, inner, 0, None, why, align)
+    return LoaderPlan(facts.name, "cp_async", vec, inner, vec * facts.elem_bytes, fallback, reason, align)
 
 
 def _min_blocks(a: Assignment, instruction: str) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.cta import MMA, REGISTER_CAP, LoaderPlan, TilePlan
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import DTYPE_BYTES, Spec
@@ -76,12 +77,6 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
             if fb.struct != loaders[i].struct:
                 variants.append(fb)
             conds.append(f"aligned({ld.operand}, {ld.runtime_align})")
-    copies = {"cp_async": "cp.async", "transpose": "loads along k"}
-    dispatch_desc = "; ".join(
-        f"{ld.operand} takes {ld.runtime_align}-byte {copies[ld.kind]} when its view is {ld.runtime_align}-byte "
-        f"aligned (the spec promises {ops[ld.operand].align}), else {ld.fallback.kind}"
-        + (f" of {ld.fallback.vector_elems}" if ld.fallback.kind in copies else "")
-        for ld in (plan.a, plan.b) if ld.runtime_align and ld.fallback is not None)
     registers = next((d for d in plan.decisions if d.node == "registers"), None)
     registers_why = registers.summary() if registers else ""
     return {
@@ -97,7 +92,7 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "tiles": plan.tiles, "index_type": plan.index_type,
         "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
         "loaders": variants,
-        "dispatch": bool(conds), "dispatch_cond": " && ".join(conds), "dispatch_desc": dispatch_desc,
+        "dispatch": bool(conds), "dispatch_cond": " && ".join(conds),
         # The register cap depends on the instantiation only when a fallback gathers: MIN_BLOCKS then holds only for
         # the instantiation whose loaders are both cp.async.
         "min_blocks_needs_cp_async": plan.register_cap <= REGISTER_CAP and any(v.kind in UNCAPPED for v in variants),
@@ -108,11 +103,7 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> Body:
     k = context(spec, views, plan, base)
     text = env.get_template("cta/body.cu.j2").render(k=k)
-    decisions = [d.summary() for d in plan.decisions]
-    decisions.append(f"=> {plan.threads} threads, {plan.smem_bytes} B shared memory, {plan.tiles} blocks, "
-                     f"index math in {plan.index_type}.")
-    if k["dispatch"]:
-        decisions.append(f"Run-time loader dispatch: {k['dispatch_desc']}")
+    decisions = decision_lines(plan.decisions) + plan.detail_lines()
     facts = {"attributes"} if plan.smem_bytes > 48 * 1024 else set()
     return Body("cta", text, f"cta: {plan.summary}", tuple(decisions), headers=("dg/cta.cuh",),
                 facts=frozenset(facts))

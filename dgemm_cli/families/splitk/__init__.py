@@ -9,23 +9,20 @@ barrier every block sums a share of the tile over all blocks' shared memory (DSM
 and writes C. The sum runs in the same order on every launch, so results are bit-identical from
 run to run; there is no workspace, no atomics and no state between launches.
 
-Groups. One cluster holds at most 16 blocks, so a product whose output tiles are few (a full reduction,
-`ab,ab->`, has one element) would stream all of K through 16 SMs. The `groups` node spreads K over
+Groups. One cluster holds at most 16 blocks, so a product whose output tiles are few (4 x 16 outputs over K in the
+millions are one tile) would stream all of K through 16 SMs. The `groups` node spreads K over
 several clusters: each cluster reduces its own K range to a partial tile as above, parks it in a scratch
 buffer the launcher takes with cudaMallocAsync on the caller's stream, and a second small kernel adds
 the GROUPS partials of every element in group order and runs the epilogue (store_c). The final sum's
 order is fixed, so the result stays bit-identical run to run; the C API does not change (the scratch is
 stream-ordered: graph capture records it as allocation nodes).
 
-Block shape `dot`. With M = N = 1 (C one element a batch index) an output tile wastes all but one of
-its rows and columns: the FFMA tile's one useful thread walks its K slice serially. Such problems get a
-block along K instead: every thread sums 16-byte chunks of both inputs into a few accumulators, the
-block adds them in a fixed tree, and `groups` blocks (no cluster) split K for each output, their sums
-meeting in the scratch buffer as above.
+M = N = 1 (C one element a batch index) is the `dot` family's: an output tile would waste all but one of its rows
+and columns there, so this family is gated out of it (families/ksplit.py: is_dot).
 
 Clusters exist from sm_90 on; on older archs the family is gated out.
-Modules: cost.py prices the tile shape (and holds the constants both shapes share), dot.py is the dot
-shape, render.py the renderer; this one holds the tile shape's plan and graph and the family, re-exporting their names.
+Modules: cost.py prices a tiling, render.py renders a plan; this one holds the plan, the gates, the tiling graph and
+the family, re-exporting their names. families/ksplit.py holds what it shares with the dot family.
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families import cta
 from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.ksplit import is_dot, rows_at_run_time
 from dgemm_cli.families.solving import Problem, gated
 from dgemm_cli.families.splitk.cost import (  # noqa: F401 (re-exported: tests and tools read them here)
     GROUPS_US,
@@ -53,30 +51,11 @@ from dgemm_cli.families.splitk.cost import (  # noqa: F401 (re-exported: tests a
     smem_bytes,
     tile_elems,
 )
-from dgemm_cli.families.splitk.dot import (  # noqa: F401 (re-exported: renderers and tests import them here)
-    DOT_BASE_REGISTERS,
-    DOT_GROUPS,
-    DOT_LOADED_LATENCY_US,
-    DOT_REDUCE_US,
-    DOT_THREADS,
-    DOT_UNROLL,
-    FINISH_THREADS_MAX,
-    FULL_REGISTER_FILE,
-    DotPlan,
-    _dot_cost,
-    _dot_plan,
-    build_dot_graph,
-    dot_chunk,
-    dot_registers,
-    dot_resident,
-    dot_slice,
-    dot_vectors,
-)
 from dgemm_cli.views import INT32_MAX, ProblemViews
 
 NAME = "splitk"
 SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block cluster (DSMEM reduction) and "
-           "over several clusters when tiles are few; M = N = 1 as blocks along K; deterministic (sm_90+)")
+           "over several clusters when tiles are few; deterministic (sm_90+)")
 # Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): its block tile is the
 # cta family's: M enters only bounds checks and the tile count.
 RUNTIME_ROWS = True
@@ -109,7 +88,7 @@ class SplitKPlan:
     at_once: int = 0  # blocks the GPU holds at once in clusters of `splits` (Arch.resident_blocks); 0: not planned
 
     arch_features = frozenset({"clusters", "griddepcontrol"})  # the K split's cluster; the reduce's dependent launch
-    shape = "tile"
+    shape = "tile"  # plan.json's name of the block's shape (the dot family's is "dot")
 
     @property
     def threads(self) -> int:
@@ -135,28 +114,28 @@ class SplitKPlan:
                 f"{self.smem_bytes} B smem, {self.blocks} blocks")
 
     def detail_lines(self) -> list[str]:
-        if self.groups == 1:
-            out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.splits} K slices; "
-                   f"{self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
-        else:
-            out = [f"=> {self.blocks} blocks = {self.tile.tiles} output tiles x {self.groups} groups x {self.splits} "
-                   f"K slices; {self.k_tiles_per_split} of {self.k_tiles} k-tiles a block"]
+        """The plan's facts below its decisions, as `explain` prints them and the .cu's header comment states them:
+        the grid and its clusters, the waves, the reduction, the groups, then the block tile's thread tile and loaders
+        (with their run-time dispatch)."""
+        groups = "" if self.groups == 1 else f" x {self.groups} groups"
+        out = [f"=> {self.threads} threads, {self.smem_bytes} B shared memory, {self.blocks} blocks = "
+               f"{self.tile.tiles} output tiles{groups} x {self.splits} K slices in clusters of {self.splits}; "
+               f"{self.k_tiles_per_split} of {self.k_tiles} k-tiles a block, index type {self.tile.index_type}"]
         if self.at_once:
             waves = math.ceil(self.blocks / self.at_once)
             out.append(f"waves: clusters of {self.splits} hold {self.at_once} blocks at once, so the {self.blocks} "
                        f"run in {waves} wave{'s' if waves > 1 else ''} (what the cost model prices)")
         out.append(f"reduction: each block parks its {self.tile.block_m}x{self.tile.block_n} f32 partial in shared "
-                       "memory; after a cluster barrier block r sums its share of the tile over ranks "
-                   f"0..{self.splits - 1} "
-                       "in order (bit-identical run to run)")
+                   "memory; after a cluster barrier block r sums its share of the tile over ranks "
+                   f"0..{self.splits - 1} in order (bit-identical run to run)")
         if self.groups == 1:
             out.append("groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups "
                        "do not pay for the second kernel); C is stored by the cluster")
         else:
             out.append(f"groups = {self.groups}: each cluster writes its sum to a {self.scratch_bytes} B scratch "
-                       "buffer (cudaMallocAsync on the stream, cudaFreeAsync after); a second kernel adds the "
-                       f"{self.groups} partials of every element in group order and stores C (bit-identical run "
-                       "to run)")
+                       "buffer (cudaMallocAsync on the stream, cudaFreeAsync after); a second kernel of "
+                       f"{self.tile.tiles} blocks adds the {self.groups} partials of every element in group order and "
+                       "stores C (bit-identical run to run)")
         out.extend(self.tile.detail_lines()[1:])
         return out
 
@@ -177,6 +156,9 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     shortest = min(TILE_DOMAINS["block_k"])
     if views.k <= shortest:
         out.append(("K to split", f"K = {views.k}: one k-tile of {shortest} or fewer, nothing to split"))
+    if is_dot(views):
+        out.append(("an output tile", "M = N = 1: a tile would waste all but one of its rows and columns; the dot "
+                                      "family's blocks along K take it"))
     return out
 
 
@@ -187,17 +169,6 @@ class _Graph(ConstraintGraph):
         if any(n.name == "groups" for n in self.nodes) and "groups" not in assignment:
             assignment = {**assignment, "groups": 1}
         return super().restrict(assignment)
-
-
-def rows_at_run_time(views: ProblemViews) -> bool:
-    """This kernel serves a range of a run-time letter (M is a kernel argument)."""
-    rt = views.spec.run_time_letter
-    return rt is not None and rt[1] < rt[2]
-
-
-def is_dot(views: ProblemViews) -> bool:
-    """M = N = 1: C has one element a batch index (a full reduction, a batch of dot products)."""
-    return views.m == 1 and views.n == 1 and not rows_at_run_time(views)
 
 
 def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> ConstraintGraph:
@@ -259,9 +230,6 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str) -> Con
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
     gated(NAME, views.spec.source, gates(views, arch))
-    if is_dot(views):
-        return Problem(NAME, views.spec.source, build_dot_graph(views, arch), _dot_cost(views, arch),
-                       lambda a, decisions, feasible, cost: _dot_plan(views, a, decisions, feasible, cost))
     instruction, instr_decision = cta.choose_instruction(views, arch)
     return Problem(NAME, views.spec.source, build_tiling_graph(views, arch, instruction),
                    _cost(views, arch, instruction),
@@ -286,5 +254,4 @@ def _plan(views: ProblemViews, arch: Arch, instruction: str, a: Assignment, deci
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan, DotPlan,),
-                      "dgemm_cli.families.splitk.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan,), "dgemm_cli.families.splitk.render")

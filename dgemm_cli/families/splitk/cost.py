@@ -1,6 +1,6 @@
-"""The `splitk` family's cost model (pure): the constants both block shapes share and the tile shape's estimate (µs,
-only to rank candidates against each other and the other families), with the shared memory and residency it reads.
-Its fitted constants come from the measurements in families/calibration.csv (tools/fit_calibration.py)."""
+"""The `splitk` family's cost model (pure): a tiling's estimate (µs, only to rank candidates against each other and
+the other families), with the shared memory and residency it reads. Its fitted constants (families/ksplit.py, shared
+with the dot family) come from the measurements in families/calibration.csv (tools/fit_calibration.py)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,15 @@ import math
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment
 from dgemm_cli.families import cta
+from dgemm_cli.families.ksplit import GROUPS_US, LAUNCH_US, MEMORY_LATENCY_US, WARPS_TO_HIDE_LATENCY
 from dgemm_cli.views import ProblemViews
 
 RED_PAD = 4  # floats of padding per row of the partial tile in shared memory
-# Cost model constants (µs), only to rank candidates and families. Set a priori, checked against level-1
-# tunes of the decode benchmarks on the H200.
-# fitted: tools/fit_calibration.py, table families/calibration.csv
-LAUNCH_US = 2.0  # every launch: start-up, the first load's round trip, the last store
-# fitted: tools/fit_calibration.py, table families/calibration.csv
-MEMORY_LATENCY_US = 1.0  # DRAM round trip that bytes in flight must cover (Little's law)
+# Cost model constants (µs), only to rank candidates and families; the launch, DRAM and groups constants it shares
+# with the dot family (families/ksplit.py, where they are fitted). Set a priori, checked against level-1 tunes of
+# the decode benchmarks on the H200.
 REDUCE_US = 0.4  # cluster barriers and the DSMEM sum of one tile
-# fitted: tools/fit_calibration.py, table families/calibration.csv
-WARPS_TO_HIDE_LATENCY = 8  # resident warps an SM needs before the memory pipe stays busy
 ISSUE_CLOCKS = 8  # clocks a thread spends issuing one 16-byte copy (address math included)
-# Groups (set a priori, to be measured): the second kernel (launched as a programmatic dependent launch, it
-# waits for the first grid and one L2 round trip for the partials), and the stream-ordered alloc and free.
-GROUPS_US = 2.0
 
 
 def red_pitch(block_n: int) -> int:

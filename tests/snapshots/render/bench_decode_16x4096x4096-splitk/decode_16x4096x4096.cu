@@ -27,23 +27,21 @@
 //   hopper: --family splitk: the command line asks for splitk
 //   tcgemv: --family splitk: the command line asks for splitk
 //   gemv: --family splitk: the command line asks for splitk
+//   dot: --family splitk: the command line asks for splitk
 //   cta: --family splitk: the command line asks for splitk
 //
 // Plan splitk: mma.sync.m16n8k16, tile 32x64x128, 256 threads, 6 stages, K split 2 ways over a cluster (16 k-tiles a block), 156672 B smem, 128 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 32 (cheapest of 3 by the cost model)
-//   block_n = 64 (forced by mma warp tile, shared memory)
-//   block_k = 128 (cheapest of 3 by the cost model)
-//   warps_m = 2 (cheapest of 3 by the cost model)
-//   warps_n = 4 (cheapest of 3 by the cost model)
-//   stages = 6 (cheapest of 5 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (ties by the cost model: the first of 2 in the domain)
-//   loader_b = cp_async (forced by gather staging B)
-//   splits = 2 (cheapest of 4 by the cost model)
-//   => 256 threads, 156672 B shared memory, 128 blocks in clusters of 2, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 32 (of 3), block_k = 128 (of 3),
+//     warps_m = 2 (of 3), warps_n = 4 (of 3), stages = 6 (of 5), splits = 2 (of 4), groups = 1 (of 5)
+//   ties by the cost model (the first in the domain): loader_a = cp_async (of 2)
+//   forced: block_n = 64 (mma warp tile, shared memory), smem_inner_a = k (coalescing A),
+//     smem_inner_b = k (coalescing B), loader_b = cp_async (gather staging B)
+//   => 256 threads, 156672 B shared memory, 128 blocks = 64 output tiles x 2 K slices in clusters of 2; 16 of 32 k-tiles a block, index type int
+//   waves: clusters of 2 hold 132 blocks at once, so the 128 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 32x64 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..1 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 #include "decode_16x4096x4096.h"
 #include "dg/splitk.cuh"
 

@@ -23,10 +23,11 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along m; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = hopper (cheapest of 5 by the cost model)
+// Kernel family for sm_90a: family = hopper (cheapest of 6 by the cost model)
 //   tcgemv: tcgemv: few rows: M = 25088 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 25088 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 25088 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   dot: dot: one output element: C has 25088 x 512 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +34% (cost model)
 //
 // Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A mn-major, B k-major, 216128 B smem, 392 tiles on a persistent grid of min(392, 1 x SMs) blocks, raster group 8
@@ -43,19 +44,13 @@
 //   C: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written by stmatrix.trans into a 9216 B staging tile (64 columns at a time), copied out in 8-element vectors
 //
 // Plan cta: mma.sync.m16n8k16, tile 128x128x32, 256 threads, 4 stages, A cp_async8, B cp_async8, 75776 B smem, 784 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 128 (cheapest of 4 by the cost model)
-//   block_n = 128 (cheapest of 4 by the cost model)
-//   block_k = 32 (cheapest of 3 by the cost model)
-//   warps_m = 2 (forced by register budget, threads per block)
-//   warps_n = 4 (forced by register budget)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = m (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (cheapest of 2 by the cost model)
-//   loader_b = cp_async (cheapest of 2 by the cost model)
-//   => 256 threads, 75776 B shared memory, 784 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 128 (of 4), block_n = 128 (of 4),
+//     block_k = 32 (of 3), stages = 4 (of 3), loader_a = cp_async (of 2), loader_b = cp_async (of 2)
+//   forced: warps_m = 2 (register budget, threads per block), warps_n = 4 (register budget),
+//     smem_inner_a = m (coalescing A), smem_inner_b = k (coalescing B)
+//   => 256 threads, 75776 B shared memory, grid 784 blocks (1 x 196 x 4), index type int
+//   A: cp_async x8, shared rows along m; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Run-time dispatch: hopper when A, B, C point at 16/16/16-byte aligned views (the spec promises A: 2, B: 2, C: 2), else cta.
 #include "conv1x1_nchw.h"

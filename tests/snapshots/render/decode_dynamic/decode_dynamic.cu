@@ -42,34 +42,23 @@
 //   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
 //
 // Plan for m in 2..4: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 16 (cheapest of 4 by the cost model)
-//   block_n = 32 (cheapest of 4 by the cost model)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 1 (forced by mma warp tile)
-//   warps_n = 1 (ties by the cost model: the first of 2 in the domain)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (forced by gather staging A)
-//   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 27648 B shared memory, 448 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 16 (of 4), block_n = 32 (of 4),
+//     block_k = 64 (of 3), stages = 4 (of 3)
+//   ties by the cost model (the first in the domain): warps_n = 1 (of 2)
+//   forced: warps_m = 1 (mma warp tile), smem_inner_a = k (coalescing A), smem_inner_b = k (coalescing B),
+//     loader_a = cp_async (gather staging A), loader_b = cp_async (gather staging B)
+//   => 32 threads, 27648 B shared memory, grid 448 blocks (1 x 1 x 448), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Plan for m in 5..8: cta: mma.sync.m16n8k16, tile 16x16x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 18432 B smem, 896 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 16 (cheapest of 4 by the cost model)
-//   block_n = 16 (cheapest of 4 by the cost model)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 1 (forced by mma warp tile)
-//   warps_n = 1 (forced by mma warp tile)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (forced by gather staging A)
-//   loader_b = cp_async (forced by gather staging B)
-//   => 32 threads, 18432 B shared memory, 896 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 16 (of 4), block_n = 16 (of 4),
+//     block_k = 64 (of 3), stages = 4 (of 3)
+//   forced: warps_m = 1 (mma warp tile), warps_n = 1 (mma warp tile), smem_inner_a = k (coalescing A),
+//     smem_inner_b = k (coalescing B), loader_a = cp_async (gather staging A), loader_b = cp_async (gather staging B)
+//   => 32 threads, 18432 B shared memory, grid 896 blocks (1 x 1 x 896), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8
 //   cheapest by the cost model: block_n = 112 (of 10), stages = 8 (of 8), l2_promotion = none (of 2)
@@ -85,19 +74,13 @@
 //   C: when beta == 0, the epilogue on the accumulators in registers, 16-bit pairs written by stmatrix into a 9216 B staging tile (16 columns at a time), copied out in 8-element vectors
 //
 // Plan for m in 9..64: cta: mma.sync.m16n8k16, tile 64x64x64, 128 threads, 4 stages, A cp_async8, B cp_async8, 73728 B smem, 224 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 64 (cheapest of 4 by the cost model)
-//   block_n = 64 (cheapest of 4 by the cost model)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 2 (cheapest of 3 by the cost model)
-//   warps_n = 2 (cheapest of 3 by the cost model)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (forced by gather staging A)
-//   loader_b = cp_async (forced by gather staging B)
-//   => 128 threads, 73728 B shared memory, 224 blocks, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 64 (of 4), block_n = 64 (of 4),
+//     block_k = 64 (of 3), warps_m = 2 (of 3), warps_n = 2 (of 3), stages = 4 (of 3)
+//   forced: smem_inner_a = k (coalescing A), smem_inner_b = k (coalescing B), loader_a = cp_async (gather staging A),
+//     loader_b = cp_async (gather staging B)
+//   => 128 threads, 73728 B shared memory, grid 224 blocks (1 x 1 x 224), index type int
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Run-time dispatch on m (the size of 'm'), the first bucket that holds it:
 //   m = 1            gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 1 way(s) (4096 a block), 8224 B smem, 3584 blocks

@@ -23,10 +23,11 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = gemv (cheapest of 5 by the cost model)
+// Kernel family for sm_90a: family = gemv (cheapest of 6 by the cost model)
 //   hopper: costs +108% (cost model)
 //   tcgemv: tcgemv: one row: M = 1: no mma work to share; gemv's FMA stream is measured faster
 //   splitk: costs +17% (cost model)
+//   dot: dot: one output element: C has 1 x 128 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +498% (cost model)
 //
 // Plan gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 8 way(s) over a cluster (512 a block), 1056 B smem, 256 blocks

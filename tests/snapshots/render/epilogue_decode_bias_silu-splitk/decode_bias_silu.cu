@@ -30,23 +30,21 @@
 //   hopper: --family splitk: the command line asks for splitk
 //   tcgemv: --family splitk: the command line asks for splitk
 //   gemv: --family splitk: the command line asks for splitk
+//   dot: --family splitk: the command line asks for splitk
 //   cta: --family splitk: the command line asks for splitk
 //
 // Plan splitk: mma.sync.m16n8k16, tile 16x32x32, 64 threads, 8 stages, K split 2 ways over a cluster (64 k-tiles a block), 30720 B smem, 896 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 16 (cheapest of 3 by the cost model)
-//   block_n = 32 (cheapest of 4 by the cost model)
-//   block_k = 32 (cheapest of 3 by the cost model)
-//   warps_m = 1 (forced by mma warp tile)
-//   warps_n = 2 (cheapest of 3 by the cost model)
-//   stages = 8 (cheapest of 5 by the cost model)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = cp_async (ties by the cost model: the first of 2 in the domain)
-//   loader_b = cp_async (ties by the cost model: the first of 2 in the domain)
-//   splits = 2 (cheapest of 4 by the cost model)
-//   => 64 threads, 30720 B shared memory, 896 blocks in clusters of 2, index math in int.
-//   Run-time loader dispatch: A takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 2), else gather_direct
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 16 (of 3), block_n = 32 (of 4),
+//     block_k = 32 (of 3), warps_n = 2 (of 3), stages = 8 (of 5), splits = 2 (of 4)
+//   ties by the cost model (the first in the domain): loader_a = cp_async (of 2), loader_b = cp_async (of 2)
+//   forced: warps_m = 1 (mma warp tile), smem_inner_a = k (coalescing A), smem_inner_b = k (coalescing B),
+//     groups = 1 (groups only where tiles leave SMs idle)
+//   => 64 threads, 30720 B shared memory, 896 blocks = 448 output tiles x 2 K slices in clusters of 2; 64 of 128 k-tiles a block, index type int
+//   waves: clusters of 2 hold 924 blocks at once, so the 896 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 16x32 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..1 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
+//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 #include "decode_bias_silu.h"
 #include "dg/activations.cuh"
 #include "dg/splitk.cuh"

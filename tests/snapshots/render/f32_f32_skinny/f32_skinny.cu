@@ -23,28 +23,31 @@
 //   B     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = splitk (cheapest of 5 by the cost model)
+// Kernel family for sm_90a: family = splitk (cheapest of 6 by the cost model)
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 48 rows: more than the 4 the CUDA cores keep up with at memory speed
+//   dot: dot: one output element: C has 48 x 512 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +544% (cost model)
 //
 // Plan splitk: ffma, tile 64x64x32, 256 threads, 6 stages, K split 16 ways over a cluster (8 k-tiles a block), 104448 B smem, 128 blocks
-//   instruction = ffma (forced by tensor-core dtypes)
-//   block_m = 64 (cheapest of 3 by the cost model)
-//   block_n = 64 (forced by staged loads under the cap, threads per block, transpose staging A)
-//   block_k = 32 (forced by shared memory, staged loads under the cap)
-//   thread_m = 4 (forced by staged loads under the cap, threads per block, transpose staging A)
-//   thread_n = 4 (forced by staged loads under the cap, threads per block, transpose staging A)
-//   stages = 6 (cheapest of 5 by the cost model)
-//   smem_inner_a = m (forced by ffma smem orientation)
-//   smem_inner_b = n (forced by ffma smem orientation)
-//   loader_a = transpose (cheapest of 3 by the cost model)
-//   loader_b = cp_async (forced by staged loads under the cap, transpose B)
-//   registers = 128 (ties by the cost model: the first of 2 in the domain)
-//   splits = 16 (cheapest of 4 by the cost model)
-//   => 256 threads, 104448 B shared memory, 128 blocks in clusters of 16, index math in int.
-//   Run-time loader dispatch: A takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1; B takes 16-byte cp.async when its view is 16-byte aligned (the spec promises 4), else cp_async of 1
+//   cheapest by the cost model: block_m = 64 (of 3), stages = 6 (of 5), loader_a = transpose (of 3),
+//     splits = 16 (of 4), groups = 1 (of 5)
+//   ties by the cost model (the first in the domain): registers = 128 (of 2)
+//   forced: instruction = ffma (tensor-core dtypes),
+//     block_n = 64 (staged loads under the cap, threads per block, transpose staging A),
+//     block_k = 32 (shared memory, staged loads under the cap),
+//     thread_m = 4 (staged loads under the cap, threads per block, transpose staging A),
+//     thread_n = 4 (staged loads under the cap, threads per block, transpose staging A),
+//     smem_inner_a = m (ffma smem orientation), smem_inner_b = n (ffma smem orientation),
+//     loader_b = cp_async (staged loads under the cap, transpose B)
+//   => 256 threads, 104448 B shared memory, 128 blocks = 8 output tiles x 16 K slices in clusters of 16; 8 of 128 k-tiles a block, index type int
+//   waves: clusters of 16 hold 224 blocks at once, so the 128 run in 1 wave (what the cost model prices)
+//   reduction: each block parks its 64x64 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..15 in order (bit-identical run to run)
+//   groups = 1: the output tiles and the cluster's K slices give the SMs work (or more groups do not pay for the second kernel); C is stored by the cluster
+//   thread tile 4x4: rows in groups of 4 (one 16-byte shared load of A a k step), columns in groups of 4 (16-byte loads of B); at most 128 registers a thread, 2 block(s) an SM by registers
+//   A: transpose x4, shared rows along m (loaded along k, stored transposed); run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else transpose x1
+//   B: cp_async x4, shared rows along n; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else cp_async x1
 #include "f32_skinny.h"
 #include "dg/splitk.cuh"
 

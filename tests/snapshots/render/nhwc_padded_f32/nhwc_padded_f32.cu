@@ -23,27 +23,24 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along m; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = cta (forced by gemv, hopper, splitk, tcgemv)
+// Kernel family for sm_90a: family = cta (forced by dot, gemv, hopper, splitk, tcgemv)
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 392 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 392 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   dot: dot: one output element: C has 392 x 96 elements a batch index: blocks along K serve only M = N = 1
 //
 // Plan cta: ffma, tile 16x32x32, thread tile 1x2, 256 threads, 4 stages, A cp_async1, B transpose4, 28672 B smem, 75 blocks
-//   instruction = ffma (forced by tensor-core dtypes)
-//   block_m = 16 (forced by threads per block)
-//   block_n = 32 (cheapest of 4 by the cost model)
-//   block_k = 32 (cheapest of 3 by the cost model)
-//   thread_m = 1 (cheapest of 5 by the cost model)
-//   thread_n = 2 (cheapest of 5 by the cost model)
-//   stages = 4 (cheapest of 3 by the cost model)
-//   smem_inner_a = m (forced by ffma smem orientation)
-//   smem_inner_b = n (forced by ffma smem orientation)
-//   loader_a = cp_async (forced by pipeline depth)
-//   loader_b = transpose (cheapest of 3 by the cost model)
-//   registers = 128 (ties by the cost model: the first of 2 in the domain)
-//   => 256 threads, 28672 B shared memory, 75 blocks, index math in int.
-//   Run-time loader dispatch: B takes 16-byte loads along k when its view is 16-byte aligned (the spec promises 4), else transpose of 1
+//   cheapest by the cost model: block_n = 32 (of 4), block_k = 32 (of 3), thread_m = 1 (of 5), thread_n = 2 (of 5),
+//     stages = 4 (of 3), loader_b = transpose (of 3)
+//   ties by the cost model (the first in the domain): registers = 128 (of 2)
+//   forced: instruction = ffma (tensor-core dtypes), block_m = 16 (threads per block),
+//     smem_inner_a = m (ffma smem orientation), smem_inner_b = n (ffma smem orientation),
+//     loader_a = cp_async (pipeline depth)
+//   => 256 threads, 28672 B shared memory, grid 75 blocks (1 x 25 x 3), index type int
+//   thread tile 1x2: rows in groups of 1 (one 4-byte shared load of A a k step), columns in groups of 2 (8-byte loads of B); at most 128 registers a thread, 2 block(s) an SM by registers
+//   A: cp_async x1, shared rows along m
+//   B: transpose x4, shared rows along n (loaded along k, stored transposed); run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 4), else transpose x1
 #include "nhwc_padded_f32.h"
 #include "dg/cta.cuh"
 

@@ -23,25 +23,22 @@
 //   B     contiguous along k; vector 1 elem as promised (stride 111 of n is not a multiple of 2), 1 if 16-byte aligned (stride 111 of n is not a multiple of 2)
 //   C     contiguous along n; vector 1 elem as promised (stride 197 of m is not a multiple of 2), 1 if 16-byte aligned (stride 197 of m is not a multiple of 2)
 //
-// Kernel family for sm_90a: family = cta (forced by gemv, hopper, splitk, tcgemv)
+// Kernel family for sm_90a: family = cta (forced by dot, gemv, hopper, splitk, tcgemv)
 //   hopper: hopper: TMA A: A's stride along m[333] is 222 bytes, not a positive multiple of 16 below 2^40
 //   tcgemv: tcgemv: few rows: M = 333 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 333 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 333 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   dot: dot: one output element: C has 333 x 197 elements a batch index: blocks along K serve only M = N = 1
 //
 // Plan cta: mma.sync.m16n8k16, tile 32x32x64, 128 threads, 2 stages, A gather, B gather, 18432 B smem, 77 blocks
-//   instruction = mma.sync.m16n8k16 (cheapest of 2 by the cost model)
-//   block_m = 32 (forced by gather staging A, mma warp tile)
-//   block_n = 32 (forced by gather staging B, mma warp tile)
-//   block_k = 64 (cheapest of 3 by the cost model)
-//   warps_m = 2 (forced by gather staging A, mma warp tile)
-//   warps_n = 2 (forced by gather staging A, mma warp tile)
-//   stages = 2 (forced by pipeline depth)
-//   smem_inner_a = k (forced by coalescing A)
-//   smem_inner_b = k (forced by coalescing B)
-//   loader_a = gather (forced by cp.async A)
-//   loader_b = gather (forced by cp.async B)
-//   => 128 threads, 18432 B shared memory, 77 blocks, index math in int.
+//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_k = 64 (of 3)
+//   forced: block_m = 32 (gather staging A, mma warp tile), block_n = 32 (gather staging B, mma warp tile),
+//     warps_m = 2 (gather staging A, mma warp tile), warps_n = 2 (gather staging A, mma warp tile),
+//     stages = 2 (pipeline depth), smem_inner_a = k (coalescing A), smem_inner_b = k (coalescing B),
+//     loader_a = gather (cp.async A), loader_b = gather (cp.async B)
+//   => 128 threads, 18432 B shared memory, grid 77 blocks (1 x 11 x 7), index type int
+//   A: gather, shared rows along k
+//   B: gather, shared rows along k
 #include "odd_tails.h"
 #include "dg/cta.cuh"
 

@@ -1,38 +1,69 @@
-"""The `splitk` family's block shape `dot` (pure): M = N = 1 (C one element a batch index) as blocks along K, every
-thread summing 16-byte chunks of both inputs, `groups` blocks an output meeting in a scratch buffer (the family's
-module doc): its plan, tiling graph, cost model and plan maker."""
+"""Kernel family `dot`: M = N = 1 (C one element a batch index: a full reduction `ab,ab->`, a batch of dot
+products) as blocks along K (pure).
+
+Such a problem has no output tile: a tile would waste all but one of its rows and columns, and the FFMA tile's one
+useful thread would walk its K slice serially. Here every thread of a block sums 16-byte chunks of both inputs
+into a few accumulators (`unroll` chunks of each in flight; wide loads only when both view pointers pass an
+alignment check at run time, the same elements summed in the same order either way), and the block adds its
+threads' sums in a fixed shuffle tree and its warps in order.
+
+Groups. One block an output would stream all of K through one SM, so the `groups` node spreads K over several
+blocks (no cluster): each writes its sum to a scratch buffer the launcher takes with cudaMallocAsync on the
+caller's stream, and a second small kernel adds the GROUPS sums of every output in group order and runs the
+epilogue (store_c). The order of every sum is fixed, so the result is bit-identical run to run; the C API does
+not change (the scratch is stream-ordered: graph capture records it as allocation nodes).
+
+Both kernels are programmatic dependent launches (griddepcontrol): the family is gated below sm_90. The splitk
+family takes every other small-M problem and leaves these to this one (families/ksplit.py: is_dot).
+Modules: cost.py prices a plan (and holds the facts of a block the graph checks), render.py renders it
+(templates/dot/, dg/dot.cuh); this one holds the plan, the gates, the tiling graph and the family.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
-from dgemm_cli.families.splitk.cost import GROUPS_US, LAUNCH_US, MEMORY_LATENCY_US, WARPS_TO_HIDE_LATENCY
+from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.dot.cost import (  # noqa: F401 (re-exported: renderers, tests and tools read them here)
+    DOT_BASE_REGISTERS,
+    DOT_LOADED_LATENCY_US,
+    DOT_REDUCE_US,
+    FULL_REGISTER_FILE,
+    _dot_cost,
+    dot_chunk,
+    dot_registers,
+    dot_resident,
+    dot_slice,
+    dot_vectors,
+)
+from dgemm_cli.families.ksplit import LAUNCH_US, is_dot  # noqa: F401 (re-exported: tools read LAUNCH_US here)
+from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
 
-# Block shape `dot` (M = N = 1).
+NAME = "dot"
+SUMMARY = ("M = N = 1 (full reductions, batches of dot products): blocks along K, K split over blocks that meet in "
+           "a scratch buffer; deterministic (sm_90+)")
+# Whether one kernel can serve a range of a run-time-sized letter (spec `{min, max}`): the kernel is compiled for
+# M = 1 (dg/dot.cuh asserts it), so the family serves only a bucket of one row.
+RUNTIME_ROWS = False
+# K of MIN_K or fewer: a block along K would leave all but a few of its threads idle (a chunk is 4..8 elements),
+# and the tiled families take it in one k-tile.
+MIN_K = 32
 DOT_THREADS = (128, 256, 512)
 DOT_UNROLL = (1, 2, 4, 8)  # chunks of each input in flight a thread
 DOT_GROUPS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)  # blocks (K slices) of one output
-DOT_BASE_REGISTERS = 32  # registers of a dot thread besides its loaded chunks (the estimate stays within about
-# 16 of what ptxas 13.0 allocates on sm_90a at unroll 8)
-FULL_REGISTER_FILE = 255  # registers a thread may hold at most
-DOT_REDUCE_US = 0.2  # the block's shuffle tree and the warps' sums
-# DRAM latency a stream sees when it keeps DRAM busy (about twice the idle round trip, MEMORY_LATENCY_US): the
-# bytes in flight a dot block keeps must cover it (Little's law); set a priori, to be measured.
-DOT_LOADED_LATENCY_US = 2.0
-FINISH_THREADS_MAX = 256  # threads of the dot's second kernel
+FINISH_THREADS_MAX = 256  # threads of the second kernel
 
 
 @dataclass(frozen=True)
 class DotPlan:
-    """Block shape `dot` (M = N = 1): no output tile, every thread along K."""
+    """No output tile: every thread along K; `groups` blocks an output."""
 
-    family = "splitk"  # a block shape of the splitk family (splitk.NAME)
-    shape = "dot"
+    family = NAME
+    shape = "dot"  # plan.json's name of the block's shape (the splitk family's is "tile")
     threads: int
     chunk: int  # elements along k a thread takes at a time: 16 bytes of the narrower input
     unroll: int  # chunks of each input in flight a thread
@@ -49,11 +80,7 @@ class DotPlan:
     cost_us: float
     assignment: dict[str, Any] = field(default_factory=dict)
 
-    arch_features = frozenset({"griddepcontrol"})  # the second kernel is a programmatic dependent launch
-
-    @property
-    def splits(self) -> int:
-        return 1
+    arch_features = frozenset({"griddepcontrol"})  # both kernels are programmatic dependent launches
 
     @property
     def smem_bytes(self) -> int:
@@ -78,10 +105,12 @@ class DotPlan:
                                                    if self.vec_aligned[x] != self.vec[x] else "") for x in ("A", "B"))
         grid = (f"K split over {self.groups} blocks an output + a second kernel" if self.groups > 1 else
                 "one block an output")
-        return (f"dot (M = N = 1): {self.threads} threads along K, {self.chunk}-element chunks x{self.unroll} in "
+        return (f"{self.threads} threads along K (M = N = 1), {self.chunk}-element chunks x{self.unroll} in "
                 f"flight ({loads}), {grid}, {self.blocks} blocks")
 
     def detail_lines(self) -> list[str]:
+        """The plan's facts below its decisions, as `explain` prints them and the .cu's header comment states them:
+        the grid, the block's sum, each input's loads (and the run-time check that widens them), the groups."""
         out = [f"=> {self.blocks} blocks = {self.tiles} output(s) x {self.groups} K slice(s) of {self.k_slice}; "
                f"{self.threads} threads, index type {self.index_type}",
                "block shape dot: C has one element a batch index, so the block has no output tile; thread t "
@@ -107,47 +136,18 @@ class DotPlan:
                 "decisions": [x.to_dict() for x in self.decisions]}
 
 
-def dot_chunk(views: ProblemViews) -> int:
-    """Elements along k a thread takes at a time: one 16-byte load of the narrower input."""
-    return 16 // min(views.operands["A"].elem_bytes, views.operands["B"].elem_bytes)
-
-
-def dot_vectors(views: ProblemViews) -> tuple[dict[str, int], dict[str, int]]:
-    """Per input, the elements of one load along k (1: element loads through the view's offsets): as the
-    spec promises, and when the view pointers are 16-byte aligned. Only an input whose k role is its
-    stride-1 role loads vectors; the views cap them so that none straddles a segment."""
-    chunk = dot_chunk(views)
-    vec, aligned = {}, {}
-    for x in ("A", "B"):
-        f = views.operands[x]
-        unit = f.unit_role == "k"
-        vec[x] = min(chunk, f.vector_elems) if unit else 1
-        aligned[x] = max(vec[x], min(chunk, f.vector_elems_aligned)) if unit else 1
-    return vec, aligned
-
-
-def dot_slice(views: ProblemViews, groups: int) -> int:
-    """Elements of K a block sums: K over the groups, rounded up to whole chunks (aligned vector loads)."""
-    chunk = dot_chunk(views)
-    return math.ceil(math.ceil(views.k / groups) / chunk) * chunk
-
-
-def dot_registers(views: ProblemViews, unroll: int, wide: bool) -> int:
-    """A thread's registers: its loaded chunks (a vector load packs 16-bit elements two a register, an
-    element load takes a register an element) and DOT_BASE_REGISTERS."""
-    vec, aligned = dot_vectors(views)
-    chunk = dot_chunk(views)
-    per_chunk = 0
-    for x in ("A", "B"):
-        v = (aligned if wide else vec)[x]
-        per_chunk += math.ceil(chunk * views.operands[x].elem_bytes / 4) if v > 1 else chunk
-    return DOT_BASE_REGISTERS + unroll * per_chunk
-
-
-def dot_resident(views: ProblemViews, arch: Arch, threads: int, unroll: int) -> int:
-    """Blocks an SM holds (the wide instantiation's registers)."""
-    return max(1, min(arch.max_threads_per_sm // threads, arch.max_blocks_per_sm,
-                      arch.regs_per_sm // (threads * dot_registers(views, unroll, True))))
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    out = []
+    if not arch.grid_dependency:
+        out.append(("dependent launch", f"{arch.name} has no griddepcontrol (the dot kernels are programmatic "
+                                        "dependent launches)"))
+    if not is_dot(views):
+        out.append(("one output element", f"C has {views.m} x {views.n} elements a batch index: blocks along K "
+                                          "serve only M = N = 1"))
+    if views.k <= MIN_K:
+        out.append(("K to split", f"K = {views.k}: {MIN_K} or fewer elements, too few to spread over a block's "
+                                  "threads"))
+    return out
 
 
 def build_dot_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
@@ -200,57 +200,6 @@ def build_dot_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     return g
 
 
-def _dot_bytes_per_k(views: ProblemViews) -> float:
-    """Bytes one k element costs from both inputs: the element where k is the input's stride-1 role, four
-    times it where the loads along k are strided (a sector each; L2 absorbs part), nothing where the
-    input is broadcast over K."""
-    out = 0.0
-    for x in ("A", "B"):
-        f = views.operands[x]
-        if "k" in f.roles:
-            out += f.elem_bytes * (1 if f.unit_role == "k" else 4)
-    return out
-
-
-def _dot_cost(views: ProblemViews, arch: Arch):
-    """Estimated µs, only to rank: both inputs streamed once at the bandwidth the blocks' loads in flight
-    sustain (Little's law against DOT_LOADED_LATENCY_US, capped by the busy SMs' share of DRAM), or the
-    instruction issue; plus the block reduction, the launch, and with groups the second kernel."""
-    chunk = dot_chunk(views)
-    dram = arch.dram_gbps * 1e3  # bytes per µs
-    tiles = views.batch
-    per_k = _dot_bytes_per_k(views)
-    load_bytes = chunk * sum(views.operands[x].elem_bytes for x in ("A", "B"))
-    sixteen_bit = max(views.operands[x].elem_bytes for x in ("A", "B")) < 4
-
-    def cost(a: Assignment) -> float:
-        threads, unroll, groups = a["threads"], a["unroll"], a["groups"]
-        blocks = tiles * groups
-        k_slice = dot_slice(views, groups)
-        resident = dot_resident(views, arch, threads, unroll)
-        concurrent = min(blocks, arch.sms * resident)
-        busy = min(blocks, arch.sms)
-        # A block has at most its slice in flight.
-        per_block = min(threads * unroll * load_bytes, k_slice * load_bytes / chunk)
-        in_flight = concurrent * per_block
-        warps_per_sm = min(resident, math.ceil(blocks / arch.sms)) * threads / 32
-        bandwidth = (min(dram * busy / arch.sms, in_flight / DOT_LOADED_LATENCY_US)
-                     * min(1.0, warps_per_sm / WARPS_TO_HIDE_LATENCY))
-        mem_us = tiles * views.k * per_k / bandwidth
-        # An FMA (and two conversions for 16-bit inputs) an element pair, issued a warp at a time, four an SM a clock.
-        waves = math.ceil(blocks / (arch.sms * resident))
-        rounds = math.ceil(k_slice / (threads * chunk * unroll))
-        per_sm = min(resident, math.ceil(blocks / arch.sms))  # blocks an SM runs at once
-        issue_us = (waves * per_sm * rounds * unroll * chunk * (3 if sixteen_bit else 1)
-                    * threads / 32 / 4 / (arch.clock_ghz * 1e3))
-        total = max(mem_us, issue_us) + DOT_REDUCE_US + LAUNCH_US + MEMORY_LATENCY_US
-        if groups > 1:
-            total += GROUPS_US + 2 * blocks * 4 / dram
-        return total
-
-    return cost
-
-
 def _dot_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
               cost_us: float) -> DotPlan:
     vec, aligned = dot_vectors(views)
@@ -265,3 +214,11 @@ def _dot_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
         index_type="long long" if views.needs_int64 else "int",
         decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a),
     )
+
+
+def problem(views: ProblemViews, arch: Arch) -> Problem:
+    """The tiling graph and the cost model, once the gates allow the problem."""
+    return gated_problem(NAME, views, arch, gates, build_dot_graph, _dot_cost, _dot_plan)
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (DotPlan,), "dgemm_cli.families.dot.render")
