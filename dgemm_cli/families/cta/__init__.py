@@ -90,7 +90,7 @@ class LoaderPlan:
     runtime_align: int
     fallback: LoaderPlan | None
     reason: str
-    promised_align: int = 0  # the alignment (bytes) the spec promises for the operand's view
+    promised_align: int  # the alignment (bytes) the spec promises for the operand's view
 
 
 @dataclass(frozen=True)
