@@ -2,7 +2,7 @@
 # The randomized verify suite, run on a GPU machine from a checkout (no install needed):
 #   tools/random_suite.sh [COUNT] [SEED]       (defaults 40 and 28; SEEDS=1,2 verify seeds, REPEAT=2 launches;
 #                                               SLICE=i/n: the specs whose index is i modulo n, for a split run)
-# `deepgemm random-specs COUNT --seed SEED` with a share of every kind (decode-shaped, sized at run time, wide, A multicast,
+# `deepgemm random-specs COUNT --seed SEED` with a share of every kind (decode-shaped, sized at run time, wide, A multicast, dot,
 # batched, short K, staged activation, epilogues, TMA views, flat rows), gen (the model's picks) + build + verify
 # behind the harness's writer, bit for bit against a second launch (--repeat). SANITIZE=N also runs memcheck,
 # racecheck and synccheck on the N smallest directories of each family. $OUT (or ./gpu_out) gets verify.json,
@@ -12,7 +12,7 @@ COUNT=${1:-40}
 SEED=${2:-28}
 dg random-specs "$COUNT" --seed "$SEED" --tma-share 0.4 --small-m-share 0.5 --wide-decode-share 0.5 \
   --wide-batch-share 0.3 --wide-short-k-share 0.3 --wide-staged-share 0.2 --dynamic-share 0.25 --epilogue-share 0.3 \
-  --a-vectors-share 0.5 --row-blocks-share 0.2 --multicast-share 0.08 -o "$W/rs" > "$OUT/gen.txt" 2>&1
+  --a-vectors-share 0.5 --row-blocks-share 0.2 --multicast-share 0.08 --dot-share 0.5 -o "$W/rs" > "$OUT/gen.txt" 2>&1
 if [ -n "${SLICE:-}" ]; then  # SLICE=i/n: only the specs whose index is i modulo n (a suite split over calls)
   ls "$W"/rs/*.yaml | awk -v i="${SLICE%/*}" -v n="${SLICE#*/}" '(NR - 1) % n != i' | xargs -r rm -f
 fi

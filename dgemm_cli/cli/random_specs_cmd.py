@@ -8,6 +8,7 @@ import click
 
 from dgemm_cli.randspec import (
     A_VECTORS_SHARE,
+    DOT_SHARE,
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
     MULTICAST_SHARE,
@@ -59,10 +60,14 @@ from dgemm_cli.randspec import (
 @click.option("--multicast-share", type=click.FloatRange(0.0, 1.0), default=MULTICAST_SHARE, show_default=True,
               help="Share of specs redrawn for the hopper family's A-multicast kernel (the weight as A, N two tiles "
                    "wide), pinned to it (`plan:`). Drawn apart.")
+@click.option("--dot-share", type=click.FloatRange(0.0, 1.0), default=DOT_SHARE, show_default=True,
+              help="Share of the full reductions (C one element) pinned to the dot family (`plan:`) where its gates "
+                   "take them (K over 32). Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
-                     wide_short_k_share: float, wide_staged_share: float, multicast_share: float) -> None:
+                     wide_short_k_share: float, wide_staged_share: float, multicast_share: float,
+                     dot_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -73,7 +78,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                             wide_staged_share, multicast_share):
+                             wide_staged_share, multicast_share, dot_share):
         if "plan" in spec:
             if _plans(spec):
                 pinned += 1

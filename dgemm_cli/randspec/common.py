@@ -11,6 +11,10 @@ SMALL_M_SHARE = 0.0  # decode-shaped specs (M <= 64, long K) for the small-M spl
 # Contraction draws with no output letters (C one element: M = N = 1, what the dot family takes where K is long
 # enough).
 FULL_REDUCTION_SHARE = 0.12
+# Full reductions (C one element) pinned to the dot family by `plan:` (the cost model gives the sizes drawn here,
+# K of at most a few hundred thousand, to gemv). Drawn from a generator of the spec's own (at 0, no other draw
+# changes).
+DOT_SHARE = 0.0
 DYNAMIC_SHARE = 0.0  # specs whose row letter is sized at run time (`{min, max}`): one kernel a bucket of sizes
 # Specs that get an `epilogue:` (and sometimes an output view D). Drawn from a generator of their own, seeded
 # by the spec's name, so that the share never changes the products the other draws give.
