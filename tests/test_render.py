@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from dgemm_cli.arch import ARCHES, get_arch
-from dgemm_cli.constraints import decision_lines
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import generate
 from dgemm_cli.plan import family_gates, make_plan
