@@ -17,7 +17,7 @@ from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, Unsatisfiable, solve
 from dgemm_cli.errors import PlanError, SpecError
 from dgemm_cli.families import FALLBACK, FAMILIES, FamilyPlan
-from dgemm_cli.families.solving import PINNED, best, domain_value, pinned
+from dgemm_cli.families.solving import PINNED, best, best_or_why, domain_value, pinned
 from dgemm_cli.spec.suggest import fix_naming
 from dgemm_cli.views import ProblemViews, analyse
 
@@ -114,35 +114,9 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
     pins = dict(views.spec.pins)
     spec_family = pins.pop("family", None)
-    # --family overrides the spec's family, and with it the pins of decisions the family asked for does not have.
+    # --family overrides the spec's family; the family it names keeps the pins of its own decisions.
     spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
-    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {name: None for name in FAMILIES}
-    nodes: set[str] = set()  # the decisions of the families that can run the problem
-    for name, family in FAMILIES.items():
-        if gated[name]:
-            continue
-        problem = family.problem(views, arch)
-        own = {n.name for n in problem.graph.nodes}
-        nodes |= own
-        here = {node: v for node, v in pins.items() if node in own or prefer is None}
-        if not here:
-            solved[name] = best(problem)
-            continue
-        lacking = [node for node in here if node not in own]
-        problem, refused = pinned(problem, here)
-        if lacking:
-            refused = f"no decision {', '.join(lacking)} in its tiling graph"
-        if refused is None:
-            try:
-                solved[name] = best(problem)
-            except PlanError as exc:  # the pins leave the graph no assignment
-                refused = str(exc).split(": ", 2)[-1]
-        if refused is not None:
-            gated[name] = [(PINNED, refused)]
-    for node in pins if prefer is None else ():
-        if node not in nodes:
-            raise SpecError(views.spec.source, f"plan.{node}", f"no kernel family that can run this problem has a "
-                            f"decision '{node}'", fix_naming(node, ["family", *sorted(nodes)]))
+    solved = _solve_families(views, arch, gated, pins, prefer)
     graph = _family_graph(gated, prefer, spec_family)
     try:
         sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
@@ -157,6 +131,42 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     if needs_fallback(primary):
         fallback = fallback_plan(views, arch) if pins else as_fallback(solved[FALLBACK][0])
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+
+
+def _solve_families(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple[str, str]]], pins: dict[str, Any],
+                    prefer: str | None) -> dict[str, tuple[FamilyPlan, ConstraintGraph] | None]:
+    """Each family's best plan within the spec's pinned decisions (None where gated out). A family without a pinned
+    decision, or whose graph the pins leave no assignment, is gated out with that reason (added to `gated`); a pin no
+    family that can run the problem has is a SpecError."""
+    solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {name: None for name in FAMILIES}
+    nodes: set[str] = set()  # the decisions of the families that can run the problem
+    for name, family in FAMILIES.items():
+        if gated[name]:
+            continue
+        problem = family.problem(views, arch)
+        own = {n.name for n in problem.graph.nodes}
+        nodes |= own
+        here = {node: v for node, v in pins.items() if node in own or prefer is None}
+        if not here:
+            solved[name] = best(problem)
+            continue
+        problem, refused = pinned(problem, here)
+        lacking = [node for node in here if node not in own]
+        if lacking:
+            refused = f"no decision {', '.join(lacking)} in its tiling graph"
+        if refused is None:
+            found = best_or_why(problem)
+            if isinstance(found, str):
+                refused = found
+            else:
+                solved[name] = found
+        if refused is not None:
+            gated[name] = [(PINNED, refused)]
+    for node in pins if prefer is None else ():
+        if node not in nodes:
+            raise SpecError(views.spec.source, f"plan.{node}", f"no kernel family that can run this problem has a "
+                            f"decision '{node}'", fix_naming(node, ["family", *sorted(nodes)]))
+    return solved
 
 
 def _spec_family(views: ProblemViews, family: Any, gated: dict[str, list[tuple[str, str]]]) -> str | None:

@@ -79,6 +79,15 @@ def best(p: Problem) -> tuple[Any, ConstraintGraph]:
     return p.make(sol.assignment, (*p.decided, *sol.decisions), sol.feasible, sol.cost), p.graph
 
 
+def best_or_why(p: Problem) -> tuple[Any, ConstraintGraph] | str:
+    """best(p), or why the graph has no assignment (a spec's pins can leave it none)."""
+    try:
+        sol = solve(p.graph, p.cost)
+    except Unsatisfiable as exc:
+        return str(exc)
+    return p.make(sol.assignment, (*p.decided, *sol.decisions), sol.feasible, sol.cost), p.graph
+
+
 def ranked(p: Problem, count: int) -> list[Any]:
     """The `count` cheapest plans by the cost model, cheapest first (what `tune` measures)."""
     sol = solve(p.graph, p.cost, keep=count)
