@@ -51,6 +51,8 @@ def _tma_spec(rng: random.Random, name: str, row_blocks_share: float = 0.0) -> d
     return {"name": name, "arch": "sm_90a", "dtype": dtype, "contraction": f"{letters[0]},{letters[1]}->{letters[2]}",
             "sizes": sizes, "operands": operands, "alpha": rng.choice([1.0, 0.5, -1.25]),
             "beta": rng.choice([0.0, 0.0, 1.0, -2.0])}
+
+
 def _multicast_spec(rng: random.Random, name: str) -> dict:
     """A TMA contraction (MULTICAST_SHARE) pinned to the hopper family's A-multicast kernel: A [rows, k] with k
     innermost, its other stride and B's and C's whole 16-byte vectors apart, N two tiles wide."""
