@@ -65,6 +65,9 @@ class PlanDetail:
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
     gated = {name: family.gates(views, arch) for name, family in FAMILIES.items()}
+    if views.spec.scales:  # e4m3 inputs: docs/design/fp8.md, issue 41
+        for reasons in gated.values():
+            reasons.insert(0, ("e4m3 inputs", "no kernel family takes e4m3 inputs yet (docs/design/fp8.md)"))
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, family in FAMILIES.items():
             if not family.runtime_rows:
@@ -122,6 +125,11 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
         sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     except Unsatisfiable:
         refused = [name for name in FAMILIES if gated[name] and gated[name][0][0] == PINNED]
+        if not refused:  # every family's gates refuse the problem: a gate they share says it once
+            shared = [g for g in gated[FALLBACK] if all(g in gated[name] for name in FAMILIES)]
+            why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else
+                   "; ".join(f"{name}: {refusals(gated, name)}" for name in FAMILIES))
+            raise PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})") from None
         raise SpecError(views.spec.source, "plan", "no kernel family can take the decisions it fixes ("
                         + "; ".join(f"{name}: {refusals(gated, name)}" for name in refused) + ")",
                         "drop or change the pinned decisions (`deepgemm explain SPEC` shows each family's)") from None

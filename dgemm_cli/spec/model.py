@@ -6,12 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1}
+# Input-only types: A and B may be e4m3 (with `scales:`); C, D and the epilogue's views may not.
+INPUT_ONLY_DTYPES = ("e4m3",)
 # Names users type anyway (numpy, torch, C) -> ours; read with a note, written back in our names.
 DTYPE_ALIASES = {
     "fp16": "f16", "half": "f16", "float16": "f16",
     "bfloat16": "bf16",
     "fp32": "f32", "float": "f32", "float32": "f32",
+    "fp8": "e4m3", "fp8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
 }
 ACCUM_TYPES = ("f32",)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
@@ -48,6 +51,20 @@ class OperandView:
     def span(self) -> int:
         """Elements a buffer must hold: offset + largest reachable index + 1."""
         return self.offset + sum((s - 1) * st for s, st in zip(self.sizes, self.strides)) + 1
+
+
+@dataclass(frozen=True)
+class ScaleView:
+    """The f32 scales of an e4m3 input (`scales:`, docs/design/fp8.md): the block each scale covers along each of
+    the input's letters (the letter's size for a block of the whole extent), and the view of the scales, over the
+    input's letters whose blocks are not the whole extent, sized in blocks."""
+
+    operand: str  # "A" or "B"
+    blocks: tuple[tuple[str, int], ...]  # (letter, block size) for every letter of the operand, in its order
+    view: OperandView
+
+    def block(self, letter: str) -> int:
+        return dict(self.blocks)[letter]
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,8 @@ class Spec:
     D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
     # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
     dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The scales of e4m3 inputs (`scales:`), one an input, A's first; empty for the other dtypes.
+    scales: tuple[ScaleView, ...] = ()
     # Decisions the spec fixes (`plan:`), node -> value, in the spec's order: the planner's choice within them.
     pins: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     # What is legal but likely wrong, e.g. views larger than any GPU's memory; `gen` prints them.
@@ -185,5 +204,13 @@ class Spec:
             "beta": self.beta,
             # Only when present: a spec without an epilogue normalises (and hashes) as before.
             **({"epilogue": [st.to_dict() for st in self.epilogue]} if self.epilogue else {}),
+            **({"scales": {sc.operand: _scale_dict(sc) for sc in self.scales}} if self.scales else {}),
             **({"plan": dict(self.pins)} if self.pins else {}),
         }
+
+
+def _scale_dict(sc: ScaleView) -> dict[str, Any]:
+    """A ScaleView in the spec's keys: every letter's block (`all` for the whole extent) and the view."""
+    op = dict(zip(sc.view.letters, sc.view.sizes))
+    return {"block": {x: ("all" if x not in op else b) for x, b in sc.blocks},
+            "strides": list(sc.view.strides), "offset": sc.view.offset, "align": sc.view.align}

@@ -10,13 +10,14 @@ from typing import Any
 from dgemm_cli.spec.dynamic import check_dynamic, check_dynamic_strides
 from dgemm_cli.spec.einsum import parse_einsum
 from dgemm_cli.spec.epilogue import read_epilogue
-from dgemm_cli.spec.model import ACCUM_TYPES, ARCHS, OPERANDS, OUTPUT_VIEW, Spec
+from dgemm_cli.spec.model import ACCUM_TYPES, ARCHS, INPUT_ONLY_DTYPES, OPERANDS, OUTPUT_VIEW, Spec
 from dgemm_cli.spec.operand import OPERAND_KEYS, check_c_not_aliased, read_operand
 from dgemm_cli.spec.reader import SpecReader
+from dgemm_cli.spec.scales import read_scales
 from dgemm_cli.spec.spans import check_spans
 
 TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue",
-            "plan"}
+            "scales", "plan"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 # Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
 NESTED_KEYS = {**{k: f"gemm: {{{k}: ...}}" for k in GEMM_KEYS},
@@ -120,11 +121,17 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     epilogue = read_epilogue(ctx, top.get("epilogue"), c, sizes, dynamic)
     if d is not None:
         check_dynamic_strides(ctx, dynamic, sizes, d, op_maps[OUTPUT_VIEW], f"operands.{OUTPUT_VIEW}", shorthand)
+    _check_input_only(ctx, [c, d, *(st.view for st in epilogue if st.view is not None)], op_maps, default_dtype)
+    scales = read_scales(ctx, top.get("scales"), a, b, c.letters, sizes)
+    if scales and dynamic:
+        raise ctx.fail("scales", "e4m3 inputs with a size given at run time are not taken yet (docs/design/fp8.md)",
+                       "give every size as a number")
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
     pins = read_pins(ctx, top.get("plan"))
     spec = Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
-                implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic, pins=pins)
+                implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic, scales=scales,
+                pins=pins)
     return replace(spec, warnings=check_spans(ctx, spec))
 
 
@@ -143,3 +150,17 @@ def read_pins(ctx: SpecReader, raw: Any) -> tuple[tuple[str, Any], ...]:
                            "write one value of the decision, as `deepgemm explain SPEC` prints it")
         pins.append((str(node), value))
     return tuple(pins)
+
+
+def _check_input_only(ctx: SpecReader, views: list, op_maps: dict[str, dict[str, Any]], default_dtype: str) -> None:
+    """C, D and the epilogue's views are not of an input-only type (e4m3): the kernels write bf16, f16 or f32."""
+    for view in views:
+        if view is None or view.dtype not in INPUT_ONLY_DTYPES:
+            continue
+        name = view.name
+        given = name in op_maps and "dtype" in op_maps[name]
+        key = f"operands.{name}.dtype" if given else ("dtype" if name in op_maps else f"epilogue.{name}.dtype")
+        raise ctx.fail(key, f"{name} is {view.dtype}: an input type only (A and B); the output and the epilogue's "
+                            "views are bf16, f16 or f32",
+                       f"give {name} its own dtype, e.g. `operands.{name}: {{dtype: bf16}}`"
+                       if name in op_maps else f"give the {name} view `dtype: bf16` (or f16, f32)")

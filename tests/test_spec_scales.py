@@ -1,0 +1,96 @@
+"""e4m3 inputs and their `scales:` (docs/design/fp8.md): the spec and its scale views; planning refuses them in one
+line until an FP8 family exists (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dgemm_cli.arch import get_arch
+from dgemm_cli.errors import PlanError, SpecError
+from dgemm_cli.explain import explain_text
+from dgemm_cli.plan import make_plan
+from dgemm_cli.spec import parse_spec
+from dgemm_cli.views import analyse
+
+DEEPGEMM = {"A": {"block": {"k": 128}, "layout": "col"}, "B": {"block": {"n": 128, "k": 128}}}
+
+
+def _spec(scales=DEEPGEMM, c=None, **top) -> dict:
+    spec = {"name": "f8", "dtype": "e4m3", "gemm": {"m": 256, "n": 384, "k": 1000},
+            "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": c or {"layout": "row", "dtype": "bf16"}}}
+    if scales is not None:
+        spec["scales"] = scales
+    spec.update(top)
+    return spec
+
+
+def _error(data: dict) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        parse_spec(data, "f8.yaml")
+    return info.value
+
+
+def test_deepgemm_block_scales_are_views_over_the_blocks():
+    spec = parse_spec(_spec(), "f8.yaml")
+    sa, sb = spec.scales
+    assert (sa.operand, sa.blocks) == ("A", (("m", 1), ("k", 128)))
+    assert (sa.view.letters, sa.view.sizes, sa.view.strides, sa.view.dtype) == ("mk", (256, 8), (1, 256), "f32")
+    assert (sb.operand, sb.blocks) == ("B", (("k", 128), ("n", 128)))
+    assert (sb.view.letters, sb.view.sizes, sb.view.strides) == ("kn", (8, 3), (3, 1))  # ceil(1000/128), ceil(384/128)
+
+
+def test_the_modes_are_shorthands_for_blocks():
+    spec = parse_spec(_spec({"A": {"per": "tensor"}, "B": {"per": "channel"}}), "f8.yaml")
+    sa, sb = spec.scales
+    assert sa.view.letters == "" and sa.view.sizes == () and sa.blocks == (("m", 256), ("k", 1000))
+    assert sb.view.letters == "n" and sb.view.sizes == (384,) and sb.block("k") == 1000
+    batched = _spec({"A": {"per": "channel"}, "B": {"block": {"k": "all", "n": 64}}})
+    batched["gemm"]["batch"] = 3
+    sa, sb = parse_spec(batched, "f8.yaml").scales
+    assert sa.view.letters == "bm" and sb.view.letters == "bn" and sb.view.sizes == (3, 6)
+
+
+def test_scales_round_trip_through_the_normalised_spec():
+    spec = parse_spec(_spec(), "f8.yaml")
+    again = parse_spec(spec.to_dict(), "again.yaml")
+    assert again.scales == spec.scales
+    assert spec.to_dict()["scales"]["A"]["block"] == {"m": 1, "k": 128}
+
+
+def test_fp8_is_read_as_e4m3_with_a_note():
+    spec = parse_spec(_spec(dtype="fp8"), "f8.yaml")
+    assert spec.A.dtype == spec.B.dtype == "e4m3"
+    assert any("read as e4m3" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("data,key,problem", [
+    (_spec(None), "scales", "missing: A and B are e4m3"),
+    ({**_spec(), "dtype": "bf16"}, "scales", "scales go with e4m3 inputs"),
+    (_spec({"A": {"block": {"k": 128}}}), "scales.B", "missing"),
+    (_spec({**DEEPGEMM, "A": {"block": {"n": 128}}}), "scales.A.block.n", "A has no letter 'n'"),
+    (_spec({**DEEPGEMM, "A": {"block": {"k": 96}}}), "scales.B.block.k", "neither block is a multiple"),
+    (_spec({**DEEPGEMM, "A": {"per": "tensor", "block": {"k": 128}}}), "scales.A", "exactly one of"),
+    (_spec({**DEEPGEMM, "A": {"per": "row"}}), "scales.A.per", "unsupported scale mode"),
+    (_spec({**DEEPGEMM, "A": {"block": {"k": 0}}}), "scales.A.block.k", "less than 1"),
+    (_spec({**DEEPGEMM, "A": {"block": {"k": 128}, "dtype": "bf16"}}), "scales.A.dtype", "scales are f32"),
+    (_spec(c={"layout": "row"}), "dtype", "C is e4m3: an input type only"),
+    (_spec(c={"layout": "row", "dtype": "fp8"}), "operands.C.dtype", "C is e4m3: an input type only"),
+    (_spec(gemm={"m": {"min": 1, "max": 64}, "n": 384, "k": 1000}), "scales", "size given at run time"),
+])
+def test_errors_name_the_key_and_the_fix(data, key, problem):
+    err = _error(data)
+    assert err.key == key and problem in err.problem and err.fix, str(err)
+
+
+def test_no_family_takes_e4m3_yet_and_the_error_says_so_once():
+    views = analyse(parse_spec(_spec(), "f8.yaml"))
+    with pytest.raises(PlanError) as info:
+        make_plan(views, get_arch("sm_90a"))
+    assert str(info.value) == ("f8.yaml: no kernel family can run this problem (e4m3 inputs: no kernel family takes "
+                               "e4m3 inputs yet (docs/design/fp8.md))")
+
+
+def test_explain_shows_the_scale_views():
+    text = explain_text(parse_spec(_spec(), "f8.yaml"), get_arch("sm_90a"))
+    assert "scale_A[mk] f32  sizes [256, 8]  strides [1, 256]" in text and "(m: 1, k: 128)" in text
+    assert text.rstrip().endswith("e4m3 inputs: no kernel family takes them yet (docs/design/fp8.md, issue 41)")
