@@ -94,3 +94,11 @@ def test_explain_shows_the_scale_views():
     text = explain_text(parse_spec(_spec(), "f8.yaml"), get_arch("sm_90a"))
     assert "scale_A[mk] f32  sizes [256, 8]  strides [1, 256]" in text and "(m: 1, k: 128)" in text
     assert text.rstrip().endswith("e4m3 inputs: no kernel family takes them yet (docs/design/fp8.md, issue 41)")
+
+
+def test_tune_refuses_e4m3_in_one_line():
+    from dgemm_cli.tune import candidates
+
+    views = analyse(parse_spec(_spec(), "f8.yaml"))
+    with pytest.raises(PlanError, match=r"no kernel family can run this problem \(e4m3 inputs: "):
+        candidates(views, get_arch("sm_90a"), 1)

@@ -74,7 +74,10 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
         fail(err)
     if level == 0:
         for p in problems:
-            click.echo(_model_ranking(p.spec, p.views, p.arch))
+            try:
+                click.echo(_model_ranking(p.spec, p.views, p.arch))
+            except DeepGemmError as err:
+                fail(err)
         if merged:
             save_db(path, db)
             click.echo(f"merged {merged} entr{'y' if merged == 1 else 'ies'} into {path}")
