@@ -12,6 +12,24 @@ REPO = Path(__file__).resolve().parent.parent
 SPECS = sorted((REPO / "specs").glob("*.yaml"))
 
 
+def pinned_elsewhere(spec, arch: str) -> bool:
+    """The spec's `plan:` pins a family `arch` lacks (specs/decode_swapped_multicast.yaml pins hopper): planning it
+    for `arch` fails naming the key and the arch's reason, which this checks; the caller skips that arch."""
+    from dgemm_cli.arch import get_arch
+    from dgemm_cli.errors import SpecError
+    from dgemm_cli.plan import make_plan
+    from dgemm_cli.views import analyse
+
+    if not spec.pins:
+        return False
+    try:
+        make_plan(analyse(spec), get_arch(arch))
+    except SpecError as err:
+        assert err.key == "plan.family" and f"{arch} has no" in err.problem, str(err)
+        return True
+    return False
+
+
 def gpu_present() -> bool:
     smi = shutil.which("nvidia-smi")
     if smi is None:

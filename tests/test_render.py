@@ -19,7 +19,7 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
-from .conftest import SPECS
+from .conftest import SPECS, pinned_elsewhere
 
 FILES = {"{n}.cu", "{n}.h", "{n}_harness.cu", "Makefile", "CMakeLists.txt", "README.md", "plan.json", "dg_harness.cuh"}
 
@@ -29,26 +29,11 @@ def render(spec, arch="sm_90a"):
     return render_sources(spec, views, make_plan(views, get_arch(arch)), plan_baseline(views), get_arch(arch))
 
 
-def _pinned_elsewhere(spec, arch: str) -> bool:
-    """The spec's `plan:` pins a family `arch` lacks: rendering for it fails naming the key and the arch's reason."""
-    from dgemm_cli.errors import SpecError
-    from dgemm_cli.plan import make_plan
-
-    if not spec.pins:
-        return False
-    try:
-        make_plan(analyse(spec), get_arch(arch))
-    except SpecError as err:
-        assert err.key == "plan.family" and f"{arch} has no" in err.problem, str(err)
-        return True
-    return False
-
-
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("arch", list(ARCHES))
 def test_every_spec_renders(path, arch):
     spec = load_spec(path)
-    if _pinned_elsewhere(spec, arch):
+    if pinned_elsewhere(spec, arch):
         return
     files = render(spec, arch)
     shipped = {f for f in files if f.startswith("dg/")}
@@ -623,7 +608,7 @@ def test_readme_and_launch_agree_on_every_example_spec(path):
     spec = load_spec(path)
     views = analyse(spec)
     for arch in ("sm_90a", "sm_80"):
-        if _pinned_elsewhere(spec, arch):
+        if pinned_elsewhere(spec, arch):
             continue
         says, dependent, plan, _ = _readme_and_dependent(spec, views, get_arch(arch))
         assert says == dependent, (arch, plan.family)
