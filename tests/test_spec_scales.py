@@ -102,3 +102,10 @@ def test_tune_refuses_e4m3_in_one_line():
     views = analyse(parse_spec(_spec(), "f8.yaml"))
     with pytest.raises(PlanError, match=r"no kernel family can run this problem \(e4m3 inputs: "):
         candidates(views, get_arch("sm_90a"), 1)
+
+
+def test_an_e4m3_epilogue_view_is_refused_at_its_key():
+    data = _spec({"A": {"per": "tensor"}, "B": {"per": "tensor"}},
+                 epilogue=[{"bias": {"letters": "n", "dtype": "fp8"}}])
+    err = _error(data)
+    assert err.key == "epilogue[0].bias.dtype" and "bias is e4m3" in err.problem

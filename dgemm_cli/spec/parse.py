@@ -121,7 +121,8 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     epilogue = read_epilogue(ctx, top.get("epilogue"), c, sizes, dynamic)
     if d is not None:
         check_dynamic_strides(ctx, dynamic, sizes, d, op_maps[OUTPUT_VIEW], f"operands.{OUTPUT_VIEW}", shorthand)
-    _check_input_only(ctx, [c, d, *(st.view for st in epilogue if st.view is not None)], op_maps, default_dtype)
+    outputs = [(c, "C"), (d, OUTPUT_VIEW), *((st.view, f"epilogue[{i}].{st.kind}") for i, st in enumerate(epilogue))]
+    _check_input_only(ctx, outputs, op_maps)
     scales = read_scales(ctx, top.get("scales"), a, b, c.letters, sizes)
     if scales and dynamic:
         raise ctx.fail("scales", "e4m3 inputs with a size given at run time are not taken yet (docs/design/fp8.md)",
@@ -152,15 +153,16 @@ def read_pins(ctx: SpecReader, raw: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(pins)
 
 
-def _check_input_only(ctx: SpecReader, views: list, op_maps: dict[str, dict[str, Any]], default_dtype: str) -> None:
-    """C, D and the epilogue's views are not of an input-only type (e4m3): the kernels write bf16, f16 or f32."""
-    for view in views:
+def _check_input_only(ctx: SpecReader, views: list[tuple[Any, str]], op_maps: dict[str, dict[str, Any]]) -> None:
+    """C, D and the epilogue's views (view, where the spec gives it) are not of an input-only type (e4m3): the
+    kernels write bf16, f16 or f32."""
+    for view, where in views:
         if view is None or view.dtype not in INPUT_ONLY_DTYPES:
             continue
-        name = view.name
-        given = name in op_maps and "dtype" in op_maps[name]
-        key = f"operands.{name}.dtype" if given else ("dtype" if name in op_maps else f"epilogue.{name}.dtype")
-        raise ctx.fail(key, f"{name} is {view.dtype}: an input type only (A and B); the output and the epilogue's "
-                            "views are bf16, f16 or f32",
-                       f"give {name} its own dtype, e.g. `operands.{name}: {{dtype: bf16}}`"
-                       if name in op_maps else f"give the {name} view `dtype: bf16` (or f16, f32)")
+        if where in op_maps:  # C or D: its own dtype, or the top-level one it defaults to
+            key = f"operands.{where}.dtype" if "dtype" in op_maps[where] else "dtype"
+            fix = f"give {where} its own dtype, e.g. `operands: {{{where}: {{dtype: bf16}}}}`"
+        else:
+            key, fix = f"{where}.dtype", "give the view `dtype: bf16` (or f16, f32)"
+        raise ctx.fail(key, f"{view.name} is {view.dtype}: an input type only (A and B); the output and the "
+                            "epilogue's views are bf16, f16 or f32", fix)
