@@ -30,38 +30,35 @@ PRODUCER_REGS = 40
 # Tile widths (the wgmma N, a multiple of 16 here). Past the powers of two, widths that let the tile count fill
 # the SMs: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112. An MN-major B is loaded in
 # 64-wide boxes, so it takes only multiples of 64.
-# Below 64 (NARROW_N), only in A-multicast clusters: the tokens' side of decode with the roles swapped, where cuBLAS
-# runs 24 and 32 (not measured elsewhere).
+# Below 64 (NARROW_N), only in A-multicast clusters: the tokens' side of decode with the roles swapped.
 BLOCK_N = (32, 48, 64, 96, 112, 128, 160, 192, 224, 256)
 NARROW_N = 64
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
 CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilogue beside the accumulators
 SMEM_RESERVED_PER_BLOCK = 1024  # what the hardware keeps of an SM's shared memory for each resident block
 SMEM_ALIGN = 1024  # 128B-swizzled TMA destinations: the kernel rounds its shared-memory base up to this
-# TMA pipeline depths: at most DEEP_STAGES. 8 stages are the fastest depth of every decode tiling measured on the H200
-# where they fit; other depths (7, 9, 10, 12) ran level or slower, so none is offered. Rings deeper than DEEP_STAGES
-# only in A-multicast clusters, whose 64x32 stages are 12 KB: there 10 measured fastest.
+# TMA pipeline depths: at most DEEP_STAGES, deeper rings only in A-multicast clusters, whose 64x32 stages are small
+# (docs/design/hopper.md says why these depths).
 STAGES = (3, 4, 5, 6, 8, 10, 12, 16)
 DEEP_STAGES = 8
-# Blocks of a cluster that share one tile's k-iterations: at most 2, one wave. 3- and 4-way splits measured slower
-# on the H200 (clusters of 4 blocks with a whole SM's shared memory each do not all fit at once).
+# Blocks of a cluster that share one tile's k-iterations: at most 2, in one wave (clusters of 4 blocks with a whole
+# SM's shared memory each do not all fit at once; docs/design/hopper.md).
 K_SPLITS = (1, 2)
 # Blocks of a cluster along n that share one A box a k-iteration, each loading half of its rows and multicasting
 # them to both (a_multicast). Where N is a few tiles and M many (the weight as A: decode with the roles swapped,
 # C^T = W X^T, as cuBLAS's nvjet kernels run [41..64,4096]x[4096,4096] in 1x2 clusters), A streams from DRAM once
-# and through L2 once without a K split and its cluster reduce. Measured slower than the K split on 2 of 3 specs:
-# priced in cost.py (MULTICAST_STREAM_GBPS, MULTICAST_FIXED_US).
+# and through L2 once without a K split and its cluster reduce; cost.py prices it (MULTICAST_STREAM_GBPS,
+# MULTICAST_FIXED_US).
 A_MULTICAST = (1, 2)
 # Accumulator sets a consumer's wgmmas alternate between, k16 step by k16 step: with one, every wgmma of a tile waits
 # on the previous one's accumulators; with two, neighbours are independent and the sets are summed once at the
-# tile's end. Two sets only with the K split (a long chain of k-iterations a slice): measured faster there on the
-# H200, level or slower on the unsplit and A-multicast kernels. The model credits them ACC_CHAINS_SPLIT_US.
+# tile's end. Two sets only with the K split, whose slices are long chains of k-iterations (docs/design/hopper.md);
+# the model credits them ACC_CHAINS_SPLIT_US.
 ACC_CHAINS = (1, 2)
 RED_PAD = 4  # floats of padding a row (or column) of the parked partial tile: 16-byte aligned vectors
-# The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM), measured on the H200: where the
-# weight streams once (one tile row) beside an A box of at most 64 rows (the weight at least half of each stage's
-# bytes), the maps run up to 3% faster without promotion; everywhere else 256 bytes runs as fast or faster (up to 8%).
-# First in the domain: where the costs tie (a split plan, cost.py), the plan takes no promotion.
+# The tensor maps' L2 promotion (what an L2 miss of a TMA load fetches from DRAM): none where the weight streams
+# once beside a small A box, else 256 bytes (cost.py; docs/design/hopper.md). First in the domain: where the costs
+# tie (a split plan), the plan takes no promotion.
 L2_PROMOTIONS = ("none", "256B")
 
 
