@@ -30,6 +30,26 @@ def pinned_elsewhere(spec, arch: str) -> bool:
     return False
 
 
+def assert_grouped_kernels_compile(specs, family: str, tmp_path) -> None:
+    """Each spec plans `family` with K over groups, and its two kernels (the slices and the `finish` that adds the
+    groups' partials) build for sm_90a without spills or stack."""
+    from dgemm_cli.arch import get_arch
+    from dgemm_cli.build import build
+    from dgemm_cli.pipeline import generate
+    from dgemm_cli.plan import make_plan
+    from dgemm_cli.toolchain import find_nvcc
+    from dgemm_cli.views import analyse
+
+    sm90, nvcc = get_arch("sm_90a"), find_nvcc()
+    for spec in specs:
+        plan = make_plan(analyse(spec), sm90)
+        assert plan.family == family and plan.primary.groups > 1, spec.name
+        report = build(generate(spec, sm90, tmp_path).directory, "sm_90a", nvcc)
+        assert report.ok, report.error
+        assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
+        assert any("finish" in k.kernel for k in report.kernels)
+
+
 def gpu_present() -> bool:
     smi = shutil.which("nvidia-smi")
     if smi is None:

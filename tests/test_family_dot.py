@@ -23,7 +23,7 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
-from .conftest import REPO
+from .conftest import REPO, assert_grouped_kernels_compile
 
 SM90, SM80 = get_arch("sm_90a"), get_arch("sm_80")
 BENCH = REPO / "specs" / "bench"
@@ -202,25 +202,13 @@ def test_a_small_full_reduction_may_keep_one_block_and_store_directly():
 
 @pytest.mark.slow
 def test_dot_kernels_compile_without_spills(tmp_path):
-    from dgemm_cli.build import build
-    from dgemm_cli.pipeline import generate
-    from dgemm_cli.toolchain import find_nvcc
     specs = [load_spec(p) for p in FULL_REDUCTIONS]
     specs.append(parse_spec({"name": "dot_perm", "dtype": "f16", "contraction": "abc,cab->",
                              "sizes": {"a": 64, "b": 1000, "c": 130},
                              "epilogue": [{"activation": "silu"}, {"clamp": [-2.0, 2.0]}], "beta": 1.0}))
     specs.append(parse_spec({"name": "dot_batch", "dtype": "bf16", "contraction": "zab,zba->z",
                              "sizes": {"z": 3, "a": 999, "b": 1001}}))
-    nvcc = find_nvcc()
-    for spec in specs:
-        views = analyse(spec)
-        plan = make_plan(views, SM90)
-        assert plan.family == "dot" and plan.primary.groups > 1, spec.name
-        g = generate(spec, SM90, tmp_path)
-        report = build(g.directory, "sm_90a", nvcc)
-        assert report.ok, report.error
-        assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
-        assert any("finish" in k.kernel for k in report.kernels)
+    assert_grouped_kernels_compile(specs, "dot", tmp_path)
 
 
 @pytest.mark.gpu

@@ -21,7 +21,7 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
-from .conftest import REPO
+from .conftest import REPO, assert_grouped_kernels_compile
 
 SM90 = get_arch("sm_90a")
 BENCH = REPO / "specs" / "bench"
@@ -161,17 +161,4 @@ def test_a_tuned_assignment_from_before_groups_reads_back_with_one_group():
 
 @pytest.mark.slow
 def test_group_kernels_compile_without_spills(tmp_path):
-    from dgemm_cli.build import build
-    from dgemm_cli.pipeline import generate
-    from dgemm_cli.toolchain import find_nvcc
-    specs = [load_spec(p) for p in SKINNY]
-    nvcc = find_nvcc()
-    for spec in specs:
-        views = analyse(spec)
-        plan = make_plan(views, SM90)
-        assert plan.family == "splitk" and plan.primary.groups > 1, spec.name
-        g = generate(spec, SM90, tmp_path)
-        report = build(g.directory, "sm_90a", nvcc)
-        assert report.ok, report.error
-        assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
-        assert any("finish" in k.kernel for k in report.kernels)
+    assert_grouped_kernels_compile([load_spec(p) for p in SKINNY], "splitk", tmp_path)
