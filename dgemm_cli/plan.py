@@ -95,6 +95,14 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
     return g
 
 
+def no_family(views: ProblemViews, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
+    """Every family's gates refuse the problem: the gates they all share said once, else each family's."""
+    shared = [g for g in gated[FALLBACK] if all(g in reasons for reasons in gated.values())]
+    why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else
+           "; ".join(f"{name}: {refusals(gated, name)}" for name in FAMILIES))
+    return PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})")
+
+
 def refusals(gated: dict[str, list[tuple[str, str]]], family: str) -> str:
     """Why `family`'s gates refuse a problem: "<gate>: <reason>; ..."."""
     return "; ".join(f"{constraint}: {reason}" for constraint, reason in gated[family])
@@ -125,11 +133,8 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
         sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     except Unsatisfiable:
         refused = [name for name in FAMILIES if gated[name] and gated[name][0][0] == PINNED]
-        if not refused:  # every family's gates refuse the problem: a gate they share says it once
-            shared = [g for g in gated[FALLBACK] if all(g in gated[name] for name in FAMILIES)]
-            why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else
-                   "; ".join(f"{name}: {refusals(gated, name)}" for name in FAMILIES))
-            raise PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})") from None
+        if not refused:
+            raise no_family(views, gated) from None
         raise SpecError(views.spec.source, "plan", "no kernel family can take the decisions it fixes ("
                         + "; ".join(f"{name}: {refusals(gated, name)}" for name in refused) + ")",
                         "drop or change the pinned decisions (`deepgemm explain SPEC` shows each family's)") from None

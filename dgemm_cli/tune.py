@@ -28,9 +28,9 @@ from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection, Unsatisfiable
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families import FALLBACK, FAMILIES
+from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.solving import of_assignment, pinned, ranked
-from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, row_buckets
+from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, no_family, row_buckets
 from dgemm_cli.records import (
     TUNING_FORMAT,
     BenchReport,
@@ -136,9 +136,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
         return []
     gated = family_gates(views, arch)
     if all(gated.values()):  # no family runs the problem (e4m3 inputs, for now)
-        shared = [g for g in gated[FALLBACK] if all(g in reasons for reasons in gated.values())]
-        raise PlanError(f"{views.spec.source}: no kernel family can run this problem ("
-                        + "; ".join(f"{c}: {r}" for c, r in (shared or gated[FALLBACK])) + ")")
+        raise no_family(views, gated)
     if families and all(gated[f] for f in families):
         raise PlanError(f"{views.spec.source}: {', '.join(families)} cannot run this problem: "
                         + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))
