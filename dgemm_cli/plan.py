@@ -142,7 +142,9 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     # The fallback serves the primary's misaligned pointers: the cta family's best plan, whatever the spec pins.
     fallback = None
     if needs_fallback(primary):
-        fallback = fallback_plan(views, arch) if pins else as_fallback(solved[FALLBACK][0])
+        cta = solved[FALLBACK]
+        unpinned = cta is not None and not any(n.name in pins for n in cta[1].nodes)
+        fallback = as_fallback(cta[0]) if unpinned else fallback_plan(views, arch)
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
 
 
