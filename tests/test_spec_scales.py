@@ -92,7 +92,7 @@ def test_no_family_takes_e4m3_yet_and_the_error_says_so_once():
 
 def test_explain_shows_the_scale_views():
     text = explain_text(parse_spec(_spec(), "f8.yaml"), get_arch("sm_90a"))
-    assert "scale_A[mk] f32  sizes [256, 8]  strides [1, 256]" in text and "(m: 1, k: 128)" in text
+    assert "A_scales[mk] f32  sizes [256, 8]  strides [1, 256]" in text and "(m: 1, k: 128)" in text
     assert text.rstrip().endswith("e4m3 inputs: no kernel family takes them yet (docs/design/fp8.md, issue 41)")
 
 

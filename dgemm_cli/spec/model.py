@@ -144,6 +144,12 @@ class Spec:
             views[OUTPUT_VIEW] = self.D
         return tuple(views[x] for x in EXTRA_OPERANDS if x in views)
 
+    @property
+    def scale_views(self) -> tuple[OperandView, ...]:
+        """The views of the e4m3 inputs' scales (`A_scales`, `B_scales`), in the C API's order: after the views of
+        `extra_operands`, before the run-time size. Empty for 16- and 32-bit inputs."""
+        return tuple(sc.view for sc in self.scales)
+
     def size_key(self, letter: str) -> str:
         """The spec key that sizes `letter`, for messages: "gemm.m", "gemm.batch", "sizes.h"."""
         if self.shorthand == "gemm":

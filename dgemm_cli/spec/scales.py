@@ -69,7 +69,7 @@ def _read_scale(ctx: SpecReader, key: str, raw: dict[str, Any], op: OperandView,
         raise ctx.fail(f"{key}.dtype", "scales are f32", "drop `dtype:` (f32 is the only scale type)")
     # A scale view names its letters itself (the input's, in its order), so `layout:` reads over them in either
     # spec form, as an epilogue view's does.
-    view = read_operand(ctx, f"scale_{op.name}", letters, counts, view_keys, "f32", "gemm", key)
+    view = read_operand(ctx, f"{op.name}_scales", letters, counts, view_keys, "f32", "gemm", key)
     return ScaleView(op.name, tuple((x, min(blocks[x], sizes[x])) for x in op.letters), view)
 
 
