@@ -92,10 +92,7 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.extend(_epilogue_lines(spec))
     out.append("## Kernel family")
     for name, family in FAMILIES.items():
-        out.append(f"  {name:<7} {family.summary}")
-    if spec.scales:
-        out.append("  e4m3 inputs: no kernel family takes them yet (docs/design/fp8.md, issue 41)")
-        return "\n".join(out)
+        out.append(f"  {name:<10} {family.summary}")
     if spec.dynamic:
         out.extend(_bucket_lines(plan_buckets(views, arch, tuned=tuned_buckets)))
         out.extend(_baseline_lines(views))

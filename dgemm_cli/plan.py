@@ -65,9 +65,11 @@ class PlanDetail:
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
     gated = {name: family.gates(views, arch) for name, family in FAMILIES.items()}
-    if views.spec.scales:  # e4m3 inputs: docs/design/fp8.md, issue 41
-        for reasons in gated.values():
-            reasons.insert(0, ("e4m3 inputs", "no kernel family takes e4m3 inputs yet (docs/design/fp8.md)"))
+    if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
+        fp8 = ", ".join(name for name, family in FAMILIES.items() if family.e4m3)
+        for name, reasons in gated.items():
+            if not FAMILIES[name].e4m3:
+                reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({fp8} runs e4m3)"))
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, family in FAMILIES.items():
             if not family.runtime_rows:
@@ -96,7 +98,12 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
 
 
 def no_family(views: ProblemViews, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
-    """Every family's gates refuse the problem: the gates they all share said once, else each family's."""
+    """Every family's gates refuse the problem: the gates they all share said once, else each family's; for e4m3
+    inputs only the e4m3 families' (the others all say they have no e4m3 kernel)."""
+    if views.spec.scales:
+        fp8 = [name for name, family in FAMILIES.items() if family.e4m3]
+        why = "; ".join(f"{name}: {refusals(gated, name)}" for name in fp8) + "; no other family runs e4m3"
+        return PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})")
     shared = [g for g in gated[FALLBACK] if all(g in reasons for reasons in gated.values())]
     why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else
            "; ".join(f"{name}: {refusals(gated, name)}" for name in FAMILIES))

@@ -43,11 +43,11 @@ def template_dir() -> Path:
     raise AssertionError(f"templates not found next to {here}")  # a broken install, not a user error
 
 
-CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16"}
-INCLUDES = {"f16": "cuda_fp16.h", "bf16": "cuda_bf16.h"}
-HARNESS_DTYPE = {"f32": "DG_F32", "f16": "DG_F16", "bf16": "DG_BF16"}
+CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "e4m3": "__nv_fp8_e4m3"}
+INCLUDES = {"f16": "cuda_fp16.h", "bf16": "cuda_bf16.h", "e4m3": "cuda_fp8.h"}
+HARNESS_DTYPE = {"f32": "DG_F32", "f16": "DG_F16", "bf16": "DG_BF16", "e4m3": "DG_E4M3"}
 HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
-TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
+TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "e4m3": 2**-9}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
 
@@ -95,11 +95,12 @@ EXTRA_TYPE = {"D": "D_t", "bias": "Bias_t", "scale": "Scale_t", "residual": "Res
 
 
 def _signature(spec: Spec, ops: dict[str, OperandCtx]) -> str:
-    """The C entry point's parameters: A, B, C, [D], [bias], [scale], [residual], [m], alpha, beta, stream.
-    C is only read when the spec has an output view D."""
+    """The C entry point's parameters: A, B, C, [D], [bias], [scale], [residual], [A_scales, B_scales], [m], alpha,
+    beta, stream. C is only read when the spec has an output view D; the scales come with e4m3 inputs."""
     params = [f"const {ops['A'].ctype}* A", f"const {ops['B'].ctype}* B",
               f"{'const ' if spec.D is not None else ''}{ops['C'].ctype}* C"]
     params += [f"{'' if op.name == 'D' else 'const '}{ops[op.name].ctype}* {op.name}" for op in spec.extra_operands]
+    params += [f"const float* {op.name}" for op in spec.scale_views]
     if spec.run_time_letter:
         params.append("int64_t m")
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
@@ -139,12 +140,14 @@ def _entry_ctx(spec: Spec) -> dict:
     may be null when beta == 0; the extra pointers travel as one `Epilogue` argument."""
     extra = [op.name for op in spec.extra_operands]
     run_time = bool(spec.run_time_letter)
-    args = "A, B, C" + (", m" if run_time else "") + (", ep" if extra else "") + ", alpha, beta, stream"
+    scales = "".join(f", {op.name}" for op in spec.scale_views)
+    args = "A, B, C" + (", m" if run_time else "") + (", ep" if extra else "") + scales + ", alpha, beta, stream"
     return {"c_const": "const " if spec.D is not None else "", "launch_args": args,
             "ep_init": f"const Epilogue ep{{{', '.join(extra)}}};" if extra else "",
             # The README's example call and buffer sizes (elements; at the largest run-time size).
-            "pointers": ", ".join(["A", "B", "C", *extra]),
-            "buffers": [{"name": op.name, "span": op.span} for op in (*spec.operands, *spec.extra_operands)]}
+            "pointers": ", ".join(["A", "B", "C", *extra, *(op.name for op in spec.scale_views)]),
+            "buffers": [{"name": op.name, "span": op.span}
+                        for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)]}
 
 
 def _float_literal(x: float) -> str:
@@ -160,9 +163,14 @@ def _segments_desc(seg, op: str) -> dict:
             "desc": f"{seg.label}*{seg.stride(op)}"}
 
 
-# The element types of the header's C API: f16 and bf16 as 16-bit structs a C compiler accepts, which are
-# cuda_fp16.h's __half and cuda_bf16.h's __nv_bfloat16 in C++ (templates/header.h.j2 defines both).
-C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16"}
+# The element types of the header's C API: f16, bf16 and e4m3 as structs of their bits a C compiler accepts, which
+# are cuda_fp16.h's __half, cuda_bf16.h's __nv_bfloat16 and cuda_fp8.h's __nv_fp8_e4m3 in C++ (templates/header.h.j2
+# defines them).
+C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16", "e4m3": "dg_e4m3"}
+# The narrow types <name>.h defines for its C API: (header, the C++ type, the C struct's field type).
+NARROW_TYPES = {"f16": ("cuda_fp16.h", "__half", "unsigned short"),
+                "bf16": ("cuda_bf16.h", "__nv_bfloat16", "unsigned short"),
+                "e4m3": ("cuda_fp8.h", "__nv_fp8_e4m3", "unsigned char")}
 
 
 def _header_signature(spec: Spec) -> str:
@@ -170,6 +178,7 @@ def _header_signature(spec: Spec) -> str:
     params = [f"const {C_API_TYPES[spec.A.dtype]}* A", f"const {C_API_TYPES[spec.B.dtype]}* B",
               f"{'const ' if spec.D is not None else ''}{C_API_TYPES[spec.C.dtype]}* C"]
     params += [f"{'' if op.name == 'D' else 'const '}{C_API_TYPES[op.dtype]}* {op.name}" for op in spec.extra_operands]
+    params += [f"const float* {op.name}" for op in spec.scale_views]
     if spec.run_time_letter:
         params.append("int64_t m")
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
@@ -180,7 +189,7 @@ def _header_views(spec: Spec) -> list[dict]:
     strides, offset, dtype, promised alignment, and the elements its buffer must hold (at the largest size)."""
     run_time = spec.run_time_letter
     rows = []
-    for op in (*spec.operands, *spec.extra_operands):
+    for op in (*spec.operands, *spec.extra_operands, *spec.scale_views):
         if op.name == "C" and spec.D is not None:
             role = "read for beta (may be null when beta == 0)"
         elif op is spec.output:
@@ -235,9 +244,13 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "nvcc_flags": NVCC_FLAGS, "cmake_arch": arch.name.removeprefix("sm_"),
         "h": _harness_ctx(spec), "bl": _baseline_ctx(baseline),
         "launch": frozenset(),  # kernel_context reads it from the rendered kernels (launch_facts)
-        # The header's C API: its parameters, the 16-bit types it defines, each pointer's view.
+        # The header's C API: its parameters, the narrow types it defines, each pointer's view.
         "c_signature": _header_signature(spec), "views_doc": _header_views(spec),
-        "half_types": sorted({o.dtype for o in ops.values()} & {"f16", "bf16"}),
+        "narrow_types": [dict(zip(("name", "header", "cpp", "bits"), (t, *NARROW_TYPES[t])))
+                         for t in sorted({o.dtype for o in ops.values()} & set(NARROW_TYPES))],
+        # The e4m3 inputs' scale views (f32, read by the kernels): the entry point checks and offsets them.
+        "scale_ops": [OperandCtx(op.name, op.letters, op.dtype, "float", op.align, op.offset, (), op.name)
+                      for op in spec.scale_views],
     }
 
 

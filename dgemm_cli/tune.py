@@ -135,7 +135,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
     if count == 0:
         return []
     gated = family_gates(views, arch)
-    if all(gated.values()):  # no family runs the problem (e4m3 inputs, for now)
+    if all(gated.values()):  # no family runs the problem (e.g. e4m3 inputs TMA cannot load)
         raise no_family(views, gated)
     if families and all(gated[f] for f in families):
         raise PlanError(f"{views.spec.source}: {', '.join(families)} cannot run this problem: "

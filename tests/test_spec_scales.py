@@ -1,5 +1,5 @@
-"""e4m3 inputs and their `scales:` (docs/design/fp8.md): the spec and its scale views; planning refuses them in one
-line until an FP8 family exists (pure)."""
+"""e4m3 inputs and their `scales:` (docs/design/fp8.md): the spec and its scale views, and the one message planning
+gives when no family takes an e4m3 problem (pure). tests/test_family_fp8_hopper.py plans them."""
 
 from __future__ import annotations
 
@@ -82,25 +82,30 @@ def test_errors_name_the_key_and_the_fix(data, key, problem):
     assert err.key == key and problem in err.problem and err.fix, str(err)
 
 
-def test_no_family_takes_e4m3_yet_and_the_error_says_so_once():
-    views = analyse(parse_spec(_spec(), "f8.yaml"))
+def test_an_e4m3_spec_no_family_takes_fails_in_one_message_with_the_fix():
+    """The spec's A and B promise only 1-byte alignment: TMA needs 16 and no FP8 family runs misaligned views."""
+    views = analyse(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"))
     with pytest.raises(PlanError) as info:
         make_plan(views, get_arch("sm_90a"))
-    assert str(info.value) == ("f8.yaml: no kernel family can run this problem (e4m3 inputs: no kernel family takes "
-                               "e4m3 inputs yet (docs/design/fp8.md))")
+    text = str(info.value)
+    assert text.startswith("f8.yaml: no kernel family can run this problem (fp8_hopper: aligned A: ")
+    assert "promise `align: 16`" in text and text.endswith("; no other family runs e4m3)")
 
 
 def test_explain_shows_the_scale_views():
-    text = explain_text(parse_spec(_spec(), "f8.yaml"), get_arch("sm_90a"))
+    aligned = {"A": {"layout": "row", "align": 16}, "B": {"layout": "col", "align": 16},
+               "C": {"layout": "row", "dtype": "bf16"}}
+    text = explain_text(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}, operands=aligned), "f8.yaml"),
+                        get_arch("sm_90a"))
     assert "A_scales[mk] f32  sizes [256, 8]  strides [1, 256]" in text and "(m: 1, k: 128)" in text
-    assert text.rstrip().endswith("e4m3 inputs: no kernel family takes them yet (docs/design/fp8.md, issue 41)")
+    assert "family = fp8_hopper" in text
 
 
-def test_tune_refuses_e4m3_in_one_line():
+def test_tune_refuses_an_e4m3_spec_no_family_takes_in_one_line():
     from dgemm_cli.tune import candidates
 
-    views = analyse(parse_spec(_spec(), "f8.yaml"))
-    with pytest.raises(PlanError, match=r"no kernel family can run this problem \(e4m3 inputs: "):
+    views = analyse(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"))
+    with pytest.raises(PlanError, match=r"no kernel family can run this problem \(fp8_hopper: aligned A: "):
         candidates(views, get_arch("sm_90a"), 1)
 
 

@@ -56,3 +56,4 @@ class KernelFamily:
     problem: Callable[[ProblemViews, Arch], Problem]  # the tiling graph, cost model and plan maker (solving.py)
     plan_types: tuple[type, ...]  # the plan classes `problem` makes
     renderer: str  # the module whose render_body(env, spec, views, plan, base) renders its plans
+    e4m3: bool = False  # takes e4m3 inputs with their scales (docs/design/fp8.md); no other input type then

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# cuTensorMapEncodeTiled's element type of a 16-bit input, for the families that load through TMA (hopper; tcgemv's
-# staged activation).
-TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+# cuTensorMapEncodeTiled's element type of an input, for the families that load through TMA (hopper, fp8_hopper;
+# tcgemv's staged activation).
+TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+             "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # TMA moves e4m3 as bytes: no conversion on the way
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from dgemm_cli.families.hopper.cost import (  # noqa: F401 (re-exported: tests a
     STREAM_LATENCY_US,
     STREAM_NO_PROMOTION,
     WGMMA_EFF,
-    _cost,
+    cost_model,
     wgmma_eff,
 )
 from dgemm_cli.families.hopper.graph import (  # noqa: F401 (re-exported: renderers and tests import them from here)
@@ -106,6 +106,7 @@ from dgemm_cli.families.hopper.views import (  # noqa: F401 (re-exported: render
     _with_box_rows,
     a_box_rows,
     a_rows_follow_m,
+    block_k,
     c_vector,
     epi_bytes,
     epi_cols,
@@ -373,10 +374,10 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
     """The tiling graph and the cost model, once the gates allow the problem."""
-    return gated_problem(NAME, views, arch, gates, build_tiling_graph, _cost, _plan)
+    return gated_problem(NAME, views, arch, gates, build_tiling_graph, cost_model, make_plan)
 
 
-def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+def make_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
           cost_us: float) -> HopperPlan:
     bm, bn, cons = a["block_m"], a["block_n"], a["consumers"]
     ta, tb = tma_operand(views, "A", bm), tma_operand(views, "B", bn)
@@ -390,8 +391,9 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     regs = consumer_regs(cons, a["ctas_per_sm"])
     elem = views.operands["A"].elem_bytes
     notes = []
-    if size["k"] % BLOCK_K:
-        notes.append(f"k segment {inner['k'].label if inner['k'] else '-'} is not a multiple of {BLOCK_K}: "
+    bk = block_k(elem)
+    if size["k"] % bk:
+        notes.append(f"k segment {inner['k'].label if inner['k'] else '-'} is not a multiple of {bk}: "
                      "TMA zero-fills the last k-tile past its end")
     follow = ta.major == "k"
     run_time = views.spec.run_time_letter
@@ -408,7 +410,7 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     splits = a["k_splits"]
     packed = packed_store(views) and splits == 1
     plan = HopperPlan(
-        block_m=bm, block_n=bn, block_k=BLOCK_K, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
+        block_m=bm, block_n=bn, block_k=bk, consumers=cons, ctas_per_sm=a["ctas_per_sm"], wg_m=bm // cons,
         stages=a["stages"],
         raster_group=RASTER_GROUP, a=ta, b=tb, tile_loops=loops, k_loops=kloops,
         m_inner=size["m"], n_inner=size["n"], k_inner=size["k"],

@@ -9,12 +9,13 @@ import math
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment
 from dgemm_cli.families.hopper.views import (
-    BLOCK_K,
+    SWIZZLE_BYTES,
     SWIZZLE_ROWS,
     _round_up,
     _size,
     a_box_rows,
     a_rows_follow_m,
+    block_k,
     problem_k_iters,
     tile_grid,
     tile_loops,
@@ -70,7 +71,7 @@ def wgmma_eff(block_n: int) -> float:
 
 
 
-def _cost(views: ProblemViews, arch: Arch):
+def cost_model(views: ProblemViews, arch: Arch):
     """Estimated µs, only to rank candidates (against each other and the other families): the busiest
     SM's tiles, each the slowest of its math, its loads at the depth the pipeline allows, and its share
     of L2 traffic; at least the DRAM time of the unique bytes; plus the persistent kernel's start."""
@@ -101,9 +102,9 @@ def _cost(views: ProblemViews, arch: Arch):
         # wgmma efficiency: shared-memory bytes per FLOP fall as N grows; one consumer warpgroup
         # leaves the tensor cores idle while it waits on its own barriers and epilogue.
         eff = wgmma_eff(bn) * (1.0 if cons == 2 else 0.8)
-        math_us = bm * bn * k_iters * BLOCK_K * 2 / (arch.wgmma_flops_per_sm_clk * clk * eff)
+        math_us = bm * bn * k_iters * block_k(elem) * 2 / (arch.wgmma_flops_per_sm_clk * (2 // elem) * clk * eff)
         a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
-        stage = (a_rows // parts + bn) * BLOCK_K * elem  # what an SM reads through L2 a stage
+        stage = (a_rows // parts + bn) * SWIZZLE_BYTES  # what an SM reads through L2 a stage
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
         l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
         l2_us = k_iters * stage / l2_share

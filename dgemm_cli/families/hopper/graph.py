@@ -11,8 +11,8 @@ import math
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph
 from dgemm_cli.families.hopper.views import (
-    BLOCK_K,
     BOX_MN,
+    SWIZZLE_BYTES,
     _inner_is_run_time,
     _size,
     a_box_rows,
@@ -77,7 +77,7 @@ def k_split_slices(k_iters: int, splits: int) -> tuple[int, str | None]:
 
 def smem_bytes(a: Assignment, c_unit: str | None, elem: int, packed: bool = False) -> int:
     """Stages, each consumer's epilogue staging (a K split parks its tile over the stages instead), barriers."""
-    stage = (a["block_m"] + a["block_n"]) * BLOCK_K * elem
+    stage = (a["block_m"] + a["block_n"]) * SWIZZLE_BYTES  # a 128-byte row of k for each of A's and B's rows
     barriers = 2 * a["stages"] * 8  # a full and an empty mbarrier per stage
     staging = a["consumers"] * epi_bytes(c_unit, packed) if a.get("k_splits", 1) == 1 else 0
     return a["stages"] * stage + staging + barriers + SMEM_ALIGN
@@ -167,7 +167,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         if why:
             return why
         part = (a["block_n"] if c_unit == "m" else a["block_m"]) * red_pitch(a, c_unit) * 4  # [col][row] or [row][col]
-        stages = a["stages"] * (a["block_m"] + a["block_n"]) * BLOCK_K * elem
+        stages = a["stages"] * (a["block_m"] + a["block_n"]) * SWIZZLE_BYTES
         return None if part <= stages else f"the {part} B partial tile does not fit the {stages} B of stages"
     a_k_major = a_rows_follow_m(views)  # K-major A: its box is whole rows, cut into parts of rows
     rows_cut_at_run_time = bool(views.spec.run_time_letter) and _inner_is_run_time(views, "m")

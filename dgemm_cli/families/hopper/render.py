@@ -6,7 +6,6 @@ import jinja2
 
 from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.hopper import (
-    BLOCK_K,
     BOX_MN,
     EPI_COL_PITCH,
     EPI_ROW_PITCH,
@@ -55,7 +54,7 @@ def _tma_ctx(t: TmaOperand, rows_at_run_time: bool, rows_follow_m: bool = False)
     return {
         "name": t.operand, "major": t.major, "rank": len(t.dims), "dims": dims, "boxes": t.boxes_per_stage,
         "box_bytes": box_bytes,
-        "desc": ("K-major: [rows][64 k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
+        "desc": (f"K-major: [rows][{t.dims[0].box} k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
                  if t.major == "k" else
                  f"MN-major: {t.boxes_per_stage} box(es) of [64 k rows][{BOX_MN} mn], {box_bytes} B apart (LBO), "
                  "8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed"),
@@ -97,7 +96,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         **base,
         "variant": VARIANT[(plan.k_splits > 1, plan.a_multicast > 1)],
         "dtype": spec.A.dtype, "tma_dtype": TMA_DTYPE[spec.A.dtype],
-        "block_m": plan.block_m, "block_n": plan.block_n, "block_k": BLOCK_K, "stages": plan.stages,
+        "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k, "stages": plan.stages,
         "l2_promotion": plan.l2_promotion, "l2_promotion_enum": PROMOTION_ENUM[plan.l2_promotion],
         "consumers": plan.consumers, "ctas_per_sm": plan.ctas_per_sm, "wg_m": plan.wg_m, "mi": plan.wg_m // 64,
         "threads": plan.threads,
@@ -105,7 +104,7 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
         "m_inner": plan.m_inner, "n_inner": plan.n_inner, "k_inner": plan.k_inner,
         "m_inner_label": plan.m_inner_label, "n_inner_label": plan.n_inner_label, "k_inner_label": plan.k_inner_label,
         "tiles_m": plan.tiles_m, "tiles_n": plan.tiles_n, "tile_groups": plan.tile_groups, "tiles": plan.tiles,
-        "k_inner_tiles": -(-plan.k_inner // BLOCK_K), "k_iters": plan.k_iters,
+        "k_inner_tiles": -(-plan.k_inner // plan.block_k), "k_iters": plan.k_iters,
         "loops": loops, "kloops": kloops, "ta": ta, "tb": tb,
         "csm": c_stride["m"], "csn": c_stride["n"], "c_unit": plan.c_unit, "c_vec": plan.c_vec,
         "out_ptr": "ep.D" if out == "D" else "C", "out_t": "D_t" if out == "D" else "C_t", "ep_reads": reads,

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from dgemm_cli.spec import DTYPE_BYTES
 from dgemm_cli.views import ProblemViews, ViewSegment, output_unit_role
 
-BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
+SWIZZLE_BYTES = 128  # a 128B-swizzled row: the k extent of a stage
+BLOCK_K = SWIZZLE_BYTES // 2  # k a stage for 16-bit inputs
 BOX_MN = 64  # MN-major boxes are one 128-byte row of m (or n) wide
 TMA_MAX_RANK = 5
 TMA_STRIDE_ALIGN = 16
@@ -132,11 +133,11 @@ def tma_operand(views: ProblemViews, name: str, block_mn: int) -> TmaOperand | s
     # A size-1 tiled dim has no stride of its own: any 16-byte multiple addresses its only element.
     fake = -(-unit_size * elem // TMA_STRIDE_ALIGN) * TMA_STRIDE_ALIGN
     if major == "k":
-        dims = [TmaDim(k_label, k_size, 0, BLOCK_K, "k"),
+        dims = [TmaDim(k_label, k_size, 0, block_k(elem), "k"),
                 TmaDim(o_label, o_size, o_stride * elem if o_seg else fake, block_mn, "mn")]
     else:
         dims = [TmaDim(o_label, o_size, 0, BOX_MN, "mn"),
-                TmaDim(k_label, k_size, k_stride * elem if k_seg else fake, BLOCK_K, "k")]
+                TmaDim(k_label, k_size, k_stride * elem if k_seg else fake, block_k(elem), "k")]
     for i, loop in enumerate(tile_loops(views)):
         if loop.stride[name]:
             dims.append(TmaDim(loop.label, loop.size, loop.stride[name] * elem, 1, f"loop{i}"))
@@ -159,7 +160,12 @@ def tma_operand(views: ProblemViews, name: str, block_mn: int) -> TmaOperand | s
                 f"{TMA_BASE_ALIGN}-byte aligned when the buffer is")
     runtime = TMA_BASE_ALIGN if facts.align < TMA_BASE_ALIGN else 0
     boxes = block_mn // BOX_MN if major == "mn" else 1
-    return TmaOperand(name, major, tuple(dims), boxes, block_mn * BLOCK_K * elem, runtime)
+    return TmaOperand(name, major, tuple(dims), boxes, block_mn * SWIZZLE_BYTES, runtime)
+
+
+def block_k(elem: int) -> int:
+    """k a stage for inputs of `elem` bytes: one 128-byte swizzle row (64 of 16 bits, 128 of e4m3)."""
+    return SWIZZLE_BYTES // elem
 
 
 def c_vector(views: ProblemViews) -> tuple[str | None, int, int]:
@@ -292,8 +298,9 @@ def _size(views: ProblemViews, role: str) -> int:
 
 
 def problem_k_iters(views: ProblemViews) -> int:
-    """k-tiles of a tile: the tiled k segment in BLOCK_K steps, times the outer k segments."""
-    return math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / BLOCK_K)
+    """k-tiles of a tile: the tiled k segment in block_k steps, times the outer k segments."""
+    bk = block_k(views.operands["A"].elem_bytes)
+    return math.prod(loop.size for loop in k_loops(views)) * math.ceil(_size(views, "k") / bk)
 
 
 def _with_box_rows(t: TmaOperand, rows: int) -> TmaOperand:

@@ -1,0 +1,192 @@
+"""Kernel family `fp8_hopper`: e4m3 A and B with f32 scales on the tensor cores (sm_90a) (pure).
+
+The kernel (dg/fp8_hopper.cuh) is the hopper family's persistent kernel with e4m3 wgmma (m64nNk32): the same
+producer warpgroup streaming TMA boxes of A and B into 128B-swizzled stages, the same tile walk and store phase. A
+stage is one 128-byte row of k, 128 e4m3 values. 8-bit wgmma reads both operands K-major from shared memory, so both
+views must be k-contiguous; the gates refuse the others (a producer that stages them transposed is not written yet).
+
+Promotion: the tensor core's FP8 accumulation keeps fewer mantissa bits than f32, so each consumer sums one
+k-iteration (128 k) on the tensor core into accumulators of its own, then adds them into f32 accumulators on the
+CUDA cores, times that k-iteration's scales (scales.py). Two accumulator sets a consumer: the register budget is the
+tiling graph's "promotion registers" constraint.
+
+The planning is the hopper family's (graph, cost, tensor maps, store phase) with the variants this kernel has: no K
+split, no A multicast, one tiled segment a role. The store phase vectorizes only as far as the spec promises: an FP8
+kernel has no fallback for a misaligned pointer (the cta family runs no e4m3), so the plan needs no run-time check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.fp8_hopper.scales import PROMOTION_K, ScaleLoad, k_block_refusal, scale_load
+from dgemm_cli.families.hopper import (
+    BLOCK_N,
+    CONSUMER_OVERHEAD_REGS,
+    PACK_MIN_VEC,
+    HopperPlan,
+    build_tiling_graph,
+    consumer_regs,
+    cost_model,
+    epilogue_vectors,
+    make_plan,
+    problem_k_iters,
+    tile_grid,
+    tma_operand,
+)
+from dgemm_cli.families.solving import Problem, gated_problem
+from dgemm_cli.spec import DTYPE_BYTES
+from dgemm_cli.views import ProblemViews
+
+NAME = "fp8_hopper"
+SUMMARY = ("TMA + e4m3 wgmma, promotion to f32 every 128 k with the scales, warp-specialized, persistent grid "
+           "(sm_90a, e4m3)")
+RUNTIME_ROWS = False  # e4m3 specs size every letter at generation (spec/parse.py)
+ALIGN = 16  # bytes TMA needs of A's and B's first elements
+# Clocks a promotion holds a consumer warpgroup off the tensor core each k-iteration: the wait for its wgmmas to
+# drain, then one FFMA an accumulator. With two consumers the other's wgmmas run meanwhile and hide most of it
+# (PROMOTION_HIDDEN). Estimates from the instruction counts, not yet fitted to measurements.
+PROMOTION_WAIT_CLK = 120
+PROMOTION_HIDDEN = 0.75
+
+
+@dataclass(frozen=True)
+class Fp8HopperPlan(HopperPlan):
+    family = NAME
+    scales: tuple[ScaleLoad, ...] = ()  # A's, then B's
+    promotion_k: int = PROMOTION_K
+
+    @property
+    def summary(self) -> str:
+        return (f"e4m3 wgmma m64n{self.block_n}k32, promotion to f32 every {self.promotion_k} k, tile "
+                f"{self.block_m}x{self.block_n}x{self.block_k}, {self.consumers} consumer warpgroup(s) + 1 producer, "
+                f"{self.ctas_per_sm} block(s) an SM, {self.stages} TMA stages, L2 promotion {self.l2_promotion}, "
+                f"A and B K-major, {self.smem_bytes} B smem, {self.tiles} tiles on {self.grid_desc}, raster group "
+                f"{self.raster_group}")
+
+    def detail_lines(self) -> list[str]:
+        tile = {"m": self.block_m, "n": self.block_n}
+        out = super().detail_lines()
+        out.insert(1, f"promotion: every {self.promotion_k} k (one k-iteration) each consumer adds the tensor core's "
+                      "accumulators into f32 registers, times that k-iteration's scales; scales constant along k "
+                      "multiply the f32 accumulators once a tile")
+        for i, s in enumerate(self.scales):
+            out.insert(2 + i, s.describe(tile[s.role]))
+        out.extend(f"note: {hint}" for s in self.scales if (hint := s.layout_hint(tile[s.role])))
+        return out
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    """(constraint, reason) for everything that rules the family out of this problem; [] if none."""
+    out = []
+    if not arch.wgmma_flops_per_sm_clk:
+        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only)"))
+    spec = views.spec
+    if spec.A.dtype != "e4m3":
+        out.append(("e4m3 inputs", f"A and B are {spec.A.dtype}: this family runs e4m3 inputs with scales"))
+        return out
+    several = [r for r in ("batch", "m", "n", "k") if len(views.roles[r].segments) > (0 if r == "batch" else 1)]
+    if several:
+        out.append(("one segment a role", "the FP8 kernel walks one tiled segment of m, n and k and no batch; "
+                                          f"this problem has more in {', '.join(several)}"))
+    for name in ("A", "B"):
+        got = tma_operand(views, name, 128)
+        if isinstance(got, str):
+            out.append((f"TMA {name}", got))
+        elif got.major != "k":
+            out.append((f"K-major {name}", f"{name} is {'m' if name == 'A' else 'n'}-contiguous: 8-bit wgmma reads "
+                                           "both operands K-major, and a producer that stages it transposed is not "
+                                           "written yet (docs/design/fp8.md)"))
+        elif got.runtime_align:
+            out.append((f"aligned {name}", f"the spec promises {name} {spec.operand(name).align}-byte alignment: TMA "
+                                           f"needs {ALIGN}, and no FP8 family runs a misaligned view yet; promise "
+                                           f"`align: {ALIGN}` (cudaMalloc's pointers are 256-byte aligned)"))
+    for sc in spec.scales:
+        why = k_block_refusal(views, sc)
+        if why:
+            out.append(("scale k blocks", why))
+    return out
+
+
+def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    """The hopper family's graph with this kernel's variants and its second accumulator set."""
+    g = build_tiling_graph(views, arch)
+    loads = {s.operand: s for s in (scale_load(views, sc) for sc in views.spec.scales)}
+    g.constrain("FP8 kernel", "instruction", ["k_splits", "a_multicast", "acc_chains"],
+                lambda a: "the FP8 kernel is the persistent one (no K split, no A multicast, one accumulator chain)"
+                if (a["k_splits"], a["a_multicast"], a["acc_chains"]) != (1, 1, 1) else None,
+                "dg/fp8_hopper.cuh has the persistent kernel only")
+
+    def promotion_regs(a: Assignment) -> str | None:
+        acc = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
+        extra = 0
+        if "A" in loads and not loads["A"].uniform(a["block_m"]):
+            extra += 2 * a["block_m"] // a["consumers"] // 64
+        if "B" in loads and not loads["B"].uniform(a["block_n"]):
+            extra += a["block_n"] // 4
+        room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - CONSUMER_OVERHEAD_REGS
+        need = 2 * acc + extra
+        return None if need <= room else (f"{acc} accumulators twice (the tensor core's and the promoted f32 ones) "
+                                          f"+ {extra} scales = {need} registers a consumer thread, {room} free")
+    g.constrain("promotion registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], promotion_regs,
+                "a consumer holds the promoted f32 accumulators, the tensor core's, and its scales in registers")
+
+    def one_scale_a_tile(a: Assignment) -> str | None:
+        for s, tile in ((loads.get("A"), a["block_m"]), (loads.get("B"), a["block_n"])):
+            if s is None or not s.along_k or s.mn_block < 64 or s.uniform(tile):
+                continue
+            if any(s.uniform(t) for t in (*BLOCK_N, 64, 128, 256)):
+                return (f"a tile {tile} wide straddles {s.name}'s blocks of {s.mn_block}: each thread would load a "
+                        "scale a row or column every k-iteration instead of one a tile")
+        return None
+    g.constrain("scale blocks", "problem", ["block_m", "block_n"], one_scale_a_tile,
+                "tiles inside one block of a blocked scale, which the consumers then load once a k-iteration")
+    return g
+
+
+def _fp8_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+              cost_us: float) -> Fp8HopperPlan:
+    base = make_plan(views, a, decisions, feasible, cost_us)
+    out = views.spec.output
+    elem = DTYPE_BYTES[out.dtype]
+    vec = base.c_vec
+    while vec > 1 and vec * elem > out.align:  # as promised: no fallback checks the pointer at run time
+        vec //= 2
+    changes: dict[str, Any] = {
+        "c_vec": vec, "c_runtime_align": 0,
+        "ep_vectors": tuple(x for x in epilogue_vectors(views, base.c_unit, vec) if not x[2]),
+        "packed_store": base.packed_store and vec >= PACK_MIN_VEC,
+    }
+    values = {f.name: changes.get(f.name, getattr(base, f.name)) for f in fields(HopperPlan)}
+    plan = Fp8HopperPlan(**values, scales=tuple(scale_load(views, sc) for sc in views.spec.scales))
+    assert not plan.runtime_align, "the gates and the store's vectors leave nothing to check at run time"
+    return plan
+
+
+def _cost(views: ProblemViews, arch: Arch):
+    """The hopper family's cost model, plus the promotions' time the tensor core waits for."""
+    base = cost_model(views, arch)
+    k_iters_all = problem_k_iters(views)
+    grid = tile_grid(views)
+    clk = arch.clock_ghz * 1e3
+
+    def cost(a: Assignment) -> float:
+        groups, tiles_m, tiles_n, _ = grid(a["block_m"], a["block_n"], 1)
+        tiles_per_sm = math.ceil(groups * tiles_m * tiles_n / arch.sms)
+        per_k = PROMOTION_WAIT_CLK + a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
+        exposed = per_k * (1 - PROMOTION_HIDDEN if a["consumers"] == 2 else 1)
+        return base(a) + tiles_per_sm * k_iters_all * exposed / clk
+    return cost
+
+
+def problem(views: ProblemViews, arch: Arch) -> Problem:
+    return gated_problem(NAME, views, arch, gates, _graph, _cost, _fp8_plan)
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (Fp8HopperPlan,),
+                      "dgemm_cli.families.fp8_hopper.render", e4m3=True)

@@ -1,0 +1,245 @@
+// dg/fp8_hopper.cuh — the `fp8_hopper` family's persistent kernel (sm_90a): the hopper family's producer, tile walk
+// and store phase (dg/hopper_common.cuh) with e4m3 wgmma (m64nNk32, both operands K-major in shared memory) and the
+// f32 scales of A and B.
+//
+// Promotion: each k-iteration (BK = 128 k, one 128-byte swizzle row) runs on the tensor core into accumulators of
+// its own, which then go into the f32 accumulators on the CUDA cores, times that k-iteration's scales of A's rows
+// and B's columns. The tensor core's FP8 accumulation keeps fewer mantissa bits than f32, so a sum over all of K on
+// it loses accuracy as K grows; one k-iteration's 128 products stay well inside what it keeps. A scale constant
+// along k multiplies the accumulators once, after the last k-iteration.
+//
+// T is the hopper family's traits type (dg/hopper_common.cuh) with e4m3 A_t and B_t, BK = 128, no K split, no A
+// multicast, no tile or k loops, and the two scale views (their pointers already at the views' first elements):
+//   A_scales, B_scales   MN_BLOCK (rows of A / columns of B one scale covers; 0: one scale for all of them),
+//                        MN_STRIDE, MN_LAST (the last row / column), K_ITERS_PER (k-iterations one scale covers; 0:
+//                        one scale for all of k), K_STRIDE
+// Debug: -DDG_FP8_NO_PROMOTION sums all of K on the tensor core (only where no scale varies along k), to show what
+// promotion buys.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include "hopper_common.cuh"
+#include "wgmma_fp8.cuh"
+
+namespace dg {
+namespace fp8_hopper {
+
+using hopper::Config;
+using hopper::TileOf;
+
+// The scale views' base pointers, as the caller passes them (each view's OFFSET is applied here).
+struct Scales {
+  const float* a;
+  const float* b;
+};
+
+#ifdef DG_FP8_NO_PROMOTION
+constexpr bool PROMOTE = false;
+#else
+constexpr bool PROMOTE = true;
+#endif
+
+// What a consumer thread holds of one scale view: one value where every row (column) of the tile shares the
+// scale, else one a row it owns (2 an m64 block: g and g + 8) or a column (2 an 8-column group: 2q and 2q + 1).
+template <class T, bool IsA>
+struct ScaleOf {
+  using S = std::conditional_t<IsA, typename T::A_scales, typename T::B_scales>;
+  static constexpr bool ALONG_K = S::K_ITERS_PER != 0;
+  static constexpr bool UNIFORM = S::MN_BLOCK == 0 || S::MN_BLOCK % (IsA ? T::BM : T::BN) == 0;
+  static constexpr int COUNT = UNIFORM ? 1 : (IsA ? 2 * Config<T>::MI : T::BN / 4);
+};
+
+// Scale S at row (column) `mn`, clamped to the view's last one (rows and columns past the edge feed accumulators
+// the store phase skips), and k-iteration `kt`.
+template <class S>
+__device__ __forceinline__ float scale_at(const float* base, int mn, int kt) {
+  static_assert((S::MN_BLOCK != 0 || S::MN_STRIDE == 0) && (S::K_ITERS_PER != 0 || S::K_STRIDE == 0),
+                "a scale constant along a role has no stride along it");
+  long long at = 0;
+  if constexpr (S::MN_BLOCK != 0) at += static_cast<long long>(min(mn, S::MN_LAST) / S::MN_BLOCK) * S::MN_STRIDE;
+  if constexpr (S::K_ITERS_PER != 0) at += static_cast<long long>(kt / S::K_ITERS_PER) * S::K_STRIDE;
+  return __ldg(base + at);
+}
+
+// This thread's scales of A (its rows) or B (its columns) for k-iteration kt of `tile`.
+template <class T, bool IsA>
+__device__ __forceinline__ void load_scales(float (&v)[ScaleOf<T, IsA>::COUNT], const float* base,
+                                            const TileOf<T>& tile, int kt, int wg, int warp, int lane) {
+  using Of = ScaleOf<T, IsA>;
+  using S = typename Of::S;
+  if constexpr (Of::UNIFORM) {
+    v[0] = scale_at<S>(base, IsA ? tile.m0 : tile.n0, kt);
+  } else if constexpr (IsA) {
+    const int row = tile.m0 + wg * T::WG_M + warp * 16 + lane / 4;
+#pragma unroll
+    for (int i = 0; i < Of::COUNT; ++i) v[i] = scale_at<S>(base, row + (i / 2) * 64 + (i % 2) * 8, kt);
+  } else {
+    const int col = tile.n0 + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < Of::COUNT; ++i) v[i] = scale_at<S>(base, col + (i / 2) * 8 + i % 2, kt);
+  }
+}
+
+// The factor of accumulator i of m64 block mi from A's scales (UseA) and B's (UseB) (accumulator layout: d[4j + e]
+// is row g + 8 (e / 2), column 8j + 2q + e % 2).
+template <class T, bool UseA, bool UseB>
+__device__ __forceinline__ float factor(const float* fa, const float* fb, int mi, int i) {
+  float f = 1.0f;
+  if constexpr (UseA) f *= ScaleOf<T, true>::UNIFORM ? fa[0] : fa[mi * 2 + (i % 4) / 2];
+  if constexpr (UseB) f *= ScaleOf<T, false>::UNIFORM ? fb[0] : fb[(i / 4) * 2 + i % 2];
+  return f;
+}
+
+template <class T>
+__global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
+    persistent_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
+                      typename T::C_param* __restrict__ C, const typename T::Epilogue ep, const Scales scales,
+                      float alpha, float beta) {
+  using Cfg = Config<T>;
+  using SA = ScaleOf<T, true>;
+  using SB = ScaleOf<T, false>;
+  static_assert(T::SPLITS == 1 && T::A_PARTS == 1 && T::ACC_CHAINS == 1 && T::TILE_LOOPS == 0 && T::K_LOOPS == 0 && !T::FLAT_ROWS,
+                "the FP8 kernel walks one tiled segment a role");
+  static_assert(T::BK == 128 && sizeof(typename T::A_t) == 1 && sizeof(typename T::B_t) == 1,
+                "a k-iteration is one 128-byte swizzle row of e4m3");
+  static_assert(T::A_map::K_MAJOR && T::B_map::K_MAJOR, "8-bit wgmma reads both operands K-major");
+  static_assert(!T::rows_at_run_time, "the FP8 kernel has fixed rows");
+  static_assert(PROMOTE || (!SA::ALONG_K && !SB::ALONG_K),
+                "without promotion the scales of a k-iteration have nowhere to go: only scales constant along k");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + Cfg::BAR_OFFSET);
+  uint64_t* const empty = full + T::STAGES;
+  const uint32_t stages_a = smem_u32(smem + Cfg::A_OFFSET), stages_b = smem_u32(smem + Cfg::B_OFFSET);
+
+  if (threadIdx.x == 0) {
+    prefetch_tensormap(&tmap_a);
+    prefetch_tensormap(&tmap_b);
+    // B's boxes of this block's first stages into L2 before the wait for the previous grid (dg/hopper_persistent.cuh).
+    hopper::prefetch_first_stages<T>(&tmap_a, &tmap_b, T::TILES, T::TILES_M, 0);
+    for (int s = 0; s < T::STAGES; ++s) {
+      mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx
+      mbar_init(&empty[s], T::CONSUMERS * 4);  // one arrive per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  // Barriers are set up: from here on this block touches memory that the prior grid in the stream may use.
+  wait_for_predecessor();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    // Producer: few registers; one thread issues every load.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::PRODUCER_REGS));
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = blockIdx.x; t < T::TILES; t += gridDim.x) {
+        const TileOf<T> tile = hopper::tile_at<T>(t, T::TILES_M);
+        for (int kt = 0; kt < T::K_ITERS; ++kt) {
+          hopper::issue_stage<T, false>(smem, full, empty, &tmap_a, &tmap_b, stage, phase, kt, tile, nullptr, 0,
+                                        unsigned(Cfg::STAGE_TX_BYTES));
+          if (++stage == T::STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+      // Every load of this block is issued: the next grid may be scheduled.
+      launch_dependents();
+    }
+  } else {
+    // Consumers: two accumulator sets (the tensor core's and the promoted f32 one) need the producer's registers.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::CONSUMER_REGS));
+    const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
+    float* const epi = reinterpret_cast<float*>(smem + Cfg::EPI_OFFSET) + wg * T::EPI_FLOATS;
+    float acc[Cfg::MI][Cfg::NACC];
+    float part[Cfg::MI][Cfg::NACC];
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int t = blockIdx.x; t < T::TILES; t += gridDim.x) {
+      const TileOf<T> tile = hopper::tile_at<T>(t, T::TILES_M);
+      for (int kt = 0; kt < T::K_ITERS; ++kt) {
+        // This k-iteration's scales, loaded before the wait so that their latency hides behind it.
+        float fa[SA::COUNT], fb[SB::COUNT];
+        if constexpr (SA::ALONG_K) load_scales<T, true>(fa, scales.a, tile, kt, wg, warp, lane);
+        if constexpr (SB::ALONG_K) load_scales<T, false>(fb, scales.b, tile, kt, wg, warp, lane);
+        mbar_wait(&full[stage], phase);
+        wgmma_fence();
+        const uint32_t sa = stages_a + stage * Cfg::A_STAGE_BYTES, sb = stages_b + stage * Cfg::B_STAGE_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < T::BK / 32; ++kk) {
+#pragma unroll
+          for (int mi = 0; mi < Cfg::MI; ++mi)
+            wgmma_m64k32_e4m3<T::BN>(part[mi], hopper::desc_a<T>(sa, wg * T::WG_M + mi * 64, kk),
+                                     hopper::desc_b<T>(sb, kk), kk > 0 || (!PROMOTE && kt > 0));
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        hopper::release_stage<T>(empty, stage, lane);
+        if (++stage == T::STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+#pragma unroll
+        for (int mi = 0; mi < Cfg::MI; ++mi) acc_fence(part[mi]);
+        if constexpr (PROMOTE) {
+#pragma unroll
+          for (int mi = 0; mi < Cfg::MI; ++mi) {
+#pragma unroll
+            for (int i = 0; i < Cfg::NACC; ++i) {
+              const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
+              acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
+            }
+          }
+        }
+      }
+      if constexpr (!PROMOTE) {
+#pragma unroll
+        for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+          for (int i = 0; i < Cfg::NACC; ++i) acc[mi][i] = part[mi][i];
+      }
+      // The scales constant along k, once a tile.
+      if constexpr (!SA::ALONG_K || !SB::ALONG_K) {
+        float fa[SA::COUNT], fb[SB::COUNT];
+        if constexpr (!SA::ALONG_K) load_scales<T, true>(fa, scales.a, tile, 0, wg, warp, lane);
+        if constexpr (!SB::ALONG_K) load_scales<T, false>(fb, scales.b, tile, 0, wg, warp, lane);
+#pragma unroll
+        for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+          for (int i = 0; i < Cfg::NACC; ++i)
+            acc[mi][i] *= factor<T, !SA::ALONG_K, !SB::ALONG_K>(fa, fb, mi, i);
+      }
+      hopper::store_tile<T>(acc, epi, tile, T::M_INNER, wg, warp, tid, lane, C, ep, alpha, beta);
+    }
+  }
+}
+
+// A dependent launch where the grid takes every block slot, or all but a sixteenth of them over one tile row (as
+// the hopper family's persistent kernel).
+template <class T>
+cudaError_t launch(const typename T::A_t* A, const typename T::B_t* B, typename T::C_param* C,
+                   typename T::Epilogue ep, Scales scales, float alpha, float beta, cudaStream_t stream) {
+  auto* kernel = persistent_kernel<T>;
+  if constexpr (T::SMEM_BYTES > 48 * 1024) {
+    static std::atomic<unsigned long long> attributes_set{0};  // bit d: set on device d
+    const cudaError_t err = set_kernel_attributes(attributes_set, kernel, T::SMEM_BYTES, false);
+    if (err != cudaSuccess) return err;
+  }
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  CUtensorMap map_a, map_b;
+  err = hopper::tensor_maps<T>(A, B, T::M_INNER, &map_a, &map_b);
+  if (err != cudaSuccess) return err;
+  const int resident = T::CTAS_PER_SM * sm_count(device);
+  const int grid = T::TILES < resident ? T::TILES : resident;  // persistent: CTAS_PER_SM blocks an SM
+  const bool dependent = grid == resident || (T::TILES == T::TILES_N && 16 * (resident - grid) <= resident);
+  const LaunchShape shape{unsigned(grid), unsigned(Config<T>::THREADS), unsigned(T::SMEM_BYTES), dependent, 1};
+  return dg::launch(kernel, shape, stream, map_a, map_b, C, ep, scales, alpha, beta);
+}
+
+}  // namespace fp8_hopper
+}  // namespace dg
