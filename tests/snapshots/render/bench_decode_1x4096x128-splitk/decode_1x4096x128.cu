@@ -24,6 +24,7 @@
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //
 // Kernel family for sm_90a: family = splitk (forced by --family splitk)
+//   fp8_hopper: --family splitk: the command line asks for splitk
 //   hopper: --family splitk: the command line asks for splitk
 //   tcgemv: --family splitk: the command line asks for splitk
 //   gemv: --family splitk: the command line asks for splitk
