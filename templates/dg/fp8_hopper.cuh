@@ -59,7 +59,7 @@ __device__ __forceinline__ float scale_at(const float* base, int mn, int kt) {
   long long at = 0;
   if constexpr (S::MN_BLOCK != 0) at += static_cast<long long>(min(mn, S::MN_LAST) / S::MN_BLOCK) * S::MN_STRIDE;
   if constexpr (S::K_ITERS_PER != 0) at += static_cast<long long>(kt / S::K_ITERS_PER) * S::K_STRIDE;
-  return __ldg(base + at);
+  return base[at];  // a coherent load: with a dependent launch the previous grid may have just written the scales
 }
 
 // This thread's scales of A (its rows) or B (its columns) for k-iteration kt of `tile`.
