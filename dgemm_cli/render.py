@@ -503,7 +503,8 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
     }
     out.update(device_headers(k["dg_headers"]))
     if baseline.alternative is not None:  # a header-only baseline beside the harness (e.g. cuBLASLt's epilogues)
-        out[baseline.alternative.header] = (template_dir() / baseline.alternative.header).read_text()
+        for header in (baseline.alternative.header, *baseline.alternative.includes):
+            out[header] = (template_dir() / header).read_text()
     features = frozenset().union(*(p.arch_features for p in plan.kernels))
     digest = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
     plan_json = {
