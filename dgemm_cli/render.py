@@ -473,8 +473,14 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
                    "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c)}
                   for c in bl.calls],
         **({"epilogue": bl.epilogue} if bl.epilogue else {}),
-        **({"alternative": dataclasses.asdict(bl.alternative)} if bl.alternative else {}),
+        **({"alternative": _alternative_ctx(bl.alternative)} if bl.alternative else {}),
     }
+
+
+def _alternative_ctx(alt) -> dict:
+    """The alternative baseline's fields; `includes` only where it has some, so that the other alternatives' plan.json
+    stays as it was."""
+    return {k: v for k, v in dataclasses.asdict(alt).items() if k != "includes" or v}
 
 
 @functools.cache
