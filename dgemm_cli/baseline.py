@@ -49,6 +49,7 @@ from dgemm_cli.cublas_formulations import (
     single,
 )
 from dgemm_cli.spec import OperandView, Spec
+from dgemm_cli.spec.model import INPUT_ONLY_DTYPES, ScaleView
 from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment, analyse
 
 MAX_FORMULATIONS = 8  # the harness's DG_MAX_CALLS
@@ -65,6 +66,7 @@ class EpilogueAlternative:
     cls: str
     ctor_args: str
     why: str  # one line for the harness's comment
+    includes: tuple[str, ...] = ()  # other headers shipped beside it, which `header` includes
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,11 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
     """cuBLAS's formulations of the problem (at the run-time letter's max; see the module comment); for a
     spec with D or an epilogue, those of the product into the output view, then the elementwise kernel."""
     spec = views.spec
+    if spec.A.dtype in INPUT_ONLY_DTYPES:  # e4m3: cuBLAS's GemmEx has none; cuBLASLt's FP8 is the alternative
+        fp8 = plan_fp8(views)
+        why = f"cuBLAS's GemmEx has no {spec.A.dtype} inputs"
+        return CublasPlan(False, f"unavailable: {why}", why,
+                          alternative=fp8.alternative() if fp8.available else None)
     gemm = gemm_spec(spec)
     if gemm is spec:
         return _plan_gemm(views)
@@ -481,3 +488,174 @@ def lt_alternative(spec: Spec, calls, views: ProblemViews | None = None) -> Epil
     inits = ", ".join(lt.c_initializer() for lt in lts)
     return EpilogueAlternative(ALTERNATIVE_HEADER, ALTERNATIVE_CLASS, f"({{{inits}}}, {hi}LL)",
                                f"cuBLASLt with its fused {lts[0].epilogue} epilogue, {len(lts)} formulation(s)")
+
+
+
+# ------------------------------------------------------------------------------------------------------------
+# cuBLASLt FP8 (e4m3) with scales: `bench`'s baseline of an e4m3 spec (issue 41)
+# ------------------------------------------------------------------------------------------------------------
+# cuBLASLt runs e4m3 as the "TN" product with one scale tensor an input, in one of the modes of
+# cublasLtMatmulMatrixScale_t (templates/dg_cublaslt_fp8.cuh gives their layouts and the pairs cuBLASLt 13.1 takes on
+# sm_90: SCALAR x SCALAR, OUTER_VEC x OUTER_VEC, VEC128 x VEC128, VEC128 x BLK128x128 either way round, and OUTER_VEC
+# x BLK128x128 in one orientation of cuBLASLt's operands, which the harness picks from the output). Each mode's scale
+# covers a region of its input: SCALAR everything, OUTER_VEC one row of A (column of B) and all of K, VEC128 one row
+# and 128 k, BLK128x128 128 rows and 128 k. The header copies the spec's scales into the mode's tensor, each taking
+# the spec's scale at its region's first element: the same scaling where the spec's scales are constant over every
+# region (`exact`), the nearest otherwise.
+#
+# `plan_fp8` lists the pairs to try, in order: the spec's own modes; then the pairs that hold the spec's scales
+# exactly (the coarsest first); then the nearest, block -> outer vector -> tensorwise. The harness tries them until
+# the installed cuBLASLt's heuristic takes one, and `baseline_formulation` names it with its label. The operands and
+# the output are matrices as they are where their views let them, else dense copies (the header decides from the
+# problem's strides, at each run-time size).
+
+SCALAR, OUTER_VEC, VEC128, BLK128 = "SCALAR_32F", "OUTER_VEC_32F", "VEC128_32F", "BLK128x128_32F"
+FP8_MODE_IDS = {SCALAR: "DG_LT_FP8_SCALAR", OUTER_VEC: "DG_LT_FP8_OUTER_VEC", VEC128: "DG_LT_FP8_VEC128",
+                BLK128: "DG_LT_FP8_BLK128x128"}
+FP8_MODE_WORDS = {SCALAR: "tensorwise", OUTER_VEC: "outer vector", VEC128: "1x128", BLK128: "128x128"}
+# The pairs (A's mode, B's mode) cuBLASLt has for e4m3 on sm_90, coarsest first (the outer-vector-with-block ones in
+# one orientation only: the harness's heuristic call refuses the other, and the next candidate runs).
+FP8_PAIRS = ((SCALAR, SCALAR), (OUTER_VEC, OUTER_VEC), (OUTER_VEC, BLK128), (BLK128, OUTER_VEC), (VEC128, BLK128),
+             (BLK128, VEC128), (VEC128, VEC128))
+FP8_HEADER = "dg_cublaslt_fp8.cuh"
+FP8_CLASS = "DgCublasLtFp8Alternative<DgAltBaseline, DgProblem>"
+
+
+@dataclass(frozen=True)
+class Fp8Scaling:
+    """One input's scales as cuBLASLt's modes see them: the spec's mode in cuBLASLt's terms (None for other blocks),
+    how to say it, and the modes that hold these scales exactly."""
+
+    operand: str
+    mode: str | None
+    words: str  # e.g. "1x128", "per-channel", "blocks m:1 k:64"
+    exact: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Fp8Candidate:
+    mode_a: str
+    mode_b: str
+    label: str
+
+    def c_initializer(self) -> str:
+        return f'{{{FP8_MODE_IDS[self.mode_a]}, {FP8_MODE_IDS[self.mode_b]}, "{self.label}"}}'
+
+
+@dataclass(frozen=True)
+class Fp8Plan:
+    """cuBLASLt FP8 for an e4m3 spec: the mode pairs to try in order, and what the header needs of the scales."""
+
+    available: bool
+    why: str
+    candidates: tuple[Fp8Candidate, ...] = ()
+    # (letter, A's block, B's block, stride in A_scales, stride in B_scales); block 0: the input lacks the letter.
+    letters: tuple[tuple[str, int, int, int, int], ...] = ()
+    scale_offsets: tuple[int, int] = (0, 0)
+
+    def alternative(self) -> EpilogueAlternative:
+        assert self.available
+        letters = ", ".join(f"{{'{x}', {ba}LL, {bb}LL, {sa}LL, {sb}LL}}" for x, ba, bb, sa, sb in self.letters)
+        cands = ", ".join(c.c_initializer() for c in self.candidates)
+        args = f"({{{letters}}}, {{{cands}}}, DgLtFp8Scales{{{self.scale_offsets[0]}LL, {self.scale_offsets[1]}LL}})"
+        return EpilogueAlternative(FP8_HEADER, FP8_CLASS, args,
+                                   f"cuBLASLt FP8 e4m3, first try: {self.candidates[0].label}",
+                                   includes=(ALTERNATIVE_HEADER,))
+
+
+def fp8_scaling(spec: Spec, scales: ScaleView) -> Fp8Scaling:
+    """Which cuBLASLt modes hold one input's scales: the outer letters (A's rows, B's columns) and the summed ones,
+    each cut into blocks; size-1 letters do not count."""
+    op = spec.A if scales.operand == "A" else spec.B
+    sizes = spec.sizes
+    c_letters = set(spec.C.letters)
+    other = spec.B if scales.operand == "A" else spec.A
+    outer = [x for x in op.letters if x in c_letters and x not in other.letters and sizes[x] > 1]
+    summed = [x for x in op.letters if x not in c_letters and sizes[x] > 1]
+    whole = {x: scales.block(x) >= sizes[x] for x in op.letters}
+
+    def covers(letters: list[str], extent: int) -> bool:
+        """The spec's scales are constant over every run of `extent` along the letters' linear index: all whole,
+        or one letter (the only one longer than 1) cut in multiples of the run."""
+        if all(whole[x] for x in letters):
+            return True
+        return len(letters) == 1 and scales.block(letters[0]) % extent == 0
+
+    exact = set()
+    if all(whole[x] for x in op.letters):
+        exact.add(SCALAR)
+    if covers(summed, sizes_product(sizes, summed) or 1):
+        exact.add(OUTER_VEC)
+    if covers(summed, 128):
+        exact.add(VEC128)
+        if covers(outer, 128):
+            exact.add(BLK128)
+    one_outer = all(scales.block(x) == 1 for x in outer)
+    k128 = len(summed) == 1 and scales.block(summed[0]) == 128
+    if SCALAR in exact:
+        mode, words = SCALAR, "per-tensor"
+    elif one_outer and all(whole[x] for x in summed):
+        mode, words = OUTER_VEC, "per-channel"
+    elif one_outer and k128:
+        mode, words = VEC128, "1x128"
+    elif len(outer) == 1 and scales.block(outer[0]) == 128 and k128:
+        mode, words = BLK128, "128x128"
+    else:
+        mode = None
+        words = "blocks " + " ".join(f"{x}:{scales.block(x)}" for x in op.letters if not whole[x])
+    return Fp8Scaling(scales.operand, mode, words, frozenset(exact))
+
+
+def sizes_product(sizes: dict[str, int], letters: list[str]) -> int:
+    n = 1
+    for x in letters:
+        n *= sizes[x]
+    return n
+
+
+def _mode_words(mode: str, operand: str) -> str:
+    what = {SCALAR: "tensorwise", OUTER_VEC: f"one a {'row of A' if operand == 'A' else 'column of B'}",
+            VEC128: "1x128", BLK128: "128x128"}[mode]
+    return f"{operand} scales {mode} ({what})"
+
+
+def fp8_candidates(a: Fp8Scaling, b: Fp8Scaling) -> tuple[Fp8Candidate, ...]:
+    """The pairs to try, in order (see the section comment), each labelled with how it relates to the spec."""
+    out: list[Fp8Candidate] = []
+
+    def add(pair: tuple[str, str], how: str) -> None:
+        if all(c.mode_a != pair[0] or c.mode_b != pair[1] for c in out):
+            out.append(Fp8Candidate(*pair, f"{_mode_words(pair[0], 'A')}, {_mode_words(pair[1], 'B')}: {how}"))
+
+    spec_words = f"A {a.words}, B {b.words}"
+    if (a.mode, b.mode) in FP8_PAIRS:
+        add((a.mode, b.mode), "the spec's scaling")
+    for pair in FP8_PAIRS:
+        if pair[0] in a.exact and pair[1] in b.exact:
+            add(pair, f"the spec's scales ({spec_words}) exactly, in modes cuBLASLt has")
+    nearest = f"nearest to the spec's scales ({spec_words}): each takes the spec's scale at its block's first element"
+    block = (BLK128, VEC128) if a.mode == BLK128 and b.mode != BLK128 else \
+        (VEC128, BLK128) if b.mode == BLK128 else (VEC128, VEC128)
+    for pair in (block, (OUTER_VEC, OUTER_VEC), (SCALAR, SCALAR)):
+        add(pair, nearest)
+    return tuple(out)
+
+
+def plan_fp8(views: ProblemViews) -> Fp8Plan:
+    """cuBLASLt FP8 for an e4m3 spec (at the run-time letter's max), or why it cannot run it."""
+    spec = views.spec
+    if len(spec.scales) != 2:
+        return Fp8Plan(False, "cuBLASLt's FP8 takes a scale for A and one for B")
+    if views.batch > 1:
+        return Fp8Plan(False, f"a batch of {views.batch}: cuBLASLt's FP8 scale tensors have no batch stride")
+    if max(views.m, views.n, views.k) > INT32_MAX:
+        return Fp8Plan(False, "a size exceeds cuBLASLt's 32-bit int")
+    sa, sb = spec.scales
+    a, b = fp8_scaling(spec, sa), fp8_scaling(spec, sb)
+    letters = []
+    for x in spec.sizes:
+        blocks = [sc.block(x) if x in (spec.A if sc is sa else spec.B).letters else 0 for sc in (sa, sb)]
+        strides = [sc.view.stride_of(x) if x in sc.view.letters else 0 for sc in (sa, sb)]
+        letters.append((x, blocks[0], blocks[1], strides[0], strides[1]))
+    return Fp8Plan(True, f"cuBLASLt FP8 e4m3 (A {a.words}, B {b.words})", fp8_candidates(a, b), tuple(letters),
+                   (sa.view.offset, sb.view.offset))

@@ -359,6 +359,12 @@ class BenchRow:
     ratio: float | None = None  # baseline time / kernel time: > 1 is faster than cuBLAS
     baseline_candidates: tuple[BaselineCandidate, ...] = ()
     m: int | None = None  # the run-time size; None for a fixed-size kernel
+    # An e4m3 kernel's bench: bf16 cuBLASLt on the same shape, beside the FP8 baseline (never a candidate); None
+    # for other kernels, and bf16_baseline says why where it could not run.
+    bf16_baseline: str | None = None
+    bf16_baseline_us: float | None = None
+    bf16_baseline_tflops: float | None = None
+    bf16_ratio: float | None = None  # bf16 time / kernel time
 
     @classmethod
     def from_fields(cls, f: _Fields) -> BenchRow:
@@ -373,7 +379,9 @@ class BenchRow:
                 BaselineCandidate(c.get("formulation", str), c.number("us"), c.numbers("us_passes"),
                                   c.get("epilogue", str, optional=True), c.get("error", str, optional=True))
                 for c in f.items("baseline_candidates", optional=True) or []),
-            m=f.get("m", int, optional=True))
+            m=f.get("m", int, optional=True), bf16_baseline=f.get("bf16_baseline", str, optional=True),
+            bf16_baseline_us=f.number("bf16_baseline_us"), bf16_baseline_tflops=f.number("bf16_baseline_tflops"),
+            bf16_ratio=f.number("bf16_ratio"))
 
     def to_dict(self) -> dict[str, Any]:
         """In the harness's layout, NaN as "nan"."""
@@ -385,6 +393,10 @@ class BenchRow:
                    baseline_formulation=self.baseline_formulation, baseline_epilogue=self.baseline_epilogue,
                    baseline_us_passes=[json_number(p) for p in self.baseline_us_passes],
                    baseline_candidates=[c.to_dict() for c in self.baseline_candidates])
+        if self.bf16_baseline is not None:
+            out["bf16_baseline"] = self.bf16_baseline
+            for name in ("bf16_baseline_us", "bf16_baseline_tflops", "bf16_ratio"):
+                out[name] = json_number(getattr(self, name))
         return out
 
 

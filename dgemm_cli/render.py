@@ -486,8 +486,14 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
                    "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c)}
                   for c in bl.calls],
         **({"epilogue": bl.epilogue} if bl.epilogue else {}),
-        **({"alternative": dataclasses.asdict(bl.alternative)} if bl.alternative else {}),
+        **({"alternative": _alternative_ctx(bl.alternative)} if bl.alternative else {}),
     }
+
+
+def _alternative_ctx(alt) -> dict:
+    """The alternative baseline's fields; `includes` only where it has some, so that the other alternatives' plan.json
+    stays as it was."""
+    return {k: v for k, v in dataclasses.asdict(alt).items() if k != "includes" or v}
 
 
 @functools.cache
@@ -516,7 +522,8 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
     }
     out.update(device_headers(k["dg_headers"]))
     if baseline.alternative is not None:  # a header-only baseline beside the harness (e.g. cuBLASLt's epilogues)
-        out[baseline.alternative.header] = (template_dir() / baseline.alternative.header).read_text()
+        for header in (baseline.alternative.header, *baseline.alternative.includes):
+            out[header] = (template_dir() / header).read_text()
     features = frozenset().union(*(p.arch_features for p in plan.kernels))
     digest = hashlib.sha256("".join(out[n] for n in sorted(out)).encode()).hexdigest()
     plan_json = {

@@ -68,6 +68,9 @@
 //     level ("m" says which): us, tflops, gbps, us_stream, us_passes, baseline, baseline_formulation,
 //     baseline_epilogue, baseline_us, baseline_tflops, baseline_us_stream, baseline_us_passes, ratio,
 //     baseline_candidates.
+// An e4m3 problem's bench (whose baseline is cuBLASLt FP8, dg_cublaslt_fp8.cuh) also reports bf16 cuBLASLt on the
+// same shape beside it, never a candidate: "bf16_baseline" (its formulation, or "unavailable: why"),
+// "bf16_baseline_us", "bf16_baseline_tflops" and "bf16_ratio" (bf16_baseline_us / us), per size where m_rows are.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -202,6 +205,9 @@ class DgAltBaseline {
   // One launch on one set of buffers (base pointers by slot, as the kernel under test gets them), enqueued
   // on `stream` and capturable into a CUDA graph (no allocation, no synchronization): "" or the error.
   virtual std::string run(void* const bufs[DG_SLOTS], cudaStream_t stream) = 0;
+  // Another baseline timed beside this one at each size and reported apart, never a candidate: for an e4m3
+  // problem, bf16 cuBLASLt on the same shape ("bf16_baseline_*" in bench's JSON). Prepared after this one.
+  virtual DgAltBaseline* beside() { return nullptr; }
 };
 
 // The kernel's C entry point behind a wrapper that takes the base pointers by slot: the fixed-size API, or
@@ -2134,6 +2140,7 @@ struct DgBenchRow {
   std::vector<DgBaselineCandidate> candidates;
   int best = -1;             // the fastest candidate that ran, -1 if none did
   double flops = 0.0, bytes = 0.0;
+  DgBaselineCandidate beside;   // the alternative's beside() baseline; its formulation empty when there is none
 };
 
 // Work and traffic: the inputs (A, B and the epilogue's views) count the unique elements they read
@@ -2189,6 +2196,20 @@ static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
     dg_json_passes(j, "baseline_us_passes", best.time);
     j.num("ratio", baseline_us / us);
   }
+  if (!r.beside.formulation.empty() || !r.beside.error.empty()) {   // bf16 cuBLASLt beside an e4m3 baseline
+    const DgBaselineCandidate& b = r.beside;
+    if (b.error.empty()) {
+      j.str("bf16_baseline", b.formulation.c_str());
+      j.num("bf16_baseline_us", b.time.graph_us);
+      j.num("bf16_baseline_tflops", r.flops / (b.time.graph_us * 1e-6) / 1e12);
+      j.num("bf16_ratio", b.time.graph_us / us);
+    } else {
+      j.str("bf16_baseline", ("unavailable: " + b.error).c_str());
+      j.null("bf16_baseline_us");
+      j.null("bf16_baseline_tflops");
+      j.null("bf16_ratio");
+    }
+  }
   j.begin_array("baseline_candidates");
   for (const DgBaselineCandidate& c : r.candidates) {
     j.begin();
@@ -2233,6 +2254,20 @@ static std::function<void(int)> dg_time_alternative(DgAltBaseline& alt, const Dg
     cand.time = dg_time(stream, sets.nsets, opt, run_set);
   }
   row.candidates.push_back(cand);
+  if (DgAltBaseline* other = alt.beside()) {   // timed once, after the alternative (which sets its shape)
+    DgBaselineCandidate& b = row.beside;
+    b.error = cand.error.empty() ? other->prepare(at, stream) : "the alternative did not run";
+    if (b.error.empty()) b.error = other->run(bufs, stream);
+    DG_CUDA(cudaStreamSynchronize(stream));
+    b.formulation = other->formulation();
+    if (b.error.empty())
+      b.time = dg_time(stream, sets.nsets, opt, [other, &sets, stream](int i) {
+        void* set_bufs[DG_SLOTS];
+        sets.bases(i, set_bufs);
+        const std::string e = other->run(set_bufs, stream);
+        if (!e.empty()) dg_die(4, "bf16 baseline: " + e);
+      });
+  }
   return run_set;
 }
 

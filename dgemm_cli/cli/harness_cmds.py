@@ -235,6 +235,10 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
         if r.row.baseline_formulation:
             click.echo(f"{'':<24} baseline formulation: {r.row.baseline_formulation}"
                        + (f", then {r.row.baseline_epilogue}" if r.row.baseline_epilogue else ""))
+        if r.row.bf16_baseline is not None:  # an e4m3 kernel: what the user would run without FP8
+            click.echo(f"{'':<24} bf16 cuBLASLt on the same shape: {fmt(r.row.bf16_baseline_us)} µs, "
+                       f"{fmt(r.row.bf16_baseline_tflops)} TFLOP/s, ratio {fmt(r.row.bf16_ratio)} "
+                       f"({r.row.bf16_baseline})")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)

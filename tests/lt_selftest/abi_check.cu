@@ -1,4 +1,4 @@
-// abi_check.cu -- compile-only: the values and types dg_cublaslt.cuh declares for itself, against a real
+// abi_check.cu -- compile-only: the values and types dg_cublaslt.cuh and dg_cublaslt_fp8.cuh declare for themselves, against a real
 // cublasLt.h (nvcc -std=c++17 -c tests/lt_selftest/abi_check.cu -I templates -I <cuBLAS include dir>).
 // Nothing needs it to build; it keeps the copies honest (tests/test_baseline_lt.py runs it where the
 // nvidia-cublas wheel's headers are installed).
@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "dg_cublaslt.cuh"
+#include "dg_cublaslt_fp8.cuh"
 
 namespace abi = dg_lt_abi;
 
@@ -37,6 +38,19 @@ DG_SAME(DG_LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
 DG_SAME(DG_LT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS);
 DG_SAME(DG_LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
 DG_SAME(DG_LT_EPILOGUE_GELU_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS);
+// dg_cublaslt_fp8.cuh: the scale modes, which cublasLt.h has from cuBLAS 12.9 on.
+#if CUBLAS_VERSION >= 120900
+DG_SAME(dg_lt_fp8_abi::R_8F_E4M3, CUDA_R_8F_E4M3);
+DG_SAME(dg_lt_fp8_abi::DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER);
+DG_SAME(dg_lt_fp8_abi::DESC_B_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER);
+DG_SAME(dg_lt_fp8_abi::DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_A_SCALE_MODE);
+DG_SAME(dg_lt_fp8_abi::DESC_B_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE);
+DG_SAME(DG_LT_FP8_SCALAR, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+DG_SAME(DG_LT_FP8_OUTER_VEC, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
+DG_SAME(DG_LT_FP8_VEC128, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F);
+DG_SAME(DG_LT_FP8_BLK128x128, CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F);
+static_assert(sizeof(cublasLtMatmulMatrixScale_t) == sizeof(int32_t), "the scale modes are set as int32_t");
+#endif
 
 static_assert(sizeof(abi::Algo) == sizeof(cublasLtMatmulAlgo_t), "cublasLtMatmulAlgo_t");
 static_assert(sizeof(abi::HeuristicResult) == sizeof(cublasLtMatmulHeuristicResult_t) &&
