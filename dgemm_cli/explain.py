@@ -131,6 +131,9 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
 def _baseline_lines(views) -> list[str]:
     bl = plan_baseline(views)
     out = ["", f"## Baseline for bench: {bl.kind} ({bl.why})"]
+    if bl.alternative is not None:
+        lead = "timed beside it, the faster is the baseline" if bl.available else "the baseline instead"
+        out.append(f"  {lead}: {bl.alternative.why}")
     for call in bl.calls:
         out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}"
                    + (f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""))
