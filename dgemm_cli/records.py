@@ -241,16 +241,18 @@ class VerifyCase:
     rel_err: float | None
     first_fail: Mapping[str, Any] | None
     repeat_differed: int = 0
+    calc_diff: float | None = None  # DeepGEMM's 1 - 2 sum(xy) / sum(x^2 + y^2); None in reports that predate it
 
     @classmethod
     def from_fields(cls, f: _Fields) -> VerifyCase:
         return cls(f.get("m", int), f.get("passed", bool), f.number("max_abs_err"), f.number("rel_err"),
-                   f.get("first_fail", dict, optional=True), f.get("repeat_differed", int, optional=True, default=0))
+                   f.get("first_fail", dict, optional=True), f.get("repeat_differed", int, optional=True, default=0),
+                   f.number("calc_diff"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"m": self.m, "passed": self.passed, "max_abs_err": json_number(self.max_abs_err),
-                "rel_err": json_number(self.rel_err), "first_fail": self.first_fail,
-                "repeat_differed": self.repeat_differed}
+                "rel_err": json_number(self.rel_err), "calc_diff": json_number(self.calc_diff),
+                "first_fail": self.first_fail, "repeat_differed": self.repeat_differed}
 
 
 @dataclass(frozen=True)
@@ -293,6 +295,8 @@ class VerifyReport:
     m_cases: tuple[VerifyCase, ...] | None = None  # one a run-time size; None for a fixed-size kernel
     epilogue: tuple[str, ...] | None = None
     output: str | None = None
+    # DeepGEMM's 1 - 2 sum(xy) / sum(x^2 + y^2), the worst case's; None in reports that predate it.
+    calc_diff: float | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the whole report, for --json
 
     @classmethod
@@ -319,7 +323,8 @@ class VerifyReport:
             api_m_probes=tuple(SizeProbe(p.get("m", int), p.get("rejected", bool))
                                for p in f.items("api_m_probes", optional=True) or []),
             m_cases=tuple(VerifyCase.from_fields(c) for c in cases) if cases is not None else None,
-            epilogue=f.strings("epilogue", optional=True), output=f.get("output", str, optional=True), raw=f.data)
+            epilogue=f.strings("epilogue", optional=True), output=f.get("output", str, optional=True),
+            calc_diff=f.number("calc_diff"), raw=f.data)
 
 
 @dataclass(frozen=True)

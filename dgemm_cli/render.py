@@ -47,7 +47,11 @@ CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "e4m3": "__n
 INCLUDES = {"f16": "cuda_fp16.h", "bf16": "cuda_bf16.h", "e4m3": "cuda_fp8.h"}
 HARNESS_DTYPE = {"f32": "DG_F32", "f16": "DG_F16", "bf16": "DG_BF16", "e4m3": "DG_E4M3"}
 HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
-TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "e4m3": 2**-9}
+# verify's relative Frobenius tolerance of a problem with e4m3 inputs (their scales applied, f32 accumulation);
+# a placeholder until the FP8 kernels' GPU measurement sets it.
+E4M3_TOLERANCE = 2.0**-9
+# verify's relative Frobenius tolerance by dtype; a problem's is the largest over its buffers.
+TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "e4m3": E4M3_TOLERANCE}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
 
@@ -418,8 +422,9 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
 
 
 # dg_harness.cuh's slots: every per-operand array of its DgProblem has one entry each, in the C API's order.
-HARNESS_SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")
+HARNESS_SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual", "A_scales", "B_scales")
 HARNESS_SLOT = {x: f"DG_{x.upper()}" for x in HARNESS_SLOTS}
+HARNESS_SCALE_SLOTS = HARNESS_SLOTS[-2:]  # the scales of e4m3 inputs, A's then B's: DgDim's `block` has one each
 HARNESS_STEP = {"bias": "DG_STEP_BIAS", "scale": "DG_STEP_SCALE", "residual": "DG_STEP_RESIDUAL",
                 "activation": "DG_STEP_ACTIVATION", "clamp": "DG_STEP_CLAMP"}
 HARNESS_MAX_STEPS = 16  # DG_MAX_STEPS
@@ -427,18 +432,22 @@ HARNESS_MAX_STEPS = 16  # DG_MAX_STEPS
 
 def _harness_ctx(spec: Spec) -> dict:
     """kProblem's tables (templates/harness.cu.j2, dg_harness.cuh's DgProblem): per letter its stride in every
-    slot, per slot presence, offset, span, dtype and align (zeros for a slot the spec lacks), the epilogue's
-    steps, and `pointers`, how the launch wrapper passes the slots to the entry point."""
+    slot (a scale slot's per block) and, with e4m3 inputs, its block in each scale slot; per slot presence,
+    offset, span, dtype and align (zeros for a slot the spec lacks), the epilogue's steps, and `pointers`, how
+    the launch wrapper passes the slots to the entry point."""
     # C's letters, then every summed one: those of A, then those only B has (summed in B only).
     letters = list(spec.C.letters) + [x for x in spec.sizes if x not in spec.C.letters]
-    views = {op.name: op for op in (*spec.operands, *spec.extra_operands)}
+    views = {op.name: op for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)}
     slots = [views.get(x) for x in HARNESS_SLOTS]
+    scales = {sc.view.name: sc for sc in spec.scales}
     dims = []
     for x in letters:
         strides = [op.stride_of(x) if op is not None and x in op.letters else 0 for op in slots]
-        # strides: A, B, C (the product's); extra_strides: D, bias, scale, residual.
+        # strides: A, B, C (the product's); extra_strides: D, bias, scale, residual; scale_strides: A_scales,
+        # B_scales (per block). blocks: how many indices of x one scale covers, 0 where the input lacks x.
         dims.append({"letter": x, "role": HARNESS_ROLE[role_of(x, spec)], "size": spec.sizes[x],
-                     "strides": strides[:3], "extra_strides": strides[3:]})
+                     "strides": strides[:3], "extra_strides": strides[3:7], "scale_strides": strides[7:],
+                     "blocks": [dict(scales[s].blocks).get(x, 0) if s in scales else 0 for s in HARNESS_SCALE_SLOTS]})
     if len(spec.epilogue) > HARNESS_MAX_STEPS:
         raise SpecError(spec.source, "epilogue", f"{len(spec.epilogue)} steps; verify's harness holds at most "
                         f"{HARNESS_MAX_STEPS}", "merge neighbouring clamps into one, and drop repeated activations")
@@ -460,6 +469,7 @@ def _harness_ctx(spec: Spec) -> dict:
                 for op in present]
     return {
         "dims": dims, "nc": len(spec.C.letters), "output": spec.output.name, "pointers": pointers,
+        "scales": bool(spec.scales),  # DgDim's blocks are rendered only then (zero-filled otherwise)
         # The tables list the slots up to the last present one; C++ zero-fills the rest (absent slots).
         "nslots": max(HARNESS_SLOTS.index(op.name) for op in present) + 1,
         "present": [int(op is not None) for op in slots],

@@ -6,12 +6,14 @@
 // only: cuBLAS is dlopen'ed at run time, so the harness builds and runs without it).
 //
 // Slots: the buffers a problem may have, in the C API's order: A, B, C, then D (the output view, when it
-// is not C), bias, scale and residual (DG_A .. DG_RESIDUAL). Every per-operand array below has one entry a
+// is not C), bias, scale and residual (DG_A .. DG_RESIDUAL), then A_scales and B_scales, the f32 scales of e4m3
+// inputs (present exactly when A, respectively B, is e4m3). Every per-operand array below has one entry a
 // slot; a slot the problem lacks has present 0 and zero strides, offset, span, dtype and align.
 //
 // Aggregate-initializer field order (Python renders these positionally -- keep in sync). The fields
 // after `|` describe a run-time size; a fixed-size problem leaves them out (zero):
-//   DgDim         { letter, role, size, {stride per slot: A, B, C, D, bias, scale, residual} }
+//   DgDim         { letter, role, size, {stride per slot: A, B, C, D, bias, scale, residual, A_scales, B_scales},
+//                   {block: A_scales, B_scales} }      (a problem without scales leaves the blocks out: zero)
 //   DgStep        { text, kind, activation, lo, hi }
 //   DgProblem     { name, arch, ndims, {DgDim...}, nc, {present per slot}, {offset per slot}, {span per slot},
 //                   {dtype per slot}, {align per slot}, alpha, beta, tol, nsteps, {DgStep...} | run_time_letter,
@@ -23,8 +25,10 @@
 //                   epilogue }      (out: the GEMM's output, D when the problem has one, else C)
 //
 // Pointer convention: `launch` receives the BASE pointers of the buffers, indexed by slot (nullptr for a
-// slot the problem lacks); the kernel applies DgProblem::offset itself, exactly as the element-address
-// formula below says. `align` is what the caller promises for those base pointers.
+// slot the problem lacks), and passes them in the entry point's order: A, B, C, [D], [bias], [scale], [residual],
+// [A_scales, B_scales], [m], alpha, beta, stream. The kernel applies DgProblem::offset itself (the scales'
+// too), exactly as the element-address formula below says. `align` is what the caller promises for those base
+// pointers.
 //
 // Run-time size: a problem may size one of C's row letters (role M, not in B) at run time, m in
 // [run_time_lo, its size]: the dims, spans and kBaseline describe the largest m, and `launch` then
@@ -34,13 +38,17 @@
 //
 // Semantics checked, for each element c of the output's letters (C's):
 //   t = alpha * sum over the K letters of A[..] * B[..] + beta * C_old[c]   (C not read at all when beta == 0)
+// and with e4m3 inputs each factor times its scale: A[..] * A_scales[..] and B[..] * B_scales[..], both in double
+// (docs/design/fp8.md: sa[m / bm, k / bk] for DeepGEMM's blocks)
 // then each step in order: bias: t += bias[c]; scale: t *= scale[c]; residual: t += residual[c];
 // activation: t = f(t) (docs/design/epilogue.md's formulas; relu(t) = t < 0 ? 0 : t); clamp: t = t < lo ? lo :
 // (t > hi ? hi : t) -- NaN stays NaN through every one. t is written to D[c] when the problem has D (C is
 // then only read, and may be null when beta == 0), else to C[c]. The element address of slot X for a
 // full letter assignment idx is
 //   offset[X] + sum_d idx_d * dims[d].stride[X],
-// so a bias or scale (stride 0 on the letters it lacks) is broadcast over those.
+// so a bias or scale (stride 0 on the letters it lacks) is broadcast over those; a scale slot's is
+//   offset[X] + sum_d (idx_d / dims[d].block[X - DG_A_SCALES]) * dims[d].stride[X]   (a block of 0 reads as 1),
+// its strides per block, and its element of A (or B) the one of the block holding the element's indices.
 //
 // Command line (exactly one JSON object on stdout, always; diagnostics on stderr):
 //   <harness> verify [--seeds 1,2,3] [--samples 256] [--repeat 0] [--m LIST]    exit 0 pass, 1 fail
@@ -55,6 +63,12 @@
 //     candidate's "us_passes"). With --baseline 0 ours runs once.
 //   exit 2 bad command line, 3 no CUDA GPU, 4 any CUDA error (or an inconsistent kProblem/kBaseline).
 // Non-finite numbers are written as the strings "nan", "inf" and "-inf" (Python's float() reads them).
+// verify reports for every case (each of "runs"), each run-time size ("m_cases") and at the top level (the worst)
+// "max_abs_err", "rel_err" (||kernel - reference|| / ||reference||, Frobenius) and "calc_diff", DeepGEMM's
+// metric 1 - 2 sum(x y) / sum(x^2 + y^2) over the output (x the kernel's, y the reference's; elements whose
+// reference is NaN left out, as from the norms). A case passes when every element is within its bound and rel_err
+// within tol (or the sum's float32 evaluation bound); with e4m3 inputs also only when calc_diff < 1e-3
+// (kDgFp8MaxCalcDiff), so never with NaN.
 // Both commands report "output" ("C" or "D") and "epilogue" (the steps as text, e.g. ["bias[n]", "gelu_tanh"]);
 // bench reports "baseline_epilogue": how the baseline applied the epilogue ("elementwise": the harness's
 // kernel after cuBLAS; an alternative's name when that was faster; null without one).
@@ -62,8 +76,9 @@
 // A problem with a run-time size reports everything a fixed-size one does, plus
 //   "dynamic": {"letter", "lo", "hi"}, and each run and first_fail names its "m";
 //   verify: "api_m_rejected" (every size outside [lo, hi] was refused), "api_m_probes": [{"m", "rejected"}],
-//     "m_cases": [{"m", "passed", "max_abs_err", "rel_err", "first_fail", "repeat_differed"}]; the top-level
-//     passed is the AND of all of it, max_abs_err / rel_err the worst size's, repeat_differed the sum;
+//     "m_cases": [{"m", "passed", "max_abs_err", "rel_err", "calc_diff", "first_fail", "repeat_differed"}]; the
+//     top-level passed is the AND of all of it, max_abs_err / rel_err / calc_diff the worst size's, repeat_differed
+//     the sum;
 //   bench: "m_rows": [{"m", and the per-size fields below}], with the largest size's row also at the top
 //     level ("m" says which): us, tflops, gbps, us_stream, us_passes, baseline, baseline_formulation,
 //     baseline_epilogue, baseline_us, baseline_tflops, baseline_us_stream, baseline_us_passes, ratio,
@@ -75,6 +90,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -98,11 +114,17 @@
 // The reports' layout (records.py: HARNESS_SCHEMA_VERSION): a change a reader must know of raises it.
 #define DG_REPORT_SCHEMA_VERSION 1
 #define DG_MAX_STEPS 16
-enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2 };
+enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2, DG_E4M3 = 3 };
 enum { DG_BATCH = 0, DG_M = 1, DG_N = 2, DG_K = 3 };
 // The slots, in the C API's order.
-enum { DG_A = 0, DG_B = 1, DG_C = 2, DG_D = 3, DG_BIAS = 4, DG_SCALE = 5, DG_RESIDUAL = 6, DG_SLOTS = 7 };
-static const char* const kDgSlotNames[DG_SLOTS] = {"A", "B", "C", "D", "bias", "scale", "residual"};
+enum {
+  DG_A = 0, DG_B = 1, DG_C = 2, DG_D = 3, DG_BIAS = 4, DG_SCALE = 5, DG_RESIDUAL = 6, DG_A_SCALES = 7, DG_B_SCALES = 8,
+  DG_SLOTS = 9
+};
+static const char* const kDgSlotNames[DG_SLOTS] = {"A", "B", "C", "D", "bias", "scale", "residual", "A_scales",
+                                                   "B_scales"};
+// The scale slots: A_scales scales A, B_scales B; DgDim::block's index of scale slot x is x - DG_A_SCALES.
+__host__ __device__ inline bool dg_is_scale_slot(int x) { return x == DG_A_SCALES || x == DG_B_SCALES; }
 enum { DG_STEP_BIAS = 0, DG_STEP_SCALE = 1, DG_STEP_RESIDUAL = 2, DG_STEP_ACTIVATION = 3, DG_STEP_CLAMP = 4 };
 enum { DG_RELU = 1, DG_GELU_TANH = 2, DG_GELU_ERF = 3, DG_SILU = 4, DG_SIGMOID = 5, DG_TANH = 6 };
 
@@ -111,7 +133,23 @@ struct DgDim {
   int role;                 // DG_BATCH, DG_M, DG_N or DG_K
   long long size;
   long long stride[DG_SLOTS];   // element stride of this letter in each slot; 0 where the slot has no such letter (or broadcasts it)
+  // How many consecutive indices of this letter one scale covers, in A_scales and B_scales (0 reads as 1): the
+  // scale slot's index along the letter is index / block, and its stride is per block.
+  long long block[2];
 };
+
+// The block of `dim` in slot x: 1 for every slot but the scale slots, and for a scale slot's block 0.
+__host__ __device__ inline long long dg_block(const DgDim& dim, int x) {
+  if (!dg_is_scale_slot(x)) return 1;
+  const long long b = dim.block[x - DG_A_SCALES];
+  return b > 0 ? b : 1;
+}
+
+// How many distinct indices slot x has along `dim`: the size, or for a scale slot the number of blocks.
+__host__ __device__ inline long long dg_extent(const DgDim& dim, int x) {
+  const long long b = dg_block(dim, x);
+  return (dim.size + b - 1) / b;
+}
 
 // One epilogue step. The bias / scale / residual steps read their slot's view.
 struct DgStep {
@@ -130,7 +168,7 @@ struct DgProblem {
   int present[DG_SLOTS];     // 1: the problem has this buffer (A, B and C always)
   long long offset[DG_SLOTS];   // element offset of each view into its buffer
   long long span[DG_SLOTS];  // elements each buffer must hold: offset + max reachable index + 1
-  int dtype[DG_SLOTS];       // DG_F32 / DG_F16 / DG_BF16
+  int dtype[DG_SLOTS];       // DG_F32 / DG_F16 / DG_BF16; DG_E4M3 for A and B (then their scale slots are present)
   int align[DG_SLOTS];       // bytes the caller promises for each base pointer (power of two, >= element size)
   float alpha, beta;         // the spec's values
   double tol;                // relative Frobenius tolerance
@@ -145,6 +183,9 @@ struct DgProblem {
 
 // The slot the kernel writes: D when the problem has one, else C.
 __host__ __device__ inline int dg_out_slot(const DgProblem& p) { return p.present[DG_D] ? DG_D : DG_C; }
+
+// Whether the problem's inputs are e4m3 (with their scales).
+inline bool dg_fp8_inputs(const DgProblem& p) { return p.dtype[DG_A] == DG_E4M3 || p.dtype[DG_B] == DG_E4M3; }
 
 struct DgStridedView {       // an operand's view, in the order of its dense row-major temp (e.g. batch, rows, cols)
   int ndims;
@@ -354,20 +395,23 @@ static std::string dg_format(const char* fmt, ...) {
 // Element access and reproducible random values (shared by host and device code)
 // ------------------------------------------------------------------------------------------------
 
-__host__ __device__ inline int dg_elem_size(int dtype) { return dtype == DG_F32 ? 4 : 2; }
+__host__ __device__ inline int dg_elem_size(int dtype) { return dtype == DG_F32 ? 4 : dtype == DG_E4M3 ? 1 : 2; }
 
 __host__ __device__ inline double dg_load(const void* buf, int dtype, long long i) {
   switch (dtype) {
     case DG_F16: return __half2float(static_cast<const __half*>(buf)[i]);
     case DG_BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(buf)[i]);
+    case DG_E4M3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(buf)[i]);
     default: return static_cast<const float*>(buf)[i];
   }
 }
 
+// Rounded to nearest even; an e4m3 store saturates to +-448 (e4m3 has no infinity), NaN stays NaN.
 __host__ __device__ inline void dg_store(void* buf, int dtype, long long i, float v) {
   switch (dtype) {
     case DG_F16: static_cast<__half*>(buf)[i] = __float2half_rn(v); break;
     case DG_BF16: static_cast<__nv_bfloat16*>(buf)[i] = __float2bfloat16_rn(v); break;
+    case DG_E4M3: static_cast<__nv_fp8_e4m3*>(buf)[i] = __nv_fp8_e4m3(v); break;
     default: static_cast<float*>(buf)[i] = v; break;
   }
 }
@@ -382,7 +426,7 @@ __host__ __device__ inline unsigned long long dg_mix64(unsigned long long z) {
 // Independent random streams under one seed: what each stream fills.
 enum {
   DG_RNG_A = 0, DG_RNG_B = 1, DG_RNG_C = 2, DG_RNG_SAMPLES = 3, DG_RNG_SIZES = 4,
-  DG_RNG_BIAS = 5, DG_RNG_SCALE = 6, DG_RNG_RESIDUAL = 7, DG_RNG_NAN = 8,
+  DG_RNG_BIAS = 5, DG_RNG_SCALE = 6, DG_RNG_RESIDUAL = 7, DG_RNG_NAN = 8, DG_RNG_A_SCALES = 9, DG_RNG_B_SCALES = 10,
 };
 
 // Element i of a splitmix64 sequence whose starting state depends on (seed, stream): any element is
@@ -397,6 +441,40 @@ __host__ __device__ inline unsigned long long dg_random_bits(unsigned long long 
 __host__ __device__ inline float dg_uniform(unsigned long long bits) {
   const long long odd = static_cast<long long>(bits >> 40) * 2 + 1 - (1LL << 24);
   return static_cast<float>(odd) * (1.0f / 16777216.0f);
+}
+
+// e4m3 (e4m3fn): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinity, NaN is S.1111.111 (0x7F, 0xFF), the
+// largest finite 448 (0x7E), subnormals below 2^-6.
+__host__ __device__ inline bool dg_e4m3_is_nan(unsigned bits) { return (bits & 0x7Fu) == 0x7Fu; }
+
+// How random e4m3 data is drawn: 1 element in kDgE4m3WideOneIn is a bit pattern uniform over the 254 finite ones
+// (values near 448 and subnormals included), the others are dg_uniform rounded to e4m3. Never NaN.
+constexpr unsigned kDgE4m3WideOneIn = 16;
+__host__ __device__ inline unsigned dg_random_e4m3_bits(unsigned long long bits, float amplitude) {
+  if ((bits & (kDgE4m3WideOneIn - 1)) == 0) {
+    const unsigned r = static_cast<unsigned>((bits >> 8) % 254u);   // 0..253 -> 0x00..0x7E, 0x80..0xFE
+    return r < 0x7Fu ? r : r + 1u;
+  }
+  return __nv_cvt_float_to_fp8(amplitude * dg_uniform(bits), __NV_SATFINITE, __NV_E4M3);
+}
+
+// A random scale: positive and of varied magnitude, 1.m * 2^e with 23 random mantissa bits and e uniform in -4..3,
+// so in [2^-4, 2^4). Built from its bits, so host and device draw the same float.
+__host__ __device__ inline float dg_random_scale(unsigned long long bits) {
+  const unsigned exponent = 127u - 4u + static_cast<unsigned>(bits & 7u);
+  const unsigned word = (exponent << 23) | static_cast<unsigned>((bits >> 41) & 0x7FFFFFu);
+  float v;
+  memcpy(&v, &word, sizeof v);
+  return v;
+}
+
+// Element i of a buffer filled at random: scales (a scale slot's) by dg_random_scale, e4m3 by dg_random_e4m3_bits,
+// the other types uniform in (-amplitude, amplitude) rounded to the dtype. Host and device fills both go through it.
+__host__ __device__ inline void dg_store_random(void* buf, int dtype, bool scales, long long i, unsigned long long bits,
+                                                float amplitude) {
+  if (scales) dg_store(buf, dtype, i, dg_random_scale(bits));
+  else if (dtype == DG_E4M3) static_cast<unsigned char*>(buf)[i] = static_cast<unsigned char>(dg_random_e4m3_bits(bits, amplitude));
+  else dg_store(buf, dtype, i, amplitude * dg_uniform(bits));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -428,14 +506,16 @@ __host__ __device__ inline double dg_activation_slope(int activation) {
 }
 
 // Each slot's element address for element o (dense row-major over C's letters) of the output's letters:
-// offset + sum over C's letters of index * stride. For A and B only the C-letter part (the summed letters
-// are walked on top of it). C's letters' indices go to idx[0..nc) when asked for.
+// offset + sum over C's letters of index * stride, with index / block for a scale slot. For A, B and their
+// scales only the C-letter part (the summed letters are walked on top of it). C's letters' indices go to
+// idx[0..nc) when asked for.
 __host__ __device__ inline void dg_output_addresses(const DgProblem& p, long long o, long long* at, long long* idx) {
   for (int x = 0; x < DG_SLOTS; ++x) at[x] = p.offset[x];
   for (int d = p.nc - 1; d >= 0; --d) {
-    const long long i = o % p.dims[d].size;
-    o /= p.dims[d].size;
-    for (int x = 0; x < DG_SLOTS; ++x) at[x] += i * p.dims[d].stride[x];
+    const DgDim& dim = p.dims[d];
+    const long long i = o % dim.size;
+    o /= dim.size;
+    for (int x = 0; x < DG_SLOTS; ++x) at[x] += (dg_is_scale_slot(x) ? i / dg_block(dim, x) : i) * dim.stride[x];
     if (idx) idx[d] = i;
   }
 }
@@ -493,9 +573,10 @@ __device__ inline long long dg_thread_stride() {
   return static_cast<long long>(gridDim.x) * blockDim.x;
 }
 
-__global__ void dg_fill_random_kernel(void* buf, int dtype, long long n, unsigned long long seed, int stream) {
+__global__ void dg_fill_random_kernel(void* buf, int dtype, bool scales, long long n, unsigned long long seed,
+                                      int stream) {
   for (long long i = dg_thread_index(); i < n; i += dg_thread_stride())
-    dg_store(buf, dtype, i, dg_uniform(dg_random_bits(seed, stream, i)));
+    dg_store_random(buf, dtype, scales, i, dg_random_bits(seed, stream, i), 1.0f);
 }
 
 // verify launches the kernel under test right behind a kernel that writes every one of its buffers, as an
@@ -550,50 +631,88 @@ struct DgBuffers {
   const void* ptr[DG_SLOTS];
 };
 
-// The reference: one thread per run of consecutive terms of one output element, output elements in dense
-// row-major order of C's letters. It deliberately knows nothing of tiles: it walks the original strides of
-// DgProblem, the summed letters as an odometer (last letter fastest), accumulating in double. Products of
-// two f32/f16/bf16 values are exact in double, so only the additions round. An output's sum is cut into
-// `chunks` runs only when there are too few outputs to fill the GPU (a full reduction has one output and
+// The terms t0 .. t1 - 1 (flat indices over the summed letters, last letter fastest) of output element o, added
+// in order in double: *sum gets their sum, *sum_abs the sum of their magnitudes. The summed letters are walked
+// as an odometer over the ORIGINAL strides of DgProblem, for A, B and (kScaled) A_scales and B_scales, each of
+// whose addresses moves by its stride when the letter's index enters a new block. A term is a * b, or with
+// scales (a * sa) * (b * sb): a product of two f32/f16/bf16 values is exact in double, a scaled term rounds once
+// (2^-53).
+template <bool kScaled>
+__host__ __device__ inline void dg_reference_run(const DgProblem& p, const void* const* bufs, long long o, long long t0,
+                                                 long long t1, double* sum, double* sum_abs) {
+  // The walked slots: A, B, then (kScaled) A_scales and B_scales; an absent one has stride 0 and is not read.
+  const int kWalked = kScaled ? 4 : 2;
+  const int slot[4] = {DG_A, DG_B, DG_A_SCALES, DG_B_SCALES};
+  long long at[DG_SLOTS];
+  dg_output_addresses(p, o, at, nullptr);
+  long long addr[4], kidx[DG_MAX_DIMS] = {};
+  long long left[DG_MAX_DIMS][2] = {};   // a scale slot's indices of the letter left in its block, this one included
+  for (int w = 0; w < kWalked; ++w) addr[w] = at[slot[w]];
+  long long rest = t0;  // the odometer starts at flat index t0
+  for (int d = p.ndims - 1; d >= p.nc; --d) {
+    const DgDim& dim = p.dims[d];
+    kidx[d] = rest % dim.size;
+    rest /= dim.size;
+    addr[0] += kidx[d] * dim.stride[DG_A];
+    addr[1] += kidx[d] * dim.stride[DG_B];
+    for (int w = 2; w < kWalked; ++w) {
+      const long long block = dg_block(dim, slot[w]);
+      addr[w] += kidx[d] / block * dim.stride[slot[w]];
+      left[d][w - 2] = block - kidx[d] % block;
+    }
+  }
+  const bool sa = kScaled && p.present[DG_A_SCALES], sb = kScaled && p.present[DG_B_SCALES];
+  double acc = 0.0, abs_acc = 0.0;
+  for (long long t = t0; t < t1; ++t) {
+    double a = dg_load(bufs[DG_A], p.dtype[DG_A], addr[0]), b = dg_load(bufs[DG_B], p.dtype[DG_B], addr[1]);
+    if (sa) a *= dg_load(bufs[DG_A_SCALES], p.dtype[DG_A_SCALES], addr[2]);
+    if (sb) b *= dg_load(bufs[DG_B_SCALES], p.dtype[DG_B_SCALES], addr[3]);
+    const double term = a * b;
+    acc += term;
+    abs_acc += fabs(term);
+    for (int d = p.ndims - 1; d >= p.nc; --d) {
+      const DgDim& dim = p.dims[d];
+      addr[0] += dim.stride[DG_A];
+      addr[1] += dim.stride[DG_B];
+      for (int w = 2; w < kWalked; ++w) {   // a scale's address moves when the index enters its next block
+        if (--left[d][w - 2] > 0) continue;
+        left[d][w - 2] = dg_block(dim, slot[w]);
+        addr[w] += dim.stride[slot[w]];
+      }
+      if (++kidx[d] < dim.size) break;
+      // Back to index 0: A and B moved size times, a scale once a block entered (size / block times).
+      addr[0] -= dim.size * dim.stride[DG_A];
+      addr[1] -= dim.size * dim.stride[DG_B];
+      for (int w = 2; w < kWalked; ++w) {
+        const long long block = dg_block(dim, slot[w]);
+        addr[w] -= dim.size / block * dim.stride[slot[w]];
+        left[d][w - 2] = block;
+      }
+      kidx[d] = 0;
+    }
+  }
+  *sum = acc;
+  *sum_abs = abs_acc;
+}
+
+// The reference: one thread per run of consecutive terms of one output element (dg_reference_run), output
+// elements in dense row-major order of C's letters. It deliberately knows nothing of tiles. An output's sum is
+// cut into `chunks` runs only when there are too few outputs to fill the GPU (a full reduction has one output and
 // millions of terms, which one thread would walk for seconds); dg_reference_sum_kernel adds the runs in
 // their order. With chunks = 1 each thread walks one whole output.
 __global__ void dg_reference_terms_kernel(DgProblem p, DgBuffers in, double* part, double* part_abs, long long count,
                                           long long k_terms, long long chunks) {
+  const bool scaled = p.present[DG_A_SCALES] || p.present[DG_B_SCALES];
   for (long long w = dg_thread_index(); w < count * chunks; w += dg_thread_stride()) {
     const long long o = w / chunks, c = w % chunks;
     const long long t0 = c * k_terms / chunks, t1 = (c + 1) * k_terms / chunks;
-    long long at[DG_SLOTS];
-    dg_output_addresses(p, o, at, nullptr);
-    long long a = at[DG_A], b = at[DG_B];
-    long long kidx[DG_MAX_DIMS] = {};
-    long long rest = t0;  // the odometer starts at flat index t0
-    for (int d = p.ndims - 1; d >= p.nc; --d) {
-      kidx[d] = rest % p.dims[d].size;
-      rest /= p.dims[d].size;
-      a += kidx[d] * p.dims[d].stride[DG_A];
-      b += kidx[d] * p.dims[d].stride[DG_B];
-    }
-    double acc = 0.0, abs_acc = 0.0;
-    for (long long t = t0; t < t1; ++t) {
-      const double term = dg_load(in.ptr[DG_A], p.dtype[DG_A], a) * dg_load(in.ptr[DG_B], p.dtype[DG_B], b);
-      acc += term;
-      abs_acc += fabs(term);
-      for (int d = p.ndims - 1; d >= p.nc; --d) {
-        a += p.dims[d].stride[DG_A];
-        b += p.dims[d].stride[DG_B];
-        if (++kidx[d] < p.dims[d].size) break;
-        a -= p.dims[d].size * p.dims[d].stride[DG_A];
-        b -= p.dims[d].size * p.dims[d].stride[DG_B];
-        kidx[d] = 0;
-      }
-    }
-    part[w] = acc;
-    part_abs[w] = abs_acc;
+    if (scaled) dg_reference_run<true>(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
+    else dg_reference_run<false>(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
   }
 }
 
 // The runs of each output added in order, then beta * C_old and the epilogue. C_old is read only when
-// beta != 0, so C's NaN poison cannot leak in. mag[o] = |alpha| * sum |a*b| (+ |beta * C_old|), through the
+// beta != 0, so C's NaN poison cannot leak in. mag[o] = |alpha| * sum |term| (+ |beta * C_old|), through the
 // epilogue's steps: the scale a float32 evaluation's rounding error is relative to, whatever the
 // cancellation in the sum. With chunks = 1, part and ref may be one buffer (each thread reads its own
 // element before it writes it).
@@ -1041,34 +1160,50 @@ static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
     if ((d >= p.nc) != (dim.role == DG_K))
       dg_die(4, dg_format("invalid problem: letter '%c' is %s C's letters but has role %d", dim.letter,
                           d < p.nc ? "among" : "after", dim.role));
-    for (int x = DG_C; x < DG_SLOTS; ++x)   // the output and the epilogue's views have C's letters only
+    for (int x = DG_C; x <= DG_RESIDUAL; ++x)   // the output and the epilogue's views have C's letters only
       if (d >= p.nc && dim.stride[x] != 0)
         dg_die(4, dg_format("invalid problem: summed letter '%c' has a stride in %s", dim.letter, kDgSlotNames[x]));
     for (int x = 0; x < DG_SLOTS; ++x)
       if (!p.present[x] && dim.stride[x] != 0)
         dg_die(4, dg_format("invalid problem: letter '%c' has a stride in absent slot %s", dim.letter, kDgSlotNames[x]));
+    for (int x = DG_A_SCALES; x <= DG_B_SCALES; ++x) {
+      const long long block = dim.block[x - DG_A_SCALES];
+      if (block < 0 || (block > 0 && !p.present[x]))
+        dg_die(4, dg_format("invalid problem: letter '%c' has block %lld in %s slot %s", dim.letter, block,
+                            p.present[x] ? "scale" : "absent", kDgSlotNames[x]));
+    }
   }
   long long total = 1;
   for (int d = 0; d < p.ndims; ++d)
     if (__builtin_mul_overflow(total, p.dims[d].size, &total)) dg_die(4, "invalid problem: size product overflows");
   if (bl.available && (bl.ncalls < 1 || bl.ncalls > DG_MAX_CALLS))
     dg_die(4, dg_format("invalid baseline: %d calls", bl.ncalls));
+  if (bl.available && dg_fp8_inputs(p)) dg_die(4, "invalid baseline: cublasGemmEx has no e4m3 inputs");
   for (int x = 0; x < DG_SLOTS; ++x) {
     const char* name = kDgSlotNames[x];
     if (!p.present[x]) {
       if (p.span[x] != 0 || p.offset[x] != 0) dg_die(4, dg_format("invalid problem: absent slot %s has a buffer", name));
       continue;
     }
-    if (p.dtype[x] < DG_F32 || p.dtype[x] > DG_BF16)
+    // e4m3 is an input type (A and B), with f32 scales; every other slot is f32, f16 or bf16.
+    const bool e4m3_ok = x == DG_A || x == DG_B;
+    if (p.dtype[x] < DG_F32 || p.dtype[x] > (e4m3_ok ? DG_E4M3 : DG_BF16) || (dg_is_scale_slot(x) && p.dtype[x] != DG_F32))
       dg_die(4, dg_format("invalid problem: dtype of %s is %d", name, p.dtype[x]));
     const int a = p.align[x];
     if (a < dg_elem_size(p.dtype[x]) || (a & (a - 1)) != 0)
       dg_die(4, dg_format("invalid problem: align of %s is %d", name, a));
-    long long size[DG_MAX_DIMS], stride[DG_MAX_DIMS], lo, hi;
-    for (int d = 0; d < p.ndims; ++d) size[d] = p.dims[d].size, stride[d] = p.dims[d].stride[x];
+    long long size[DG_MAX_DIMS], stride[DG_MAX_DIMS], lo, hi;   // a scale slot's size along a letter: its blocks
+    for (int d = 0; d < p.ndims; ++d) size[d] = dg_extent(p.dims[d], x), stride[d] = p.dims[d].stride[x];
     dg_reach(p.offset[x], p.ndims, size, stride, &lo, &hi);
     if (lo < 0 || hi >= p.span[x])
       dg_die(4, dg_format("invalid problem: %s reaches elements [%lld, %lld] but span is %lld", name, lo, hi, p.span[x]));
+  }
+  // An e4m3 input has its scales, and only an e4m3 input has.
+  for (int x = DG_A; x <= DG_B; ++x) {
+    const int scales = x == DG_A ? DG_A_SCALES : DG_B_SCALES;
+    if ((p.dtype[x] == DG_E4M3) != (p.present[scales] != 0))
+      dg_die(4, dg_format("invalid problem: %s is %se4m3 but slot %s is %spresent", kDgSlotNames[x],
+                          p.dtype[x] == DG_E4M3 ? "" : "not ", kDgSlotNames[scales], p.present[scales] ? "" : "not "));
   }
   // The baseline's dense temps: A, B and the GEMM's output.
   for (int i = 0; i < 3; ++i) {
@@ -1105,16 +1240,17 @@ static DgDeviceBuffer dg_device_alloc(size_t bytes, size_t align) {
   return b;
 }
 
-// Uniform in (-amplitude, amplitude), rounded to the dtype.
-static void dg_host_fill_random(std::vector<unsigned char>& buf, int dtype, long long n, unsigned long long seed,
+// Slot x's buffer at random (dg_store_random: uniform in (-amplitude, amplitude) rounded to the dtype, e4m3's
+// wide values, a scale slot's positive scales); the device fill draws the same values.
+static void dg_host_fill_random(std::vector<unsigned char>& buf, int x, int dtype, long long n, unsigned long long seed,
                                 int stream, float amplitude = 1.0f) {
   for (long long i = 0; i < n; ++i)
-    dg_store(buf.data(), dtype, i, amplitude * dg_uniform(dg_random_bits(seed, stream, i)));
+    dg_store_random(buf.data(), dtype, dg_is_scale_slot(x), i, dg_random_bits(seed, stream, i), amplitude);
 }
 
-static void dg_device_fill_random(void* buf, int dtype, long long n, unsigned long long seed, int stream,
+static void dg_device_fill_random(void* buf, int x, int dtype, long long n, unsigned long long seed, int stream,
                                   cudaStream_t s) {
-  dg_fill_random_kernel<<<dg_grid(n), kDgBlock, 0, s>>>(buf, dtype, n, seed, stream);
+  dg_fill_random_kernel<<<dg_grid(n), kDgBlock, 0, s>>>(buf, dtype, dg_is_scale_slot(x), n, seed, stream);
   DG_CUDA(cudaGetLastError());
 }
 
@@ -1122,16 +1258,24 @@ static void dg_device_fill_random(void* buf, int dtype, long long n, unsigned lo
 // writes a hole is caught by the bit compare, and one that reads a hole (beta != 0) turns its output into
 // NaN. Poison (C's view when beta == 0, D's view always) is the quiet NaN: a kernel that reads C then fails,
 // and so does one that leaves an element of D unwritten. verify's NaN input is the quiet NaN too.
-static unsigned dg_sentinel_bits(int dtype) { return dtype == DG_F32 ? 0x7FBADBADu : dtype == DG_F16 ? 0x7D5Bu : 0x7FA5u; }
-static unsigned dg_poison_bits(int dtype) { return dtype == DG_F32 ? 0x7FC00000u : dtype == DG_F16 ? 0x7E00u : 0x7FC0u; }
+// e4m3 has one NaN a sign and no payload: its sentinel is the negative NaN, its poison the positive one (only A
+// and B are e4m3, so only verify's NaN input uses them).
+static unsigned dg_sentinel_bits(int dtype) {
+  return dtype == DG_F32 ? 0x7FBADBADu : dtype == DG_F16 ? 0x7D5Bu : dtype == DG_E4M3 ? 0xFFu : 0x7FA5u;
+}
+static unsigned dg_poison_bits(int dtype) {
+  return dtype == DG_F32 ? 0x7FC00000u : dtype == DG_F16 ? 0x7E00u : dtype == DG_E4M3 ? 0x7Fu : 0x7FC0u;
+}
 
 static void dg_put_bits(unsigned char* buf, int es, long long i, unsigned bits) {
   if (es == 4) {
     const uint32_t b = bits;
     memcpy(buf + i * 4, &b, 4);
-  } else {
+  } else if (es == 2) {
     const uint16_t b = static_cast<uint16_t>(bits);
     memcpy(buf + i * 2, &b, 2);
+  } else {
+    buf[i] = static_cast<unsigned char>(bits);
   }
 }
 
@@ -1141,6 +1285,7 @@ static bool dg_has_bits(const unsigned char* buf, int es, long long i, unsigned 
     memcpy(&b, buf + i * 4, 4);
     return b == bits;
   }
+  if (es == 1) return buf[i] == static_cast<unsigned char>(bits);
   uint16_t b;
   memcpy(&b, buf + i * 2, 2);
   return b == static_cast<uint16_t>(bits);
@@ -1178,6 +1323,7 @@ struct DgCaseResult {
   float alpha, beta;
   bool passed;
   double max_abs_err, rel_err;
+  double calc_diff;          // DeepGEMM's metric, 1 - 2 sum(x y) / sum(x^2 + y^2) (dg_calc_diff)
   bool within_acc_bound;     // ||err|| within what f32 evaluation may lose (cancelling sums)
   long long bad_elements;    // finite outputs outside the element bound
   long long nan_elements;    // NaN or Inf outputs where the reference is finite
@@ -1215,9 +1361,9 @@ struct DgVerifyState {
 };
 
 // The literal definition, independent of the GPU reference's odometer: for each flat index t over the
-// summed letters, decompose it and evaluate offset + sum idx * stride from scratch; then beta * C_old and
-// the epilogue, each operand addressed from the output's indices afresh. *magnitude receives the error
-// scale (dg_reference_sum_kernel's mag).
+// summed letters, decompose it and evaluate offset + sum idx * stride from scratch (idx / block for the scales,
+// each term (a * sa) * (b * sb)); then beta * C_old and the epilogue, each operand addressed from the output's
+// indices afresh. *magnitude receives the error scale (dg_reference_sum_kernel's mag).
 static double dg_host_reference(const DgVerifyState& st, long long o, double alpha, double beta, double* magnitude) {
   const DgProblem& p = *st.p;
   long long idx[DG_MAX_DIMS];
@@ -1231,18 +1377,24 @@ static double dg_host_reference(const DgVerifyState& st, long long o, double alp
       idx[d] = rest % p.dims[d].size;
       rest /= p.dims[d].size;
     }
-    long long a = p.offset[DG_A], b = p.offset[DG_B];
+    long long a = p.offset[DG_A], b = p.offset[DG_B], sa = p.offset[DG_A_SCALES], sb = p.offset[DG_B_SCALES];
     for (int d = 0; d < p.ndims; ++d) {
-      a += idx[d] * p.dims[d].stride[DG_A];
-      b += idx[d] * p.dims[d].stride[DG_B];
+      const DgDim& dim = p.dims[d];
+      a += idx[d] * dim.stride[DG_A];
+      b += idx[d] * dim.stride[DG_B];
+      sa += idx[d] / dg_block(dim, DG_A_SCALES) * dim.stride[DG_A_SCALES];
+      sb += idx[d] / dg_block(dim, DG_B_SCALES) * dim.stride[DG_B_SCALES];
     }
-    const double term = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a) * dg_load(st.host[DG_B].data(), p.dtype[DG_B], b);
+    double va = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a), vb = dg_load(st.host[DG_B].data(), p.dtype[DG_B], b);
+    if (p.present[DG_A_SCALES]) va *= dg_load(st.host[DG_A_SCALES].data(), p.dtype[DG_A_SCALES], sa);
+    if (p.present[DG_B_SCALES]) vb *= dg_load(st.host[DG_B_SCALES].data(), p.dtype[DG_B_SCALES], sb);
+    const double term = va * vb;
     acc += term;
     mag += std::fabs(term);
   }
   long long at[DG_SLOTS] = {};
   const void* bufs[DG_SLOTS] = {};
-  for (int x = DG_C; x < DG_SLOTS; ++x) {
+  for (int x = DG_C; x <= DG_RESIDUAL; ++x) {
     if (!p.present[x]) continue;
     bufs[x] = st.host[x].data();
     at[x] = p.offset[x];
@@ -1262,6 +1414,17 @@ static double dg_host_reference(const DgVerifyState& st, long long o, double alp
 
 // Max that keeps a NaN once one has been seen.
 static double dg_max_nan(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+
+// DeepGEMM's accuracy metric over the output (x: the kernel's, y: the reference), from sum(x y) and
+// sum(x^2 + y^2): 1 - 2 sum(x y) / sum(x^2 + y^2), 0 when x = y. It is 0 for two all-zero outputs, and NaN
+// when an output is NaN or infinite.
+static double dg_calc_diff(double sum_xy, double sum_squares) {
+  if (sum_squares == 0.0) return sum_xy == 0.0 ? 0.0 : NAN;
+  return 1.0 - 2.0 * sum_xy / sum_squares;
+}
+
+// An e4m3-input problem also passes only with calc_diff below this (and never with NaN).
+static const double kDgFp8MaxCalcDiff = 1e-3;
 
 // C's buffer for one case: the sentinel in its holes; in its view random C_old (beta != 0) or NaN poison (C
 // must not be read). Without D it is the output, and its holes must keep the sentinel.
@@ -1400,7 +1563,7 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   //    relative tolerance would fail correct code.
   // Where the reference is NaN (a NaN input), the output must be NaN too; those elements take no part in
   // the norms.
-  double sum_ref2 = 0.0, sum_err2 = 0.0, sum_bound2 = 0.0;
+  double sum_ref2 = 0.0, sum_err2 = 0.0, sum_bound2 = 0.0, sum_xy = 0.0, sum_squares = 0.0;
   long long finite_refs = 0;
   const double acc_unit = 6.0 * std::sqrt(static_cast<double>(st.k_terms)) * std::ldexp(1.0, -24);
   for (long long o = 0; o < st.count; ++o) {
@@ -1423,6 +1586,8 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
     } else {
       const double err = std::fabs(got - want);
       const double acc_bound = acc_unit * st.host_mag[o];
+      sum_xy += got * want;
+      sum_squares += got * got + want * want;
       sum_bound2 += acc_bound * acc_bound;
       if (!std::isfinite(got)) {
         ++r.nan_elements;
@@ -1442,6 +1607,7 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
     }
   }
   r.rel_err = sum_ref2 > 0.0 ? std::sqrt(sum_err2 / sum_ref2) : std::sqrt(sum_err2);
+  r.calc_diff = dg_calc_diff(sum_xy, sum_squares);
   r.within_acc_bound = sum_err2 <= sum_bound2;
 
   // Holes: every element of the output's buffer outside the view must still hold the sentinel.
@@ -1480,12 +1646,13 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   }
 
   r.passed = r.nan_elements == 0 && r.nan_lost == 0 && r.bad_elements == 0 && (r.rel_err <= p.tol || r.within_acc_bound) &&
-             r.holes_written == 0 && r.c_written == 0 && r.ref_mismatch == 0;
+             r.holes_written == 0 && r.c_written == 0 && r.ref_mismatch == 0 &&
+             (!dg_fp8_inputs(p) || r.calc_diff < kDgFp8MaxCalcDiff);
   fprintf(stderr,
-          "dg_harness: verify %sseed=%lld alpha=%g beta=%g%s: %s rel_err=%.3g max_abs_err=%.3g bad=%lld nan=%lld "
-          "nan_lost=%lld holes_written=%lld c_written=%lld ref_mismatch=%lld\n",
+          "dg_harness: verify %sseed=%lld alpha=%g beta=%g%s: %s rel_err=%.3g calc_diff=%.3g max_abs_err=%.3g bad=%lld "
+          "nan=%lld nan_lost=%lld holes_written=%lld c_written=%lld ref_mismatch=%lld\n",
           p.run_time_letter ? dg_format("%c=%lld ", p.run_time_letter, st.m).c_str() : "", seed, alpha, beta,
-          nan_input ? " (NaN input)" : "", r.passed ? "PASS" : "FAIL", r.rel_err, r.max_abs_err, r.bad_elements,
+          nan_input ? " (NaN input)" : "", r.passed ? "PASS" : "FAIL", r.rel_err, r.calc_diff, r.max_abs_err, r.bad_elements,
           r.nan_elements, r.nan_lost, r.holes_written, r.c_written, r.ref_mismatch);
   if (r.has_fail) fprintf(stderr, "dg_harness:   first bad element: got %.9g, want %.9g\n", r.got, r.want);
   if (r.holes_written) fprintf(stderr, "dg_harness:   first written hole: buffer element %lld\n", r.first_hole);
@@ -1510,7 +1677,8 @@ static bool dg_expect_rejected(const DgVerifyState& st, void* const bufs[DG_SLOT
 }
 
 // The API contract's probes, one argument wrong at a time: a null pointer, then a pointer 1 byte past its
-// buffer's (aligned) start, for every buffer the problem has. C may be null only with D and beta == 0, so
+// buffer's (aligned) start, for every buffer the problem has (the second where the promised alignment is more
+// than 1 byte). C may be null only with D and beta == 0, so
 // its null probe passes beta 1 when the problem has D.
 struct DgApiProbes {
   std::vector<std::pair<std::string, bool>> probes;   // what was passed, whether it was rejected
@@ -1529,6 +1697,7 @@ static DgApiProbes dg_api_probes(const DgVerifyState& st, long long m) {
       float beta = p.beta;
       std::string what;
       if (misaligned) {
+        if (p.align[x] < 2) continue;   // a 1-byte promise (e4m3) takes every address
         bufs[x] = st.dev[x].ptr + 1;
         what = std::string(kDgSlotNames[x]) + " misaligned by 1 byte";
       } else {
@@ -1637,7 +1806,7 @@ struct DgSizeResult {
   std::vector<DgCaseResult> runs;
   long long repeat_differed = 0;
   bool passed = true;
-  double max_abs_err = 0.0, rel_err = 0.0;
+  double max_abs_err = 0.0, rel_err = 0.0, calc_diff = 0.0;   // the worst case's
   int first_fail = -1;        // index into runs
 };
 
@@ -1648,6 +1817,7 @@ static void dg_summarize(DgSizeResult& s) {
     s.passed = s.passed && r.passed;
     s.max_abs_err = dg_max_nan(s.max_abs_err, r.max_abs_err);
     s.rel_err = dg_max_nan(s.rel_err, r.rel_err);
+    s.calc_diff = dg_max_nan(s.calc_diff, r.calc_diff);
     if (s.first_fail < 0 && r.has_fail) s.first_fail = static_cast<int>(i);
   }
 }
@@ -1663,6 +1833,7 @@ static void dg_json_run(DgJson& j, const DgProblem& p, const DgCaseResult& r) {
   j.boolean("passed", r.passed);
   j.num("max_abs_err", r.max_abs_err);
   j.num("rel_err", r.rel_err);
+  j.num("calc_diff", r.calc_diff);
   j.boolean("within_acc_bound", r.within_acc_bound);
   j.integer("bad_elements", r.bad_elements);
   j.integer("nan_elements", r.nan_elements);
@@ -1684,10 +1855,34 @@ static void dg_json_run_time_range(DgJson& j, const DgProblem& p) {
   j.end();
 }
 
-// The typical size of alpha * A.B with verify's inputs (uniform in (-1, 1): a product has variance 1/9): bias
-// and residual are drawn at that size, so that a forgotten or misplaced one shows beside the product.
+// The mean square of an input element as verify draws it, its scale included (dg_store_random): 1/3 for
+// uniform (-1, 1); for e4m3 the wide patterns' share added, and the scales' mean square (E[m^2] = 7/3 for m
+// uniform in [1, 2), times the mean of 4^e over e in -4..3) multiplied in.
+static double dg_input_mean_square(const DgProblem& p, int x) {
+  if (p.dtype[x] != DG_E4M3) return 1.0 / 3.0;
+  double wide = 0.0;   // the mean square of the 254 finite e4m3 values
+  unsigned char bits;
+  for (unsigned b = 0; b < 256; ++b) {
+    if (dg_e4m3_is_nan(b)) continue;
+    bits = static_cast<unsigned char>(b);
+    const double v = dg_load(&bits, DG_E4M3, 0);
+    wide += v * v / 254.0;
+  }
+  const double narrow = (1.0 - 1.0 / kDgE4m3WideOneIn) / 3.0 + wide / kDgE4m3WideOneIn;
+  double scale = 0.0;
+  for (int e = -4; e <= 3; ++e) scale += std::ldexp(1.0, 2 * e) / 8.0;
+  return p.present[x == DG_A ? DG_A_SCALES : DG_B_SCALES] ? narrow * scale * 7.0 / 3.0 : narrow;
+}
+
+// The typical size of alpha * A.B with verify's inputs (uniform in (-1, 1): a product has variance 1/9; e4m3
+// inputs with their scales: dg_input_mean_square): bias and residual are drawn at that size, so that a forgotten
+// or misplaced one shows beside the product.
 static float dg_additive_amplitude(const DgProblem& p, long long k_terms) {
-  return static_cast<float>(std::max(1.0, std::fabs(p.alpha) * std::sqrt(static_cast<double>(k_terms)) / 3.0));
+  const double k = static_cast<double>(k_terms);
+  const double typical = p.dtype[DG_A] == DG_E4M3 || p.dtype[DG_B] == DG_E4M3
+                             ? std::sqrt(k * dg_input_mean_square(p, DG_A) * dg_input_mean_square(p, DG_B))
+                             : std::sqrt(k) / 3.0;
+  return static_cast<float>(std::max(1.0, std::fabs(p.alpha) * typical));
 }
 
 static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, const cudaDeviceProp& prop) {
@@ -1747,12 +1942,13 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
   // largest size: every size below reads a part of them, so one upload serves them all.
   const float additive = dg_additive_amplitude(p, st.k_terms);
   const auto upload_inputs = [&](long long seed) {
-    const int inputs[] = {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL};
-    const int streams[] = {DG_RNG_A, DG_RNG_B, DG_RNG_BIAS, DG_RNG_SCALE, DG_RNG_RESIDUAL};
-    for (int i = 0; i < 5; ++i) {
+    const int inputs[] = {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES};
+    const int streams[] = {DG_RNG_A, DG_RNG_B, DG_RNG_BIAS, DG_RNG_SCALE, DG_RNG_RESIDUAL, DG_RNG_A_SCALES,
+                           DG_RNG_B_SCALES};
+    for (int i = 0; i < 7; ++i) {
       const int x = inputs[i];
       if (!p.present[x]) continue;
-      dg_host_fill_random(st.host[x], p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), streams[i],
+      dg_host_fill_random(st.host[x], x, p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), streams[i],
                           x == DG_BIAS || x == DG_RESIDUAL ? additive : 1.0f);
       DG_CUDA(cudaMemcpyAsync(st.ptr[x], st.host[x].data(), st.host[x].size(), cudaMemcpyHostToDevice, st.stream));
     }
@@ -1799,7 +1995,7 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
 
   // The whole: every size's cases, the worst size's errors, the first failure in size order.
   bool passed = api.null_rejected && api.misaligned_rejected && api.null_c_accepted && api_m;
-  double max_abs_err = 0.0, rel_err = 0.0;
+  double max_abs_err = 0.0, rel_err = 0.0, calc_diff = 0.0;
   long long repeat_differed = 0;
   const DgCaseResult* first_fail = nullptr;
   for (DgSizeResult& s : results) {
@@ -1807,6 +2003,7 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
     passed = passed && s.passed;
     max_abs_err = dg_max_nan(max_abs_err, s.max_abs_err);
     rel_err = dg_max_nan(rel_err, s.rel_err);
+    calc_diff = dg_max_nan(calc_diff, s.calc_diff);
     repeat_differed += s.repeat_differed;
     if (!first_fail && s.first_fail >= 0) first_fail = &s.runs[s.first_fail];
   }
@@ -1817,6 +2014,7 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
   j.num("tol", p.tol);
   j.num("max_abs_err", max_abs_err);
   j.num("rel_err", rel_err);
+  j.num("calc_diff", calc_diff);
   if (first_fail) dg_json_fail(j, p, *first_fail); else j.null("first_fail");
   j.boolean("api_null_rejected", api.null_rejected);
   j.boolean("api_misaligned_rejected", api.misaligned_rejected);
@@ -1853,6 +2051,7 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
       j.boolean("passed", s.passed);
       j.num("max_abs_err", s.max_abs_err);
       j.num("rel_err", s.rel_err);
+      j.num("calc_diff", s.calc_diff);
       if (s.first_fail >= 0) dg_json_fail(j, p, s.runs[s.first_fail]); else j.null("first_fail");
       j.integer("repeat_differed", s.repeat_differed);
       j.end();
@@ -1989,7 +2188,11 @@ struct DgBaselineRunner {
     const DgStridedView& v = bl->view[i];
     const long long n = dg_view_count(v);
     char* base = view_base(i, set);
-    if (dg_elem_size(p->dtype[slot(i)]) == 4) {
+    const int es = dg_elem_size(p->dtype[slot(i)]);
+    if (es == 1) {
+      if (gather) dg_gather_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint8_t*>(base), v, reinterpret_cast<uint8_t*>(temp[i].ptr), n);
+      else dg_scatter_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint8_t*>(temp[i].ptr), v, reinterpret_cast<uint8_t*>(base), n);
+    } else if (es == 4) {
       if (gather) dg_gather_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint32_t*>(base), v, reinterpret_cast<uint32_t*>(temp[i].ptr), n);
       else dg_scatter_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint32_t*>(temp[i].ptr), v, reinterpret_cast<uint32_t*>(base), n);
     } else {
@@ -2143,17 +2346,18 @@ struct DgBenchRow {
   DgBaselineCandidate beside;   // the alternative's beside() baseline; its formulation empty when there is none
 };
 
-// Work and traffic: the inputs (A, B and the epilogue's views) count the unique elements they read
-// (broadcast letters read once), the output is written, and C read too when beta != 0.
+// Work and traffic: the inputs (A, B, the epilogue's views and the scales) count the unique elements they read
+// (broadcast letters read once; a scale slot one element a block), the output is written, and C read too when
+// beta != 0.
 static void dg_work(const DgProblem& p, double* flops, double* bytes) {
   *flops = 2.0;
   *bytes = 0.0;
   for (int d = 0; d < p.ndims; ++d) *flops *= static_cast<double>(p.dims[d].size);
-  for (const int x : {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL}) {
+  for (const int x : {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES}) {
     if (!p.present[x]) continue;
     double n = dg_elem_size(p.dtype[x]);
     for (int d = 0; d < p.ndims; ++d)
-      if (p.dims[d].stride[x] != 0) n *= static_cast<double>(p.dims[d].size);
+      if (p.dims[d].stride[x] != 0) n *= static_cast<double>(dg_extent(p.dims[d], x));
     *bytes += n;
   }
   const double count = static_cast<double>(dg_c_count(p));
@@ -2298,7 +2502,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
     if (!p.present[x]) continue;
     for (int i = 0; i < sets.nsets; ++i) {
       sets.buf[x].push_back(dg_device_alloc(dg_buffer_bytes(p, x), p.align[x]));
-      dg_device_fill_random(sets.buf[x][i].ptr, p.dtype[x], p.span[x], 0x5EED0000ULL + i, x, stream);
+      dg_device_fill_random(sets.buf[x][i].ptr, x, p.dtype[x], p.span[x], 0x5EED0000ULL + i, x, stream);
     }
   }
   DG_CUDA(cudaStreamSynchronize(stream));

@@ -123,6 +123,7 @@ def _verify_row(run: HarnessRun, r: VerifyReport, ok: bool) -> dict:
     """A kernel's object in `verify --json`: the summary, and the harness's whole report under "report"."""
     return {"name": r.name or run.directory.name, "arch": run.arch, "passed": ok,
             "max_abs_err": json_number(r.max_abs_err), "rel_err": json_number(r.rel_err), "tol": json_number(r.tol),
+            "calc_diff": json_number(r.calc_diff),
             "first_fail": r.first_fail, "error": r.error, "directory": str(run.directory), "report": dict(r.raw),
             # A run-time size: its range and each size's outcome (None for a fixed-size kernel).
             "dynamic": r.dynamic.to_dict() if r.dynamic else None,
@@ -137,6 +138,8 @@ def _verify_line(i: int, total: int, run: HarnessRun, r: VerifyReport, ok: bool)
         return head + f"ERROR: {r.error}"
     status = "PASS" if ok else "FAIL"
     line = head + f"{status}  max_abs_err {fmt(r.max_abs_err)}  rel_err {fmt(r.rel_err)} (tol {fmt(r.tol)})"
+    if r.calc_diff is not None:
+        line += f"  calc_diff {fmt(r.calc_diff)}"
     if r.first_fail:
         line += f"\n    first failure: {dict(r.first_fail)}"
     for key, rejected in (("api_null_rejected", r.api_null_rejected),
@@ -165,6 +168,8 @@ def _size_lines(r: VerifyReport) -> list[str]:
         size = f"{letter}={case.m}"
         line = (f"\n    {size:<8} {'PASS' if case.passed else 'FAIL'}  max_abs_err {fmt(case.max_abs_err)}  "
                 f"rel_err {fmt(case.rel_err)}")
+        if case.calc_diff is not None:
+            line += f"  calc_diff {fmt(case.calc_diff)}"
         if case.repeat_differed:
             line += f"  not deterministic: {case.repeat_differed} repeated launches changed C's bits"
         if case.first_fail:

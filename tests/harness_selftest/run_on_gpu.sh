@@ -9,7 +9,7 @@ out=${SELFTEST_DIR:-/tmp/dg_selftest}
 mkdir -p "$out"
 flags="-std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -Xcompiler -Wall -I templates -ldl"
 src=tests/harness_selftest/selftest_harness.cu
-for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "case6:6:" "case7:7:" "case8:8:" \
+for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "case6:6:" "case7:7:" "case8:8:" "case9:9:" \
          "broken1:1:-DSELFTEST_BROKEN=1" "broken1_batched:3:-DSELFTEST_BROKEN=1" "broken2:1:-DSELFTEST_BROKEN=2" \
          "broken3:1:-DSELFTEST_BROKEN=3" "broken4:4:-DSELFTEST_BROKEN=4" "broken5:4:-DSELFTEST_BROKEN=5" \
          "broken1_run_time:5:-DSELFTEST_BROKEN=1" "bad_baseline:1:-DSELFTEST_BAD_BASELINE" \
@@ -17,7 +17,8 @@ for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "case6:6:" "case
          "broken6:6:-DSELFTEST_BROKEN=6" "broken6_run_time:7:-DSELFTEST_BROKEN=6" "broken6_in_place:8:-DSELFTEST_BROKEN=6" \
          "broken7:6:-DSELFTEST_BROKEN=7" "broken8:6:-DSELFTEST_BROKEN=8" "broken8_run_time:7:-DSELFTEST_BROKEN=8" \
          "broken9:6:-DSELFTEST_BROKEN=9" "dependent:3:-DSELFTEST_DEPENDENT" \
-         "broken10:3:-DSELFTEST_DEPENDENT -DSELFTEST_BROKEN=10"; do
+         "broken10:3:-DSELFTEST_DEPENDENT -DSELFTEST_BROKEN=10" "broken11:9:-DSELFTEST_BROKEN=11" \
+         "broken12:9:-DSELFTEST_BROKEN=12"; do
   IFS=: read -r name c d <<<"$v"
   [ -n "${SELFTEST_PREBUILT:-}" ] || nvcc $flags -DSELFTEST_CASE=$c $d $src -o "$out/$name" 2>"$out/$name.build.log" &
 done
@@ -56,6 +57,8 @@ check 0 "$out/case7" verify --repeat 2
 check 0 "$out/case7" bench --reps 10 --m 2,17,40
 check 0 "$out/case8" verify --repeat 2
 check 0 "$out/case8" bench --reps 10
+check 0 "$out/case9" verify --repeat 2
+check 0 "$out/case9" bench --reps 10
 check 2 "$out/case4" verify --m 41
 check 2 "$out/case1" bench --m 4
 check 1 "$out/broken1" verify
@@ -77,6 +80,8 @@ check 1 "$out/broken8_run_time" verify --seeds 1
 check 4 "$out/broken9" verify --seeds 1
 check 0 "$out/dependent" verify --repeat 2
 check 1 "$out/broken10" verify --seeds 1
+check 1 "$out/broken11" verify --seeds 1
+check 1 "$out/broken12" verify --seeds 1
 check 0 "$out/bad_baseline" bench --reps 5
 check 2 "$out/case1" verify --reps 3
 CUDA_VISIBLE_DEVICES= check 3 "$out/case1" verify
@@ -89,5 +94,6 @@ if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case6" verify --seeds 1 >/dev/null 2>"$out/memcheck6.txt"; echo "memcheck case6 verify rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case7" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck7b.txt"; echo "memcheck case7 bench rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case8" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck8b.txt"; echo "memcheck case8 bench rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case9" verify --seeds 1 >/dev/null 2>"$out/memcheck9.txt"; echo "memcheck case9 verify rc=$?"
   tail -n 3 "$out"/memcheck*.txt
 fi

@@ -16,6 +16,8 @@
 //     read, and may be null), bias[n] then gelu_tanh: the rows past m are holes of D.
 //   8  f32 in place (no D): C[b=3,m=16,n=20] = A[b,m,k=8] B[k,n] + C, bias[bm] (broadcast over n), sigmoid,
 //     scale[n]; the baseline is one batched GEMM with beta 1, then the elementwise pass.
+//   9  e4m3 A and B with f32 scales over blocks (fp8_problem.inc): two summed letters, A's scales blocked along m
+//     and j by 2 (a tail block) in a padded view, B's along j by 4 and whole along n; no cuBLAS baseline.
 // Planted bugs, each of which the harness must catch (verify exits 1, or 4 for the fault):
 //   -DSELFTEST_BROKEN=1  drop the last summed term and write one hole of the output
 //   -DSELFTEST_BROKEN=2  read C even when beta == 0 (the NaN poison must show up)
@@ -30,6 +32,9 @@
 //   -DSELFTEST_BROKEN=9  (cases 6, 7, 8) no checks on the epilogue's pointers: the bias = nullptr probe faults
 //   -DSELFTEST_BROKEN=10 (with SELFTEST_DEPENDENT) never wait for the previous grid: verify's predecessor, which
 //                        writes every buffer after the kernel is scheduled, must show it
+//   -DSELFTEST_BROKEN=11 (case 9) leave out B's scales
+//   -DSELFTEST_BROKEN=12 (case 9) index A's scales along the summed letters by B's blocks (4, not 2): a kernel
+//                        that assumes one K block for both inputs
 // -DSELFTEST_BAD_BASELINE gives case 1's baseline ldc < m: bench must report the baseline unavailable.
 // -DSELFTEST_DEPENDENT launches the kernel as a programmatic dependent launch (sm_90), as the generated small-M
 // kernels are: it waits (griddepcontrol.wait) before it touches memory.
@@ -152,6 +157,9 @@ static const DgProblem kProblem = {
 // batched over b (B broadcast), with beta 1 in place; then the elementwise pass applies the steps.
 static const DgBaseline kBaseline = {
     1, "cublas", {0, 0, 0}, {}, 1, {{"C^T=BA batch=b", 1, 0, 0, 20, 16, 8, 20, 8, 24, 0, 128, 384, 3}}, "elementwise"};
+#elif SELFTEST_CASE == 9
+#define FP8_NAME "selftest_fp8"
+#include "fp8_problem.inc"
 #else
 #error "unknown SELFTEST_CASE"
 #endif
@@ -217,13 +225,23 @@ __global__ void selftest_naive_kernel(DgProblem p, DgBuffers bufs, float alpha, 
       idx[d] = rest % p.dims[d].size;
       rest /= p.dims[d].size;
     }
-    long long a = p.offset[DG_A], b = p.offset[DG_B];
+    long long a = p.offset[DG_A], b = p.offset[DG_B], sa = p.offset[DG_A_SCALES], sb = p.offset[DG_B_SCALES];
     for (int d = 0; d < p.ndims; ++d) {
-      a += idx[d] * p.dims[d].stride[DG_A];
-      b += idx[d] * p.dims[d].stride[DG_B];
+      const DgDim& dim = p.dims[d];
+      a += idx[d] * dim.stride[DG_A];
+      b += idx[d] * dim.stride[DG_B];
+      // A scale covers `block` consecutive indices of the letter (0: one).
+      long long block_a = dim.block[0] > 0 ? dim.block[0] : 1;
+      const long long block_b = dim.block[1] > 0 ? dim.block[1] : 1;
+      if (SELFTEST_BROKEN == 12 && d >= p.nc && block_b > 1) block_a = block_b;
+      sa += idx[d] / block_a * dim.stride[DG_A_SCALES];
+      sb += idx[d] / block_b * dim.stride[DG_B_SCALES];
     }
-    acc += static_cast<float>(dg_load(bufs.ptr[DG_A], p.dtype[DG_A], a)) *
-           static_cast<float>(dg_load(bufs.ptr[DG_B], p.dtype[DG_B], b));
+    float va = static_cast<float>(dg_load(bufs.ptr[DG_A], p.dtype[DG_A], a));
+    float vb = static_cast<float>(dg_load(bufs.ptr[DG_B], p.dtype[DG_B], b));
+    if (p.present[DG_A_SCALES]) va *= static_cast<float>(dg_load(bufs.ptr[DG_A_SCALES], DG_F32, sa));
+    if (p.present[DG_B_SCALES] && SELFTEST_BROKEN != 11) vb *= static_cast<float>(dg_load(bufs.ptr[DG_B_SCALES], DG_F32, sb));
+    acc += va * vb;
   }
   float t = alpha * acc;
   if (SELFTEST_BROKEN == 2 || beta != 0.0f) t += beta * static_cast<float>(dg_load(bufs.ptr[DG_C], p.dtype[DG_C], at[DG_C]));
