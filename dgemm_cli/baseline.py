@@ -130,9 +130,6 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
 
 def _plan_gemm(views: ProblemViews) -> CublasPlan:
     ab, c_dtype = views.operands["A"].dtype, views.operands["C"].dtype
-    if ab in INPUT_ONLY_DTYPES:
-        return CublasPlan(False, f"unavailable: cublasGemmEx has no {ab} inputs; a baseline for scaled {ab} "
-                          "inputs needs cuBLASLt's FP8 GEMM", f"cublasGemmEx takes no {ab} inputs")
     if (ab, c_dtype) not in SUPPORTED:
         return CublasPlan(False, f"unavailable: cuBLAS has no {ab} x {ab} -> {c_dtype} GEMM", "no such cuBLAS type mix")
     if max(views.m, views.n, views.k, views.batch) > INT32_MAX:
