@@ -2,34 +2,41 @@
 # Issue 41's FP8 suite on an H200, from a checkout: gen + build of specs/fp8/ and specs/bench/fp8_*, then
 #   verify     specs/fp8 with seeds 1, 2 and --repeat 2; the benchmark shapes with seed 1
 #   promotion  fp8_per_channel_f32 built again with -DDG_FP8_NO_PROMOTION: its verify must FAIL (promotion matters)
-#   sanitize   memcheck, racecheck, synccheck on the specs/fp8 kernels (SANITIZE=0 skips)
+#   sanitize   memcheck, racecheck, synccheck on the specs/fp8 kernels named in SANITIZE_SPECS (default all)
 #   bench      the benchmark shapes against cuBLASLt FP8 and bf16 (REPS, default 20)
 # Logs and JSON under $OUT, packed into logs.tgz; a table last. PHASES picks phases (default all four).
 source "$(dirname "$0")/device_lib.sh"
+PY=${PYTHON:-python3}
 PHASES=${PHASES:-verify promotion sanitize bench}
 has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 dg gen specs/fp8/*.yaml -o "$W/fp8" > "$OUT/gen.txt" 2>&1 || echo "gen specs/fp8 failed"
 dg gen specs/bench/fp8_*.yaml -o "$W/bench" >> "$OUT/gen.txt" 2>&1 || echo "gen specs/bench/fp8_* failed"
-dg build "$W/fp8" "$W/bench" -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
+timeout "${T_BUILD:-900}" "$PY" -m dgemm_cli build "$W/fp8" "$W/bench" -j "$J" --json > "$OUT/build.json" \
+  2> "$OUT/build_err.txt"; stamp "build rc=$?"
 if has verify; then
-  dg verify "$W/fp8" --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
-  dg verify "$W/bench" --seeds 1 --json > "$OUT/verify_bench.json" 2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
+  timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/fp8" --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
+    2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
+  timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/bench" --seeds 1 --json > "$OUT/verify_bench.json" \
+    2> "$OUT/verify_bench_err.txt"; stamp "verify bench rc=$?"
   failures "$OUT/verify.json" "$OUT/verify_bench.json"
 fi
 if has promotion; then
   d="$W/fp8/fp8_per_channel_f32"
   make -C "$d" harness BUILD=build/no_promotion NVCCFLAGS="-std=c++17 -O3 -lineinfo -DDG_FP8_NO_PROMOTION" \
     > "$OUT/no_promotion_build.txt" 2>&1
-  "$d/build/no_promotion/fp8_per_channel_f32_harness" verify --seeds 1,2 > "$OUT/no_promotion_verify.json" \
+  timeout 120 "$d/build/no_promotion/fp8_per_channel_f32_harness" verify --seeds 1,2 > "$OUT/no_promotion_verify.json" \
     2> "$OUT/no_promotion_err.txt"
   stamp "verify without promotion rc=$? (1 expected: it must fail)"
   grep -h "verify seed" "$OUT/no_promotion_err.txt" | head -4
 fi
-if has sanitize && [ "${SANITIZE:-1}" != 0 ]; then
-  sanitize "$W"/fp8/*/; stamp "sanitize"; cat "$OUT/sanitize.txt"
+if has sanitize; then
+  # shellcheck disable=SC2086
+  sanitize $(for n in ${SANITIZE_SPECS:-$(ls "$W/fp8")}; do echo "$W/fp8/$n"; done); stamp "sanitize"
+  cat "$OUT/sanitize.txt"
 fi
 if has bench; then
-  dg bench "$W/bench" --reps "${REPS:-20}" --json > "$OUT/bench.json" 2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
+  timeout "${T_BENCH:-600}" "$PY" -m dgemm_cli bench "$W/bench" --reps "${REPS:-20}" --json > "$OUT/bench.json" \
+    2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
 pack "env.txt|log.txt|verify.json|verify_bench.json|bench.json|no_promotion_verify.json|sanitize.txt"
 report

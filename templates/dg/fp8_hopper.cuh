@@ -160,11 +160,28 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < T::TILES; t += gridDim.x) {
       const TileOf<T> tile = hopper::tile_at<T>(t, T::TILES_M);
+      // The scales of a k-iteration are loaded one k-iteration ahead: their latency (an L2 round trip) hides behind
+      // the previous k-iteration's wgmmas and promotion.
+      float fa[SA::COUNT], fb[SB::COUNT], fa_next[SA::COUNT], fb_next[SB::COUNT];
+      if constexpr (PROMOTE) {
+#pragma unroll
+        for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+          for (int i = 0; i < Cfg::NACC; ++i) acc[mi][i] = 0.0f;
+      }
+      if constexpr (SA::ALONG_K) load_scales<T, true>(fa_next, scales.a, tile, 0, wg, warp, lane);
+      if constexpr (SB::ALONG_K) load_scales<T, false>(fb_next, scales.b, tile, 0, wg, warp, lane);
       for (int kt = 0; kt < T::K_ITERS; ++kt) {
-        // This k-iteration's scales, loaded before the wait so that their latency hides behind it.
-        float fa[SA::COUNT], fb[SB::COUNT];
-        if constexpr (SA::ALONG_K) load_scales<T, true>(fa, scales.a, tile, kt, wg, warp, lane);
-        if constexpr (SB::ALONG_K) load_scales<T, false>(fb, scales.b, tile, kt, wg, warp, lane);
+        if constexpr (SA::ALONG_K) {
+#pragma unroll
+          for (int i = 0; i < SA::COUNT; ++i) fa[i] = fa_next[i];
+          if (kt + 1 < T::K_ITERS) load_scales<T, true>(fa_next, scales.a, tile, kt + 1, wg, warp, lane);
+        }
+        if constexpr (SB::ALONG_K) {
+#pragma unroll
+          for (int i = 0; i < SB::COUNT; ++i) fb[i] = fb_next[i];
+          if (kt + 1 < T::K_ITERS) load_scales<T, false>(fb_next, scales.b, tile, kt + 1, wg, warp, lane);
+        }
         mbar_wait(&full[stage], phase);
         wgmma_fence();
         const uint32_t sa = stages_a + stage * Cfg::A_STAGE_BYTES, sb = stages_b + stage * Cfg::B_STAGE_BYTES;
@@ -184,13 +201,15 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
         }
 #pragma unroll
         for (int mi = 0; mi < Cfg::MI; ++mi) acc_fence(part[mi]);
+        // The promotion: a multiply and an add an accumulator. Written as fmaf, ptxas takes minutes on this loop
+        // under the 168-register bound of the 128 x 128 tile; the rounded multiply and add keep them apart.
         if constexpr (PROMOTE) {
 #pragma unroll
           for (int mi = 0; mi < Cfg::MI; ++mi) {
 #pragma unroll
             for (int i = 0; i < Cfg::NACC; ++i) {
-              const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
-              acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
+              const float f = factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
+              acc[mi][i] = __fadd_rn(acc[mi][i], __fmul_rn(part[mi][i], f));
             }
           }
         }
