@@ -82,8 +82,8 @@ def test_a_batch_letter_or_older_arch_is_refused():
     batched = _spec(scales={"A": {"per": "tensor"}, "B": {"per": "tensor"}})
     batched["gemm"]["batch"] = 2
     assert "one segment a role" in dict(gates(_views(batched), H200))
-    for arch in ("sm_89", "sm_80"):
-        assert "wgmma" in dict(gates(_views(_spec()), get_arch(arch)))
+    assert "e4m3 inputs need sm_89 or later" in dict(gates(_views(_spec()), get_arch("sm_80")))["wgmma"]
+    assert "sm_89 has no wgmma" in dict(gates(_views(_spec()), get_arch("sm_89")))["wgmma"]
 
 
 def test_promotion_registers_rule_out_one_consumer_on_a_128_row_tile():

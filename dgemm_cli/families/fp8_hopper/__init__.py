@@ -84,8 +84,12 @@ class Fp8HopperPlan(HopperPlan):
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     """(constraint, reason) for everything that rules the family out of this problem; [] if none."""
     out = []
-    if not arch.wgmma_flops_per_sm_clk:
-        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only)"))
+    if arch.cc < (8, 9):
+        out.append(("wgmma", f"{arch.name} has no FP8 tensor cores: e4m3 inputs need sm_89 or later (this family: "
+                             "sm_90a)"))
+    elif not arch.wgmma_flops_per_sm_clk:
+        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only); an sm_89 family for e4m3 (mma.sync "
+                             "m16n8k32) is not written yet (docs/design/fp8.md)"))
     spec = views.spec
     if spec.A.dtype != "e4m3":
         out.append(("e4m3 inputs", f"A and B are {spec.A.dtype}: this family runs e4m3 inputs with scales"))
