@@ -205,3 +205,19 @@ def test_broken_split_k_reduction_fails_verification(tmp_path):
     assert build(g.directory, "sm_90a", find_nvcc()).ok
     rc, rows = _verify(g.directory)
     assert rc == 1 and not rows[0]["passed"]
+
+
+def test_fp8_promotion_is_what_passes_at_k_7168(tmp_path):
+    """specs/fp8/fp8_per_channel_f32 (K = 7168, f32 out) verifies as generated, and fails the e4m3 tolerance when
+    built with -DDG_FP8_NO_PROMOTION (all of K summed on the tensor core's narrower accumulator)."""
+    g = generate(load_spec(REPO / "specs" / "fp8" / "fp8_per_channel_f32.yaml"), get_arch("sm_90a"), tmp_path)
+    assert build(g.directory, "sm_90a", find_nvcc()).ok
+    rc, rows = _verify(g.directory)
+    assert rc == 0 and rows[0]["passed"] and rows[0]["calc_diff"] < 1e-3, rows[0]
+    flags = "-std=c++17 -O3 -lineinfo -DDG_FP8_NO_PROMOTION"
+    subprocess.run(["make", "-C", str(g.directory), "harness", "BUILD=build/no_promotion", f"NVCCFLAGS={flags}"],
+                   check=True, capture_output=True)
+    proc = subprocess.run([str(g.directory / "build" / "no_promotion" / "fp8_per_channel_f32_harness"), "verify",
+                           "--seeds", "11,12"], capture_output=True, text=True, check=False)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not report["passed"] and report["rel_err"] > report["tol"], report

@@ -163,12 +163,6 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
       // The scales of a k-iteration are loaded one k-iteration ahead: their latency (an L2 round trip) hides behind
       // the previous k-iteration's wgmmas and promotion.
       float fa[SA::COUNT], fb[SB::COUNT], fa_next[SA::COUNT], fb_next[SB::COUNT];
-      if constexpr (PROMOTE) {
-#pragma unroll
-        for (int mi = 0; mi < Cfg::MI; ++mi)
-#pragma unroll
-          for (int i = 0; i < Cfg::NACC; ++i) acc[mi][i] = 0.0f;
-      }
       if constexpr (SA::ALONG_K) load_scales<T, true>(fa_next, scales.a, tile, 0, wg, warp, lane);
       if constexpr (SB::ALONG_K) load_scales<T, false>(fb_next, scales.b, tile, 0, wg, warp, lane);
       for (int kt = 0; kt < T::K_ITERS; ++kt) {
@@ -201,15 +195,15 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
         }
 #pragma unroll
         for (int mi = 0; mi < Cfg::MI; ++mi) acc_fence(part[mi]);
-        // The promotion: a multiply and an add an accumulator. Written as fmaf, ptxas takes minutes on this loop
-        // under the 168-register bound of the 128 x 128 tile; the rounded multiply and add keep them apart.
         if constexpr (PROMOTE) {
 #pragma unroll
           for (int mi = 0; mi < Cfg::MI; ++mi) {
 #pragma unroll
             for (int i = 0; i < Cfg::NACC; ++i) {
-              const float f = factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
-              acc[mi][i] = __fadd_rn(acc[mi][i], __fmul_rn(part[mi][i], f));
+              // A multiply, then the add or the first value (fmaf here takes ptxas minutes under the 128 x 128
+              // tile's 168-register bound).
+              const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
+              acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
             }
           }
         }
