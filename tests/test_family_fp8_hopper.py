@@ -150,3 +150,23 @@ def test_a_spec_no_scale_varies_along_k_needs_no_per_k_loads():
 def test_no_family_for_an_e4m3_problem_is_one_plan_error():
     with pytest.raises(PlanError, match="promise `align: 16`"):
         make_plan(_views(_spec(a={"layout": "row"})), H200)
+
+
+def test_every_fp8_random_draw_plans_fp8_hopper_over_every_scaling_mode():
+    """`random-specs --fp8-share 1`: each draw parses and plans with fp8_hopper; the draws reach every scaling mode,
+    K tails (K not a multiple of 128), padded rows and both scale layouts."""
+    from dgemm_cli.randspec import random_specs
+    from dgemm_cli.randspec.fp8 import SCALE_MODES
+
+    modes, tails, padded, layouts = set(), 0, 0, set()
+    for data in random_specs(150, 3, fp8_share=1.0):
+        plan = _plan(data)
+        modes.add(next(name for name, sa, sb in SCALE_MODES
+                       if all({k: v for k, v in data["scales"][x].items() if k in ("per", "block")} == want
+                              for x, want in (("A", sa), ("B", sb)))))
+        tails += data["gemm"]["k"] % 128 != 0
+        padded += data["operands"]["A"]["strides"][0] > -(-data["gemm"]["k"] // 16) * 16
+        layouts |= {v.get("layout") for v in data["scales"].values()}
+        assert plan.k_iters == -(-data["gemm"]["k"] // 128)
+    assert modes == {name for name, _, _ in SCALE_MODES}
+    assert tails > 50 and padded > 10 and {"row", "col"} <= layouts

@@ -4,15 +4,22 @@
 #   promotion  fp8_per_channel_f32 built again with -DDG_FP8_NO_PROMOTION: its verify must FAIL (promotion matters)
 #   sanitize   memcheck, racecheck, synccheck on the specs/fp8 kernels named in SANITIZE_SPECS (default all)
 #   bench      the benchmark shapes against cuBLASLt FP8 and bf16 (REPS, default 20)
+#   random     RAND_FP8 (default 300) specs of `random-specs --fp8-share 1` (seed FP8_SEED, 41): every scaling mode,
+#              K tails, padded rows, scale layouts, a share of epilogues; seeds 1, 2, --repeat 2
 # Logs and JSON under $OUT, packed into logs.tgz; a table last. PHASES picks phases (default all four).
 source "$(dirname "$0")/device_lib.sh"
 PY=${PYTHON:-python3}
-PHASES=${PHASES:-verify promotion sanitize bench}
+PHASES=${PHASES:-verify promotion sanitize bench random}
 has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 dg gen specs/fp8/*.yaml -o "$W/fp8" > "$OUT/gen.txt" 2>&1 || echo "gen specs/fp8 failed"
 dg gen specs/bench/fp8_*.yaml -o "$W/bench" >> "$OUT/gen.txt" 2>&1 || echo "gen specs/bench/fp8_* failed"
-timeout "${T_BUILD:-900}" "$PY" -m dgemm_cli build "$W/fp8" "$W/bench" -j "$J" --json > "$OUT/build.json" \
-  2> "$OUT/build_err.txt"; stamp "build rc=$?"
+if has random; then
+  dg random-specs "${RAND_FP8:-300}" -o "$W/rs" --seed "${FP8_SEED:-41}" --fp8-share 1.0 > /dev/null
+  dg gen "$W"/rs/*.yaml -o "$W/rand" >> "$OUT/gen.txt" 2>&1 || echo "gen random FP8 specs failed"
+fi
+# shellcheck disable=SC2046
+timeout "${T_BUILD:-900}" "$PY" -m dgemm_cli build "$W/fp8" "$W/bench" $(has random && echo "$W/rand") -j "$J" --json \
+  > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 if has verify; then
   timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/fp8" --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
     2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
@@ -38,5 +45,10 @@ if has bench; then
   timeout "${T_BENCH:-600}" "$PY" -m dgemm_cli bench "$W/bench" --reps "${REPS:-20}" --json > "$OUT/bench.json" \
     2> "$OUT/bench_err.txt"; stamp "bench rc=$?"
 fi
-pack "env.txt|log.txt|verify.json|verify_bench.json|bench.json|no_promotion_verify.json|sanitize.txt"
+if has random; then
+  timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/rand" --seeds 1,2 --repeat 2 --json > "$OUT/verify_random.json" \
+    2> "$OUT/verify_random_err.txt"; stamp "verify random rc=$?"
+  failures "$OUT/verify_random.json"
+fi
+pack "env.txt|log.txt|verify.json|verify_bench.json|verify_random.json|bench.json|no_promotion_verify.json|sanitize.txt"
 report

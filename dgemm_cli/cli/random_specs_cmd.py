@@ -11,6 +11,7 @@ from dgemm_cli.randspec import (
     DOT_SHARE,
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
+    FP8_SHARE,
     MULTICAST_SHARE,
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
@@ -63,11 +64,15 @@ from dgemm_cli.randspec import (
 @click.option("--dot-share", type=click.FloatRange(0.0, 1.0), default=DOT_SHARE, show_default=True,
               help="Share of the full reductions (C one element) pinned to the dot family (`plan:`) where its gates "
                    "take them (K over 32). Drawn apart.")
+@click.option("--fp8-share", type=click.FloatRange(0.0, 1.0), default=FP8_SHARE, show_default=True,
+              help="Share of specs redrawn as e4m3 GEMMs with f32 scales (every scaling mode: 1x128 / 128x128 "
+                   "blocks, per row and column along k, per channel, per tensor, coarser and mixed blocks; K of any "
+                   "size, padded rows, scales in either layout) for the fp8_hopper family. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
                      wide_short_k_share: float, wide_staged_share: float, multicast_share: float,
-                     dot_share: float) -> None:
+                     dot_share: float, fp8_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -78,7 +83,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                             wide_staged_share, multicast_share, dot_share):
+                             wide_staged_share, multicast_share, dot_share, fp8_share):
         if "plan" in spec:
             if _plans(spec):
                 pinned += 1

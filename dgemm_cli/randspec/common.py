@@ -50,6 +50,9 @@ WIDE_STAGED_SHARE = 0.0
 # above it): the weight as A (k innermost, rows 64..2000), N = 65..300 (two tiles wide), an optional batch of 1..3.
 # Drawn from a generator of the spec's own (at 0, no other draw changes).
 MULTICAST_SHARE = 0.0
+# e4m3 GEMMs with their scales (randspec/fp8.py), every scaling mode, K of any size, padded rows, the fp8_hopper
+# family's views. Drawn from a generator of the spec's own (at 0, no other draw changes).
+FP8_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16

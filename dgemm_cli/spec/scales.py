@@ -33,7 +33,7 @@ def read_scales(ctx: SpecReader, raw: Any, a: OperandView, b: OperandView, c_let
             raise ctx.fail(key, "missing", f"add e.g. {EXAMPLE}")
         out.append(_read_scale(ctx, key, ctx.mapping(top[op.name], key, SCALE_KEYS, f"the scales of {op.name}"), op,
                                c_letters, sizes))
-    _check_k_blocks(ctx, *out, a, b, c_letters)
+    _check_k_blocks(ctx, *out, a, b, c_letters, sizes)
     return tuple(out)
 
 
@@ -74,12 +74,13 @@ def _read_scale(ctx: SpecReader, key: str, raw: dict[str, Any], op: OperandView,
 
 
 def _check_k_blocks(ctx: SpecReader, sa: ScaleView, sb: ScaleView, a: OperandView, b: OperandView,
-                    c_letters: str) -> None:
-    """A's and B's blocks along each summed letter nest, so that a block of the product has one scale of each."""
+                    c_letters: str, sizes: dict[str, int]) -> None:
+    """A's and B's blocks along each summed letter nest, so that a block of the product has one scale of each (a
+    block of the whole extent nests with any)."""
     for x in a.letters:
         if x in b.letters and x not in c_letters:
             ka, kb = sa.block(x), sb.block(x)
-            if max(ka, kb) % min(ka, kb):
+            if max(ka, kb) < sizes[x] and max(ka, kb) % min(ka, kb):
                 raise ctx.fail(f"scales.B.block.{x}", f"A's scales cover {ka} of '{x}' and B's {kb}: neither block "
                                                       "is a multiple of the other",
                                f"give both the same block along '{x}' (128 in DeepGEMM's format)")
