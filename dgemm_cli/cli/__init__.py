@@ -23,6 +23,15 @@ Typical session:
   deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
   deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
   deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
+\b
+A spec (README.md has every key; specs/ has examples):
+  name: up
+  dtype: bf16                          # f16, bf16, f32; e4m3 (fp8) for A and B with `scales:`
+  gemm: {m: 4096, n: 14336, k: 4096}   # or contraction: "nchw,kc->nkhw" with sizes: {...}
+  operands: {A: {layout: row}, B: {layout: col}, C: {layout: row}}   # or strides / byte_strides, offset, align
+  epilogue: [{bias: {letters: n}}, {activation: gelu_tanh}]          # optional: bias, scale, residual, ...
+  scales: {A: {block: {k: 128}, layout: col}, B: {block: {n: 128, k: 128}}}   # e4m3 only: f32 scales as views,
+                                       # also {per: channel} and {per: tensor}
 """
 
 
