@@ -12,11 +12,9 @@
 //   OUTER_VEC_32F   one float an outer index: outer floats (X's scale a row of D, Y's a column)
 //   VEC128_32F      one float an outer index and 128 k: outer x Kb, the outer index contiguous: s[o + kb * outer]
 //   BLK128x128_32F  one float a 128 x 128 block: s[kb + ob * round_up(Kb, 4)], ob = o / 128 (Kb padded to 4)
-// On sm_90, cuBLASLt 13.1's heuristic takes (X, Y) = (SCALAR, SCALAR), (OUTER_VEC, OUTER_VEC), (VEC128, VEC128),
-// (VEC128, BLK128x128), (BLK128x128, VEC128) and (OUTER_VEC, BLK128x128); it refuses (BLK128x128, BLK128x128),
-// (BLK128x128, OUTER_VEC), OUTER_VEC with VEC128, and SCALAR with any other mode. Which pairs the installed library
-// runs, and at which shapes, is what its heuristic says: prepare reports a refusal, and the alternative below then
-// tries its next candidate (tests/lt_selftest/fp8_selftest.cu prints the table).
+// Which pairs of modes the installed library runs, and at which shapes, is what its heuristic says: prepare reports
+// a refusal, and the alternative below then tries its next candidate (tests/lt_selftest/fp8_selftest.cu prints the
+// table; docs/RESULTS.md has the H200's).
 //
 // The scales of the spec (its A_scales / B_scales views, one f32 per block of the operand's letters) are copied into
 // these layouts by dg_lt_fp8_scale_kernel: each scale of the cuBLASLt tensor covers a region of the operand (one
