@@ -200,8 +200,7 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
           for (int mi = 0; mi < Cfg::MI; ++mi) {
 #pragma unroll
             for (int i = 0; i < Cfg::NACC; ++i) {
-              // A multiply, then the add or the first value (fmaf here takes ptxas minutes under the 128 x 128
-              // tile's 168-register bound).
+              // A multiply, then the add (or the first value).
               const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
               acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
             }
