@@ -140,11 +140,13 @@ def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.constrain("promotion registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], promotion_regs,
                 "a consumer holds the promoted f32 accumulators, the tensor core's, and its scales in registers")
 
+    widths = {"A": [n.domain for n in g.nodes if n.name == "block_m"][0], "B": BLOCK_N}
+
     def one_scale_a_tile(a: Assignment) -> str | None:
         for s, tile in ((loads.get("A"), a["block_m"]), (loads.get("B"), a["block_n"])):
             if s is None or not s.along_k or s.mn_block < 64 or s.uniform(tile):
                 continue
-            if any(s.uniform(t) for t in (*BLOCK_N, 64, 128, 256)):
+            if any(s.uniform(t) for t in widths[s.operand]):  # only where some tile width stays inside a block
                 return (f"a tile {tile} wide straddles {s.name}'s blocks of {s.mn_block}: each thread would load a "
                         "scale a row or column every k-iteration instead of one a tile")
         return None
