@@ -163,8 +163,13 @@ def _fp8_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
     vec = base.c_vec
     while vec > 1 and vec * elem > out.align:  # as promised: no fallback checks the pointer at run time
         vec //= 2
+    notes = base.notes
+    if vec < base.c_vec:
+        notes += (f"{out.name}: {vec}-element stores, as the spec promises {out.align}-byte alignment (no FP8 fallback "
+                  f"checks a pointer at run time); `align: {base.c_vec * elem}` on {out.name} would give "
+                  f"{base.c_vec}-element vectors",)
     changes: dict[str, Any] = {
-        "c_vec": vec, "c_runtime_align": 0,
+        "c_vec": vec, "c_runtime_align": 0, "notes": notes,
         "ep_vectors": tuple(x for x in epilogue_vectors(views, base.c_unit, vec) if not x[2]),
         "packed_store": base.packed_store and vec >= PACK_MIN_VEC,
     }
