@@ -194,12 +194,17 @@ def _header_views(spec: Spec) -> list[dict]:
     """Each pointer's view as the header describes it: letters, sizes (the run-time letter's range), element
     strides, offset, dtype, promised alignment, and the elements its buffer must hold (at the largest size)."""
     run_time = spec.run_time_letter
+    scaled = {sc.view.name: sc for sc in spec.scales}
     rows = []
     for op in (*spec.operands, *spec.extra_operands, *spec.scale_views):
         if op.name == "C" and spec.D is not None:
             role = "read for beta (may be null when beta == 0)"
         elif op is spec.output:
             role = "written"
+        elif op.name in scaled:  # sizes in blocks: say what one scale covers
+            sc = scaled[op.name]
+            role = (f"read, one scale a block of {sc.operand} of "
+                    + " x ".join(f"{x} {b}" for x, b in sc.blocks))
         else:
             role = "read"
         sizes = [f"{x}={run_time[1]}..{run_time[2]}" if run_time and x == run_time[0] else f"{x}={n}"
