@@ -59,7 +59,11 @@ PROMOTION_HIDDEN = 0.75
 class Fp8HopperPlan(HopperPlan):
     family = NAME
     scales: tuple[ScaleLoad, ...] = ()  # A's, then B's
-    promotion_k: int = PROMOTION_K
+
+    @property
+    def promotion_k(self) -> int:
+        """k summed on the tensor core between promotions: one k-iteration."""
+        return self.block_k
 
     @property
     def summary(self) -> str:
