@@ -24,7 +24,7 @@ from typing import Any
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
 from dgemm_cli.families.base import KernelFamily
-from dgemm_cli.families.fp8_hopper.scales import PROMOTION_K, ScaleLoad, k_block_refusal, scale_load
+from dgemm_cli.families.fp8_hopper.scales import ScaleLoad, k_block_refusal, scale_load
 from dgemm_cli.families.hopper import (
     BLOCK_N,
     CONSUMER_OVERHEAD_REGS,

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgemm_cli.families.hopper.views import block_k
+from dgemm_cli.spec import DTYPE_BYTES
 from dgemm_cli.spec.model import ScaleView
 from dgemm_cli.views import ProblemViews
 
-PROMOTION_K = 128  # k summed on the tensor core between promotions: one k-iteration, one 128-byte row of e4m3
+# k summed on the tensor core between promotions: one k-iteration, a 128-byte swizzle row of e4m3.
+PROMOTION_K = block_k(DTYPE_BYTES["e4m3"])
 SECTOR_BYTES = 32  # an L1/L2 sector: what one scattered 4-byte load costs
 
 
