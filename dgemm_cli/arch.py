@@ -35,6 +35,9 @@ class Arch:
     cluster_sms: tuple[tuple[int, int], ...] = ()
     # The instruction and launch features (FEATURES' keys) this arch has; a plan lists the ones it uses.
     features: frozenset[str] = frozenset()
+    # What the target runs: "cuda" (nvcc, a .cu and a GPU harness) or "cpu" (the host compiler, a .cpp; the
+    # families of one backend never see another's target: plan.family_gates).
+    backend: str = "cuda"
 
     def resident_blocks(self, per_sm: int, cluster: int = 1) -> int:
         """Blocks of a grid that run at once, `per_sm` an SM, in clusters of `cluster` (cost model only); at least
@@ -84,6 +87,15 @@ ARCHES: dict[str, Arch] = {
 }
 
 
+# The host: C++17 kernels for the machine that builds them (families/cpu/). Its GPU fields are zero; sms is the
+# cores and fma_flops_per_sm_clk the f32 FLOP a core issues a clock (two 256-bit FMA pipes, AVX-512 or AVX2),
+# for the reference part below (CI's and the development machine), cost model only.
+CPU = Arch("cpu", "", "", (0, 0), 0, 0, 0, 0, 0, 2, 0, 32, 2.6, 40.0, "2-core AMD EPYC (Zen 4) host",
+           backend="cpu")
+# Every target `--arch` and a spec's `arch:` may name: the CUDA arches, then the host.
+TARGETS: dict[str, Arch] = {**ARCHES, CPU.name: CPU}
+
+
 def lowest_arch(features: frozenset[str]) -> str | None:
     """The first arch of the table that has every feature, or None when every arch has them all."""
     if all(features <= a.features for a in ARCHES.values()):
@@ -104,6 +116,6 @@ def unbuildable(features: list[str], target: Arch) -> str | None:
 
 def get_arch(name: str) -> Arch:
     try:
-        return ARCHES[name]
+        return TARGETS[name]
     except KeyError:
-        raise DeepGemmError(f"unsupported arch '{name}': use one of {', '.join(ARCHES)}") from None
+        raise DeepGemmError(f"unsupported arch '{name}': use one of {', '.join(TARGETS)}") from None

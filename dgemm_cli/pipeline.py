@@ -72,7 +72,7 @@ def emit(planned: PlannedSpec, directory: Path) -> Artifact:
         path.write_text(text)
         written.append(path)
     return Artifact(planned, directory, written, PlanRecord.from_dict(json.loads(files["plan.json"])).content_hash,
-                    c_prototype(spec, planned.views))
+                    c_prototype(spec, planned.views, planned.arch))
 
 
 def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, plan: Plan | BucketPlan | None = None,

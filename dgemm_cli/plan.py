@@ -64,11 +64,15 @@ class PlanDetail:
 
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
-    gated = {name: family.gates(views, arch) for name, family in FAMILIES.items()}
+    # A family of another backend is not asked: its gates read the facts of its own kind of target.
+    gated = {name: family.gates(views, arch) if family.backend == arch.backend else
+             [("backend", f"{name} renders {family.backend.upper()} kernels, and {arch.name} is a {arch.backend} "
+                          "target")]
+             for name, family in FAMILIES.items()}
     if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
         fp8 = ", ".join(name for name, family in FAMILIES.items() if family.e4m3)
         for name, reasons in gated.items():
-            if not FAMILIES[name].e4m3:
+            if not FAMILIES[name].e4m3 and FAMILIES[name].backend == arch.backend:
                 reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({fp8} runs e4m3)"))
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, family in FAMILIES.items():
@@ -97,16 +101,18 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
     return g
 
 
-def no_family(views: ProblemViews, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
-    """Every family's gates refuse the problem: the gates they all share said once, else each family's; for e4m3
-    inputs only the e4m3 families' (the others all say they have no e4m3 kernel)."""
-    if views.spec.scales:
-        fp8 = [name for name, family in FAMILIES.items() if family.e4m3]
+def no_family(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
+    """Every family's gates refuse the problem: the gates the target's families all share said once, else each
+    one's; for e4m3 inputs on a CUDA target only the e4m3 families' (the others all say they have no e4m3 kernel).
+    The families of another backend are not named."""
+    own = [name for name, family in FAMILIES.items() if family.backend == arch.backend]
+    fp8 = [name for name in own if FAMILIES[name].e4m3]
+    if views.spec.scales and fp8:
         why = "; ".join(f"{name}: {refusals(gated, name)}" for name in fp8) + "; no other family runs e4m3"
         return PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})")
-    shared = [g for g in gated[FALLBACK] if all(g in reasons for reasons in gated.values())]
+    shared = [g for g in gated[own[-1]] if all(g in gated[name] for name in own)]
     why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else
-           "; ".join(f"{name}: {refusals(gated, name)}" for name in FAMILIES))
+           "; ".join(f"{name}: {refusals(gated, name)}" for name in own))
     return PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})")
 
 
@@ -141,7 +147,7 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     except Unsatisfiable:
         refused = [name for name in FAMILIES if gated[name] and gated[name][0][0] == PINNED]
         if not refused:
-            raise no_family(views, gated) from None
+            raise no_family(views, arch, gated) from None
         raise SpecError(views.spec.source, "plan", "no kernel family can take the decisions it fixes ("
                         + "; ".join(f"{name}: {refusals(gated, name)}" for name in refused) + ")",
                         "drop or change the pinned decisions (`deepgemm explain SPEC` shows each family's)") from None
@@ -319,7 +325,9 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
     if prefer is not None and prefer in FAMILIES:
         _check_every_bucket(views, arch, prefer)
     buckets: list[RowsBucket] = []
-    for blo, bhi in row_buckets(lo, hi):
+    # The host's engine takes the rows at run time whatever their count: one kernel serves the whole range.
+    cuts = [(lo, hi)] if arch.backend == "cpu" else row_buckets(lo, hi)
+    for blo, bhi in cuts:
         bucket_views = analyse(spec.rows_bucket(blo, bhi))
         plan = tuned.get((blo, bhi)) or plan_detail(bucket_views, arch, prefer).plan
         bucket = RowsBucket(blo, bhi, bucket_views, plan)
@@ -330,7 +338,8 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
         else:
             buckets.append(bucket)
     exact = [b for b in buckets if b.exact]
-    why = (f"{x} is sized {lo}..{hi} at run time: "
+    why = (f"{x} is sized {lo}..{hi} at run time: one host kernel takes every size" if arch.backend == "cpu" else
+           f"{x} is sized {lo}..{hi} at run time: "
            + (f"one kernel a size for {x} <= {EXACT_ROWS} (a family may hold the rows in registers sized at compile "
               "time), " if exact else "")
            + "ranges up to each power of two planned at their largest size by the families that take M at run "

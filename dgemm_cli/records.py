@@ -179,6 +179,7 @@ class PlanRecord:
     arch_features: tuple[str, ...]  # what the kernels' instructions and launches need (arch.FEATURES)
     requires_arch: tuple[str, ...]  # the first arch with all of it; empty when any arch has it
     kernel_smem: Mapping[str, int]  # each kernel namespace of the .cu -> the dynamic shared memory its launch asks for
+    cxx_flags: tuple[str, ...] = ()  # the host compiler's flags (arch cpu; build_host.py)
     source: str = field(default="plan.json", compare=False)
     schema_version: int = PLAN_SCHEMA_VERSION
 
@@ -212,7 +213,8 @@ class PlanRecord:
         return cls(generator=f.get("generator", str), arch=f.get("arch", str), content_hash=f.get("content_hash", str),
                    spec=spec.data, family=plan.get("family", str), smem_bytes=plan.get("smem_bytes", int),
                    nvcc_flags=build.strings("nvcc_flags"), arch_features=build.strings("arch_features"),
-                   requires_arch=build.strings("requires_arch"), kernel_smem=dict(kernel_smem), source=source)
+                   requires_arch=build.strings("requires_arch"), kernel_smem=dict(kernel_smem),
+                   cxx_flags=build.strings("cxx_flags", optional=True) or (), source=source)
 
     @classmethod
     def load(cls, path: Path) -> PlanRecord:
@@ -223,7 +225,8 @@ class PlanRecord:
     def to_dict(self) -> dict[str, Any]:
         """The fields of plan.json this record holds, in plan.json's layout."""
         build = {"nvcc_flags": list(self.nvcc_flags), "arch_features": list(self.arch_features),
-                 "requires_arch": list(self.requires_arch), "kernel_smem": dict(self.kernel_smem)}
+                 "requires_arch": list(self.requires_arch), "kernel_smem": dict(self.kernel_smem),
+                 **({"cxx_flags": list(self.cxx_flags)} if self.cxx_flags else {})}
         return {"schema_version": self.schema_version, "generator": self.generator, "arch": self.arch,
                 "content_hash": self.content_hash, "spec": dict(self.spec),
                 "plan": {"family": self.family, "smem_bytes": self.smem_bytes}, "build": build}

@@ -29,6 +29,7 @@ from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.records import PLAN_SCHEMA_VERSION
 from dgemm_cli.renderers import Body
 from dgemm_cli.renderers.buckets import fold, merged_plans, merged_routes
+from dgemm_cli.renderers.host import host_signature, primary_of, render_host_sources
 from dgemm_cli.renderers.problems import share_problems
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews, output_unit_role, role_holders, role_of
@@ -112,8 +113,10 @@ def _signature(spec: Spec, ops: dict[str, OperandCtx]) -> str:
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
 
 
-def c_prototype(spec: Spec, views: ProblemViews) -> str:
-    """The entry point's C declaration, as <name>.h has it."""
+def c_prototype(spec: Spec, views: ProblemViews, arch: Arch | None = None) -> str:
+    """The entry point's C declaration, as <name>.h has it (a host target's: renderers/host.py)."""
+    if arch is not None and arch.backend == "cpu":
+        return f"int {spec.name}({host_signature(spec)})"
     ops = {x: _operand_ctx(spec, views, x) for x in ("A", "B", "C", *(op.name for op in spec.extra_operands))}
     return f"cudaError_t {spec.name}({_signature(spec, ops)})"
 
@@ -320,7 +323,7 @@ def device_headers(included: Iterable[str]) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.cuh)"', re.MULTILINE)
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+\.(?:cuh|hpp))"', re.MULTILINE)
 
 
 def _flow(value: object) -> str:
@@ -527,6 +530,8 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
                    arch: Arch) -> dict[str, str]:
     """File name -> text, without touching the disk."""
     env = environment()
+    if arch.backend == "cpu":
+        return _render_host(env, spec, views, plan, baseline, arch)
     k = kernel_context(spec, views, plan, baseline, arch, env)
     out = {
         f"{spec.name}.cu": env.get_template("kernel.cu.j2").render(k=k),
@@ -560,6 +565,23 @@ def render_sources(spec: Spec, views: ProblemViews, plan: Plan, baseline: Cublas
     }
     out["plan.json"] = json.dumps(plan_json, indent=2) + "\n"
     return out
+
+
+def _render_host(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan | BucketPlan,
+                 baseline: CublasPlan, arch: Arch) -> dict[str, str]:
+    """A host target's folder (renderers/host.py): its one kernel's traits, by the family's renderer."""
+    kernel = primary_of(plan)
+    bucket_views = plan.buckets[0].views if isinstance(plan, BucketPlan) else views
+    base = {**base_context(spec, bucket_views, baseline, arch), **_run_time_ctx(spec, views),
+            "plan_schema_version": PLAN_SCHEMA_VERSION, "views_dict": _views_dict(views)}
+    body = render_body(env, spec, bucket_views, kernel, base)
+    # The CUDA families are never candidates for the host: the host's families alone are named.
+    family_why = (f"{kernel.family}, the host backend's family" + (f"; {plan.why}" if isinstance(plan, BucketPlan)
+                                                                   else ""))
+    headers = [*body.headers, *(["dg/cpu_activations.hpp"] if any(st.activation or st.clamp for st in spec.epilogue)
+                                else [])]
+    return render_host_sources(env, spec, views, plan, baseline, arch, base, body, family_why,
+                               device_headers(headers))
 
 
 def _views_dict(views: ProblemViews) -> dict:

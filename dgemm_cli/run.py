@@ -106,13 +106,21 @@ def size_args(plans: dict[Path, PlanRecord],
     return args, left_out
 
 
-def run_harness(directory: Path, harness: Path, arch: str, args: list[str], env: dict[str, str],
-                timeout: float = HARNESS_TIMEOUT_S) -> HarnessRun:
+def host_harness(directory: Path, library: Path) -> tuple[list[str], list[str]]:
+    """A host folder's harness (arch cpu): this Python running dgemm_cli.host_harness on its lib<name>.so, as the
+    command line before and after the harness's own arguments."""
+    return [sys.executable, "-m", "dgemm_cli.host_harness"], ["--dir", str(directory), "--lib", str(library)]
+
+
+def run_harness(directory: Path, harness: Path | tuple[list[str], list[str]], arch: str, args: list[str],
+                env: dict[str, str], timeout: float = HARNESS_TIMEOUT_S) -> HarnessRun:
     """Run the harness with `args` (the command, "verify" or "bench", first) and parse its report; a harness that
-    printed none gets a report whose `error` says why."""
+    printed none gets a report whose `error` says why. `harness`: a GPU folder's harness binary, or a host folder's
+    command line around the arguments (host_harness)."""
     failed = VerifyReport.failed if args[0] == "verify" else BenchReport.failed
+    before, after = ([str(harness)], []) if isinstance(harness, Path) else harness
     try:
-        proc = subprocess.run([str(harness), *args], capture_output=True, text=True, env=env,
+        proc = subprocess.run([*before, *args, *after], capture_output=True, text=True, env=env,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return HarnessRun(directory, arch, 124, failed(f"harness timed out after {timeout:g} s"), "")

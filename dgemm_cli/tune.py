@@ -136,7 +136,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
         return []
     gated = family_gates(views, arch)
     if all(gated.values()):  # no family runs the problem (e.g. e4m3 inputs TMA cannot load)
-        raise no_family(views, gated)
+        raise no_family(views, arch, gated)
     if families and all(gated[f] for f in families):
         raise PlanError(f"{views.spec.source}: {', '.join(families)} cannot run this problem: "
                         + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))

@@ -11,6 +11,7 @@ import click
 
 from dgemm_cli.arch import Arch, get_arch, unbuildable
 from dgemm_cli.build import BuildResult, build, build_dir_for, read_plan
+from dgemm_cli.build_host import HOST_ARCH, build_host, find_cxx
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
 from dgemm_cli.records import PlanRecord, RecordError
@@ -23,13 +24,15 @@ from dgemm_cli.toolchain import find_nvcc
 @click.option("--nvcc", "nvcc_path",
               help="nvcc to use (else $DEEPGEMM_NVCC, $CUDA_HOME, $CUDA_PATH, the CUDA wheels, PATH).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Parallel builds.")
+@click.option("--cxx", "cxx_path", help="Host C++ compiler for cpu folders (else $CXX, g++, clang++).")
 @click.option("--lib-only", is_flag=True,
               help="Build only lib<name>.a and lib<name>.so (what you vendor), not the verify/bench harness.")
 @click.option("--force", is_flag=True, help="Rebuild even when sources, nvcc and flags are unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of build results.")
-def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, jobs: int, lib_only: bool,
-              force: bool, as_json: bool) -> None:
-    """Compile generated directories (default: all under ./generated) with nvcc.
+def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, cxx_path: str | None, jobs: int,
+              lib_only: bool, force: bool, as_json: bool) -> None:
+    """Compile generated directories (default: all under ./generated) with nvcc, or for the host (arch cpu) with
+    the host C++ compiler.
 
     Writes <dir>/build/<arch>/lib<name>.a, lib<name>.so and <name>_harness (--lib-only: the two
     libraries), and prints ptxas's registers / stack / spill bytes for every kernel. Spills are
@@ -44,7 +47,6 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
     the registers and spills of that build. --force rebuilds."""
     try:
         directories = generated_dirs(dirs)
-        nvcc = find_nvcc(nvcc_path)
     except DeepGemmError as err:
         fail(err)
     work, refused = [], []
@@ -62,14 +64,30 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
                                        f"arch: `deepgemm gen SPEC --arch {target}`"})
         else:
             work.append((d, target))
+    # Each compiler is looked for only when a folder needs it: host folders build without nvcc.
+    try:
+        nvcc = find_nvcc(nvcc_path) if any(t != HOST_ARCH for _, t in work) else None
+        cxx = find_cxx(cxx_path) if any(t == HOST_ARCH for _, t in work) else None
+    except DeepGemmError as err:
+        fail(err)
     if not as_json:
-        click.echo(f"nvcc {nvcc.version} ({nvcc.source}: {nvcc.path}); {len(work)} director"
+        compilers = ([f"nvcc {nvcc.version} ({nvcc.source}: {nvcc.path})"] if nvcc else []) + (
+            [f"{cxx.version} ({cxx.source}: {cxx.path})"] if cxx else [])
+        click.echo(f"{'; '.join(compilers) or 'nothing to build'}; {len(work)} director"
                    f"{'y' if len(work) == 1 else 'ies'}, -j {jobs}")
         for r in refused:
             click.echo(f"refused: {r['refused']}", err=True)
+
+    def build_one(d: Path, target: str) -> BuildResult:
+        if target == HOST_ARCH:
+            assert cxx is not None
+            return build_host(d, cxx, force)  # the libraries are all a host build makes
+        assert nvcc is not None
+        return build(d, target, nvcc, force, lib_only)
+
     results: list[BuildResult] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(build, d, target, nvcc, force, lib_only): (d, target) for d, target in work}
+        futures = {pool.submit(build_one, d, target): (d, target) for d, target in work}
         for i, fut in enumerate(as_completed(futures), 1):
             res = fut.result()
             results.append(res)
@@ -84,6 +102,9 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, j
 
 def unbuildable_reason(plan: PlanRecord, target: Arch) -> str | None:
     """Why a generated directory (its plan.json) cannot be built for `target`, or None."""
+    if (plan.arch == HOST_ARCH) != (target.name == HOST_ARCH):
+        return (f"its code is {'C++ for the host' if plan.arch == HOST_ARCH else 'CUDA'}, not "
+                f"{'CUDA' if plan.arch == HOST_ARCH else 'C++ for the host'}")
     why = unbuildable(list(plan.arch_features), target)
     need = plan.smem_bytes
     if why is None and need > target.smem_per_block:

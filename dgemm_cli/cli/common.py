@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from dgemm_cli.arch import ARCHES
+from dgemm_cli.arch import TARGETS
 from dgemm_cli.errors import DeepGemmError, NotBuiltError
 from dgemm_cli.records import TuningDb
 from dgemm_cli.tune import default_db_path, load_db
 
 DEFAULT_OUT = Path("generated")
-ARCH_CHOICE = click.Choice(list(ARCHES), case_sensitive=False)  # `--arch SM_90A` reads as sm_90a
+ARCH_CHOICE = click.Choice(list(TARGETS), case_sensitive=False)  # `--arch SM_90A` reads as sm_90a; cpu: the host
 
 
 def fail(err: DeepGemmError) -> None:

@@ -95,7 +95,8 @@ def _gen_footer(results: list[Artifact], out: Path, failed: int) -> str:
              + (f"; {failed} spec(s) failed, see the errors above" if failed else "") + ":"]
     for g in results:
         lines.append(f"  {g.header}\n    {g.prototype};")
-    lines.append(f"next: deepgemm build {out}    (then, on a GPU: deepgemm verify {out} && deepgemm bench {out})")
+    where = "on a GPU" if any(g.arch != "cpu" for g in results) else "here, on the host"
+    lines.append(f"next: deepgemm build {out}    (then, {where}: deepgemm verify {out} && deepgemm bench {out})")
     return "\n".join(lines)
 
 

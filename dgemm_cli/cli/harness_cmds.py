@@ -1,4 +1,5 @@
-"""`deepgemm verify` and `deepgemm bench`: run built folders' harnesses on the GPU and print their reports."""
+"""`deepgemm verify` and `deepgemm bench`: run built folders' harnesses (on the GPU; a host folder's on the host,
+host_harness.py) and print their reports."""
 
 from __future__ import annotations
 
@@ -10,18 +11,23 @@ from pathlib import Path
 import click
 
 from dgemm_cli.build import built_arches, harness_path, read_plan
+from dgemm_cli.build_host import HOST_ARCH, host_library
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
-from dgemm_cli.run import HarnessRun, harness_env, parse_sizes, run_harness, size_args
+from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
 from dgemm_cli.toolchain import find_gpus
 
 
-def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path]]:
-    """(directory, arch, harness) for each built directory; NotBuiltError with the fix otherwise."""
+def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path | tuple[list[str], list[str]]]]:
+    """(directory, arch, harness) for each built directory: a GPU folder's harness binary, a host folder's
+    host_harness command line; NotBuiltError with the fix otherwise."""
     out = []
     for d in generated_dirs(dirs):
         plan = read_plan(d)
+        if plan.arch == HOST_ARCH:
+            out.append((d, HOST_ARCH, host_harness(d, host_library(d))))
+            continue
         if arch:
             target = arch
         else:
@@ -38,8 +44,9 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
     (kernels of a fixed size take none)."""
     try:
         sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
-        _require_gpu()
         targets = _targets(dirs, arch)
+        if any(target != HOST_ARCH for _, target, _ in targets):
+            _require_gpu()
         extra, left_out = size_args({d: read_plan(d) for d, _, _ in targets}, sizes)
         if sizes and not any(extra.values()):
             raise DeepGemmError(f"--m {sizes_text}: none of these kernels has a run-time size (a `{{min, max}}` "

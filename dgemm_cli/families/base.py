@@ -57,3 +57,4 @@ class KernelFamily:
     plan_types: tuple[type, ...]  # the plan classes `problem` makes
     renderer: str  # the module whose render_body(env, spec, views, plan, base) renders its plans
     e4m3: bool = False  # takes e4m3 inputs with their scales (docs/design/fp8.md); no other input type then
+    backend: str = "cuda"  # the arch.Arch backend whose targets it renders for; only those targets see it

@@ -17,7 +17,7 @@ DTYPE_ALIASES = {
     "fp8": "e4m3", "fp8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
 }
 ACCUM_TYPES = ("f32",)
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a")
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "cpu")  # arch.TARGETS: "cpu" is the host (C++17)
 OPERANDS = ("A", "B", "C")
 OUTPUT_VIEW = "D"  # the output view when it differs from the C that beta reads (cuBLASLt's C/D split)
 # The operands after A, B, C, in the C API's order: the output view, then the epilogue's views.

@@ -1,0 +1,121 @@
+"""Stage 5 for the host backend (arch cpu): compile a generated folder's <name>.cpp with the host C++ compiler.
+
+Outputs go to <dir>/build/cpu/: <name>.o, lib<name>.a and lib<name>.so; the flags are plan.json's `cxx_flags`
+(the folder's Makefile compiles the same way). verify and bench load lib<name>.so into the host harness
+(host_harness.py), so a host build has no harness binary. As for nvcc builds, a stamp (build/cpu/build-stamp.json)
+keyed by the sources, the compiler and the commands lets an unchanged folder skip its compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dgemm_cli.build import (
+    COMPILE_TIMEOUT_S,
+    STAMP,
+    BuildResult,
+    build_dir_for,
+    product_fingerprints,
+    read_plan,
+)
+from dgemm_cli.errors import BuildError, NotBuiltError
+
+HOST_ARCH = "cpu"
+HOST_STAMP_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class HostCompiler:
+    path: Path
+    version: str  # the first line of `--version`
+    source: str  # how it was found
+
+
+def find_cxx(explicit: str | None = None) -> HostCompiler:
+    """The host C++ compiler: `explicit`, else $CXX, else g++, else clang++ on PATH."""
+    for source, name in (("--cxx", explicit), ("$CXX", os.environ.get("CXX")), ("PATH", "g++"), ("PATH", "clang++")):
+        if not name:
+            continue
+        path = shutil.which(name)
+        if path is None:
+            if source != "PATH":
+                raise BuildError(f"{source} names '{name}', which is not an executable on PATH. Fix: point it at "
+                                 "g++ or clang++, or leave it unset")
+            continue
+        run = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        first = (run.stdout.strip().splitlines() or ["unknown version"])[0]
+        return HostCompiler(Path(path), first, source)
+    raise BuildError("no host C++ compiler (g++ or clang++) on PATH: the cpu target compiles with one. Fix: install "
+                     "g++ (Debian/Ubuntu: apt-get install g++) or set $CXX")
+
+
+def host_commands(name: str, flags: list[str], cxx: HostCompiler, ar: str) -> list[list[str]]:
+    rel = Path("build") / HOST_ARCH
+    obj = rel / f"{name}.o"
+    return [[str(cxx.path), *flags, "-c", f"{name}.cpp", "-o", str(obj)],
+            [ar, "rcs", str(rel / f"lib{name}.a"), str(obj)],
+            [str(cxx.path), "-shared", "-fopenmp", str(obj), "-o", str(rel / f"lib{name}.so")]]
+
+
+def _inputs(directory: Path, name: str) -> dict[str, str | None]:
+    files = [f"{name}.cpp", f"{name}.h", *(p.relative_to(directory).as_posix()
+                                           for p in sorted((directory / "dg").glob("*.hpp")))]
+    return {f: hashlib.sha256((directory / f).read_bytes()).hexdigest() if (directory / f).is_file() else None
+            for f in files}
+
+
+def build_host(directory: Path, cxx: HostCompiler, force: bool = False) -> BuildResult:
+    """Compile one host folder, unless its stamp says nothing changed (`cached`). Compiler errors land in
+    `error`; nothing is raised for them."""
+    start = time.monotonic()
+    plan = read_plan(directory)
+    name = plan.name
+    ar = shutil.which("ar")
+    if ar is None:
+        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
+    commands = host_commands(name, list(plan.cxx_flags), cxx, ar)
+    out = build_dir_for(directory, HOST_ARCH)
+    products = [Path("build") / HOST_ARCH / f for f in (f"{name}.o", f"lib{name}.a", f"lib{name}.so")]
+    outputs = [directory / p for p in products[1:]]
+    key = hashlib.sha256(json.dumps({"format": HOST_STAMP_FORMAT, "cxx": [str(cxx.path), cxx.version],
+                                     "commands": commands, "inputs": _inputs(directory, name)},
+                                    sort_keys=True).encode()).hexdigest()
+    stamp = out / STAMP
+    fingerprints = product_fingerprints(directory, products)
+    if not force and fingerprints is not None and stamp.is_file():
+        data = json.loads(stamp.read_text())
+        if data.get("key") == key and data.get("products") == fingerprints:
+            return BuildResult(directory, name, HOST_ARCH, ok=True, seconds=time.monotonic() - start,
+                               outputs=outputs, cached=True)
+    stamp.unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for cmd in commands:
+        run = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                             check=False)
+        if run.returncode != 0:
+            text = (run.stderr + run.stdout).strip()
+            return BuildResult(directory, name, HOST_ARCH, ok=False, seconds=time.monotonic() - start,
+                               error=f"$ (cd {directory} && {' '.join(cmd)})\n{text}")
+    fingerprints = product_fingerprints(directory, products)
+    if fingerprints is not None:
+        partial = stamp.with_name(stamp.name + ".partial")
+        partial.write_text(json.dumps({"format": HOST_STAMP_FORMAT, "key": key, "cxx": str(cxx.path),
+                                       "cxx_version": cxx.version, "products": fingerprints}, indent=2) + "\n")
+        partial.replace(stamp)
+    return BuildResult(directory, name, HOST_ARCH, ok=True, seconds=time.monotonic() - start, outputs=outputs)
+
+
+def host_library(directory: Path) -> Path:
+    """The built lib<name>.so a host folder's verify and bench load."""
+    plan = read_plan(directory)
+    path = build_dir_for(directory, HOST_ARCH) / f"lib{plan.name}.so"
+    if not path.is_file():
+        raise NotBuiltError(f"{directory}: not built; run `deepgemm build {directory}`")
+    return path

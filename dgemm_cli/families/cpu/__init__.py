@@ -1,0 +1,151 @@
+"""Kernel family `cpu`: the host backend's one family (pure). BLIS's loops over strided views, the TBLIS way.
+
+The generated C++ (dg/cpu_gemm.hpp, instantiated by the family's traits) never indexes a view in its inner loop:
+per call it builds, for each operand and role, the element offset of every index of that role (a scatter vector:
+the view's segments in mixed radix), and packs blocks of A and B through them into contiguous micro-panels of
+f32, converting 16-bit inputs on the way. The micro-kernel then reads only packed panels, so a contraction over
+any strides runs at GEMM speed without a transposed copy of a whole operand; where a packed range is contiguous in
+the view, packing copies it with vector loads.
+
+Loops (BLIS): n in panels of NC, k in blocks of KC (B's KC x NC panel packed once and shared by the threads),
+m in blocks of MC (A's MC x KC block packed by the thread that owns it, OpenMP over these), then the register
+micro-tile MR x NR of the ISA the compiler targets (-march: AVX-512, AVX2 + FMA, or portable C++). The sum over k
+of each output element ends in f32 and goes through the traits' `finish` once: alpha, beta * C, the epilogue's
+steps, the store in the output's dtype. Small M (decode) streams B once without packing it.
+
+KC, MC and NC default to what the engine derives at run time from the host's cache sizes (sysconf), the analytical
+model of Low et al. 2016; a spec's `plan:` may pin them (`kc`, `mc`, `nc`).
+Modules: cost.py prices a plan; render.py renders its traits (templates/cpu/); this one holds the plan, the gates,
+the graph and the family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.cpu.cost import HOST, MICRO_TILES, cpu_cost
+from dgemm_cli.families.solving import Problem, gated_problem
+from dgemm_cli.views import ROLES, ProblemViews
+
+NAME = "cpu"
+SUMMARY = ("the host (C++17): operands packed through scatter vectors into micro-panels, a register micro-tile of "
+           "the ISA -march targets (AVX-512, AVX2, portable), OpenMP over the blocks")
+RUNTIME_ROWS = True  # the engine takes the rows' extent at run time (Args::m_extent)
+MAX_SEGMENTS = 8  # dg::cpu::kMaxSegs: (size, stride) pairs a role
+# The block sizes a spec may pin; 0 is the engine's own, from the host's caches at run time.
+KC = (0, 64, 128, 192, 256, 384, 512, 768, 1024)
+MC = (0, 48, 96, 144, 192, 288, 384, 576, 768)
+NC = (0, 256, 512, 1024, 2048, 4096, 8192)
+ELEM = 4  # packed panels hold f32
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    family = NAME
+    kc: int  # k of a packed block (0: from the host's L1 at run time)
+    mc: int  # rows of a packed A block (0: from the host's L2)
+    nc: int  # columns of a packed B panel (0: from the host's L3)
+    packing: dict[str, str]  # A, B -> how packing reads the view (contiguous runs or a gather)
+    segments: dict[str, int]  # role -> (size, stride) segments of the role
+    decisions: tuple[Decision, ...]
+    feasible: int
+    cost_us: float
+    assignment: dict[str, Any] = field(default_factory=dict)
+
+    smem_bytes = 0
+    threads = 0  # OpenMP's, or the caller's `threads` argument
+    arch_features = frozenset()  # no CUDA feature (arch.FEATURES)
+
+    @property
+    def runtime_align(self) -> dict[str, int]:
+        return {}  # element accesses and unaligned vector loads: nothing beyond the spec's promise
+
+    @property
+    def summary(self) -> str:
+        blocks = ", ".join(f"{name} {v}" if v else f"{name} from the host's caches"
+                           for name, v in (("KC", self.kc), ("MC", self.mc), ("NC", self.nc)))
+        return f"packed micro-panels, {blocks}, OpenMP over the blocks"
+
+    def detail_lines(self) -> list[str]:
+        """What `explain` prints and the .cpp's header comment states below the decisions."""
+        tiles = "; ".join(f"{isa}: {mr} x {nr}" for isa, (mr, nr) in MICRO_TILES.items())
+        out = [f"micro-tile MR x NR of the ISA the compiler targets (-march): {tiles}",
+               "roles as (size, stride) segments: " + ", ".join(f"{r} {n}" for r, n in self.segments.items() if n),
+               "A packed into MR-row micro-panels (MC x KC a block, one a thread), B into NR-column micro-panels "
+               "(a KC x NC panel shared by the threads), both f32: " + "; ".join(
+                   f"{x}: {how}" for x, how in self.packing.items()),
+               "each output element's f32 sum goes once through alpha, beta * C, the epilogue and the store in "
+               "the output's dtype; rows M <= 4 stream B once, unpacked",
+               "threads: the caller's `threads`, or OpenMP's default when it passes 0"]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, **asdict(self), "decisions": [x.to_dict() for x in self.decisions]}
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    out = []
+    if arch.backend != "cpu":
+        out.append(("backend", f"{arch.name} is a GPU target; the cpu family renders C++ for the host"))
+    if views.spec.scales:
+        out.append(("e4m3 inputs", "no e4m3 kernel on the host yet (fp8_hopper runs e4m3 on sm_90a)"))
+    deep = [f"{r} has {len(views.roles[r].segments)}" for r in ROLES if len(views.roles[r].segments) > MAX_SEGMENTS]
+    if deep:
+        out.append(("segments", f"{'; '.join(deep)} (size, stride) segments, more than the engine's "
+                                f"{MAX_SEGMENTS} (dg::cpu::kMaxSegs)"))
+    return out
+
+
+def _packing(views: ProblemViews, operand: str, inner: str) -> str:
+    """How packing reads `operand`: along `inner` (k for A's rows, n for B's columns) in contiguous runs, or as a
+    gather through the scatter vectors."""
+    seg = views.roles[inner].inner()
+    if seg is None:
+        return f"{inner} has size 1"
+    step = seg.stride(operand)
+    if step == 1:
+        return f"{inner} contiguous (runs of {seg.size}: vector loads)"
+    if step == 0:
+        return f"broadcast over {inner} (stride 0)"
+    return f"{inner} at stride {step} (a gather through the scatter vectors)"
+
+
+def build_cpu_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    g = ConstraintGraph()
+    g.node("kc", KC, "k of a packed block of A and B (0: the engine's, from the host's L1 at run time)")
+    g.node("mc", MC, "rows of a packed block of A (0: the engine's, from the host's L2 at run time)")
+    g.node("nc", NC, "columns of a packed panel of B (0: the engine's, from the host's L3 at run time)")
+    nr = max(nr for _, nr in MICRO_TILES.values())
+
+    def fits(a: Assignment) -> str | None:
+        kc, mc, nc = a["kc"], a["mc"], a["nc"]
+        if kc and kc * nr * ELEM > HOST.l1_bytes:
+            return f"a KC x NR micro-panel of B ({kc} x {nr} f32) is larger than the {HOST.l1_bytes // 1024} KiB L1"
+        if kc and mc and mc * kc * ELEM > HOST.l2_bytes:
+            return f"an MC x KC block of A ({mc} x {kc} f32) is larger than the {HOST.l2_bytes // 1024} KiB L2"
+        if kc and nc and kc * nc * ELEM > HOST.l3_bytes:
+            return f"a KC x NC panel of B ({kc} x {nc} f32) is larger than the {HOST.l3_bytes >> 20} MiB L3"
+        return None
+    g.constrain("blocks fit the caches", "arch", ["kc", "mc", "nc"], fits,
+                f"pinned blocks fit the reference host's caches ({HOST.part})")
+    return g
+
+
+def _cpu_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+              cost_us: float) -> CpuPlan:
+    return CpuPlan(kc=a["kc"], mc=a["mc"], nc=a["nc"],
+                   packing={"A": _packing(views, "A", "k"), "B": _packing(views, "B", "n")},
+                   segments={r: len(views.roles[r].segments) for r in ROLES},
+                   decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a))
+
+
+def problem(views: ProblemViews, arch: Arch) -> Problem:
+    return gated_problem(NAME, views, arch, gates, build_cpu_graph, cpu_cost, _cpu_plan)
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (CpuPlan,), "dgemm_cli.families.cpu.render",
+                      backend="cpu")

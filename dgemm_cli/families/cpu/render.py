@@ -1,0 +1,71 @@
+"""Template context of the `cpu` family (templates/cpu/traits.cpp.j2): the traits dg/cpu_gemm.hpp's engine is
+instantiated with. The views reach it as a dg::cpu::Shape (each role's segments with a stride per slot) and the
+epilogue as `finish`, which turns one output element's f32 sum into the stored value."""
+
+from __future__ import annotations
+
+import jinja2
+
+from dgemm_cli.constraints import decision_lines
+from dgemm_cli.families.cpu import CpuPlan
+from dgemm_cli.families.cpu.cost import MICRO_TILES
+from dgemm_cli.renderers import Body
+from dgemm_cli.spec import Spec
+from dgemm_cli.views import ROLES, ProblemViews
+
+# dg::cpu::Slot's order: a Seg's strides and Shape::offset have one entry each.
+SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")
+CPP_TYPES = {"f32": "float", "f16": "dg::cpu::f16", "bf16": "dg::cpu::bf16"}
+# The preprocessor test that selects each ISA's micro-kernel in dg/cpu_gemm.hpp, in its order.
+ISA_CONDITIONS = (("avx512", "#if defined(__AVX512F__)"), ("avx2", "#elif defined(__AVX2__) && defined(__FMA__)"),
+                  ("portable", "#else"))
+SLOT_ENUM = {"A": "kA", "B": "kB", "C": "kC", "D": "kD", "bias": "kBias", "scale": "kScale",
+             "residual": "kResidual"}
+
+
+def _role(views: ProblemViews, role: str) -> str:
+    """A dg::cpu::Role initializer: {nseg, {{size, {stride per slot}}, ...}} (outer -> inner)."""
+    segs = views.roles[role].segments
+    if not segs:
+        return "{0, {}}"
+    inits = []
+    for seg in segs:
+        strides = dict(seg.strides)
+        inits.append(f"{{{seg.size}, {{{', '.join(str(strides.get(x, 0)) for x in SLOTS)}}}}}")
+    return f"{{{len(segs)}, {{{', '.join(inits)}}}}}"
+
+
+def _float_literal(x: float) -> str:
+    text = repr(float(x))
+    if text in ("inf", "-inf"):
+        return text.replace("inf", "INFINITY")
+    return text + ("f" if "e" in text or "." in text else ".0f")
+
+
+def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
+    out = spec.output
+    steps = []
+    for st in spec.epilogue:
+        steps.append({"kind": st.kind, "desc": st.describe(), "activation": st.activation,
+                      "slot": SLOT_ENUM[st.view.name] if st.view is not None else None,
+                      "type": CPP_TYPES[st.view.dtype] if st.view is not None else None,
+                      "clamp": [_float_literal(x) for x in st.clamp or ()]})
+    finish_slots = ["C" if spec.D is None or spec.beta != 0 else None, "D" if spec.D is not None else None,
+                    *(op.name for op in spec.extra_operands if op.name != "D")]
+    return {
+        **base,
+        "a_type": CPP_TYPES[spec.A.dtype], "b_type": CPP_TYPES[spec.B.dtype], "c_type": CPP_TYPES[spec.C.dtype],
+        "out_type": CPP_TYPES[out.dtype], "out_slot": SLOT_ENUM[out.name],
+        "shape": {r: _role(views, r) for r in ROLES},
+        "offsets": ", ".join(str(spec.operand(x).offset) if x in views.operands else "0" for x in SLOTS),
+        "out_slots": [SLOT_ENUM[x] for x in finish_slots if x is not None],
+        "kc": plan.kc, "mc": plan.mc, "nc": plan.nc, "steps": steps,
+        "micro_tiles": MICRO_TILES, "isa_conditions": ISA_CONDITIONS,
+    }
+
+
+def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> Body:
+    k = context(spec, views, plan, base)
+    text = env.get_template("cpu/traits.cpp.j2").render(k=k)
+    decisions = decision_lines(plan.decisions) + plan.detail_lines()
+    return Body("cpu", text, f"cpu: {plan.summary}", tuple(decisions), headers=("dg/cpu_gemm.hpp",))
