@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from dgemm_cli.arch import Arch
+from dgemm_cli.arch import Arch, get_arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, Unsatisfiable, solve
 from dgemm_cli.errors import PlanError, SpecError
 from dgemm_cli.families import FALLBACK, FAMILIES, FamilyPlan
@@ -70,10 +70,12 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
                           "target")]
              for name, family in FAMILIES.items()}
     if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
-        fp8 = ", ".join(name for name, family in FAMILIES.items() if family.e4m3)
+        fp8 = [name for name, family in FAMILIES.items() if family.e4m3]
+        here = any(FAMILIES[name].backend == arch.backend for name in fp8)
+        runs = f"{', '.join(fp8)} runs e4m3" + ("" if here else f" on {' and '.join(_e4m3_targets(fp8))}")
         for name, reasons in gated.items():
             if not FAMILIES[name].e4m3 and FAMILIES[name].backend == arch.backend:
-                reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({fp8} runs e4m3)"))
+                reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({runs})"))
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, family in FAMILIES.items():
             if not family.runtime_rows:
@@ -82,10 +84,19 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
     return gated
 
 
+def _e4m3_targets(families: list[str]) -> list[str]:
+    """The backends the e4m3 families render for, as a message names them."""
+    return sorted({"CUDA targets" if FAMILIES[name].backend == "cuda" else f"{FAMILIES[name].backend} targets"
+                   for name in families})
+
+
 def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
-                  spec_family: str | None = None) -> ConstraintGraph:
+                  spec_family: str | None = None, backend: str = "cuda") -> ConstraintGraph:
+    """The family node: the families of the target's backend (the others never run on it, so they are not its
+    candidates), each one's gates a constraint."""
     g = ConstraintGraph()
-    g.node("family", tuple(FAMILIES), "the kernel family (dgemm_cli/families/)")
+    g.node("family", tuple(name for name, f in FAMILIES.items() if f.backend == backend),
+           "the kernel family (dgemm_cli/families/)")
     if prefer is not None:
         # First, so that it is what rules every other family out: the decision reads
         # "family = hopper (forced by --family hopper)".
@@ -95,6 +106,8 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
         g.constrain(PINNED, "problem", ["family"],
                     lambda a: f"family = {spec_family}" if a["family"] != spec_family else None)
     for name, reasons in gated.items():
+        if FAMILIES[name].backend != backend:
+            continue
         for constraint, reason in reasons:
             g.constrain(f"{name}: {constraint}", "view" if "TMA" in constraint else "arch", ["family"],
                         lambda a, name=name, reason=reason: reason if a["family"] == name else None)
@@ -136,12 +149,12 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     gated = family_gates(views, arch)
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
-    pins = dict(views.spec.pins)
+    pins = target_pins(views, arch)
     spec_family = pins.pop("family", None)
     # --family overrides the spec's family; the family it names keeps the pins of its own decisions.
     spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
     solved = _solve_families(views, arch, gated, pins, prefer)
-    graph = _family_graph(gated, prefer, spec_family)
+    graph = _family_graph(gated, prefer, spec_family, arch.backend)
     try:
         sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
     except Unsatisfiable:
@@ -159,6 +172,14 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
         unpinned = cta is not None and not any(n.name in pins for n in cta[1].nodes)
         fallback = as_fallback(cta[0]) if unpinned else fallback_plan(views, arch)
     return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+
+
+def target_pins(views: ProblemViews, arch: Arch) -> dict[str, Any]:
+    """The spec's `plan:` pins, for a target of its own backend: pins tune the families of the spec's `arch:`, so a
+    GPU spec generated for the host (`--arch cpu`) is planned by the cost model alone, and the other way round."""
+    if get_arch(views.spec.arch).backend != arch.backend:
+        return {}
+    return dict(views.spec.pins)
 
 
 def _solve_families(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple[str, str]]], pins: dict[str, Any],

@@ -201,13 +201,13 @@ def test_sizes_letters_are_near_only_by_case(tmp_path):
                                         ("90a", "sm_90a"), ("sm90a", "sm_90a")])
 def test_arch_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(arch=typo), "arch", "unsupported arch")
-    assert err.fix == f"did you mean '{meant}'? (valid: sm_80, sm_86, sm_89, sm_90a)"
+    assert err.fix == f"did you mean '{meant}'? (valid: sm_80, sm_86, sm_89, sm_90a, cpu)"
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_100a", 90])
 def test_arch_of_another_number_suggests_nothing(tmp_path, arch):
     err = expect_error(tmp_path, gemm_spec(arch=arch), "arch", "unsupported arch")
-    assert err.fix == "use one of: sm_80, sm_86, sm_89, sm_90a"
+    assert err.fix == "use one of: sm_80, sm_86, sm_89, sm_90a, cpu"
 
 
 @pytest.mark.parametrize("typo,meant", [("F16 ", "f16"), ("BF-16", "bf16"), ("F 16", "f16"), ("FP-32", "f32"),

@@ -44,9 +44,9 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
     (kernels of a fixed size take none)."""
     try:
         sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
-        targets = _targets(dirs, arch)
-        if any(target != HOST_ARCH for _, target, _ in targets):
+        if any(read_plan(d).arch != HOST_ARCH for d in generated_dirs(dirs)):  # host folders run without a GPU
             _require_gpu()
+        targets = _targets(dirs, arch)
         extra, left_out = size_args({d: read_plan(d) for d, _, _ in targets}, sizes)
         if sizes and not any(extra.values()):
             raise DeepGemmError(f"--m {sizes_text}: none of these kernels has a run-time size (a `{{min, max}}` "

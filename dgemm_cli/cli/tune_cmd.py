@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dgemm_cli.arch import get_arch
+from dgemm_cli.arch import Arch, get_arch
 from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, fmt, tuning_db
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.families import FAMILIES
@@ -68,7 +68,7 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     try:
         path, db = tuning_db(db_path)
         merged = sum(merge(db, load_db(m)) for m in merge_paths)
-        problems = tune_problems([load_spec(p) for p in specs], lambda spec: get_arch(arch or spec.arch), level,
+        problems = tune_problems([load_spec(p) for p in specs], lambda spec: _gpu_target(arch or spec.arch), level,
                                  families)
     except DeepGemmError as err:
         fail(err)
@@ -114,6 +114,16 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     else:
         click.echo(f"wrote {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} to {path}")
     sys.exit(EXIT_OK if len(entries) == len(problems) else EXIT_FAILED)
+
+
+def _gpu_target(name: str) -> Arch:
+    """tune measures CUDA candidates; the host's cpu family takes its blocks from the host's caches."""
+    target = get_arch(name)
+    if target.backend != "cuda":
+        raise DeepGemmError(f"tune measures GPU kernels, and {name} is the host: the cpu family sizes its blocks from "
+                            "the host's caches at run time. Fix: pin `kc`, `mc` or `nc` in the spec's `plan:`, or tune "
+                            "for a GPU arch (--arch sm_90a)")
+    return target
 
 
 def _model_ranking(spec, views, target) -> str:
