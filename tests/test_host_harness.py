@@ -163,6 +163,13 @@ def test_bf16_rounds_to_nearest_even():
     assert back[5] == np.inf and np.isnan(back[6])
 
 
+def test_the_baselines_erf_is_within_float32_rounding():
+    x = np.linspace(-6, 6, 2001, dtype=np.float32)
+    want = np.array([math.erf(v) for v in x.astype(np.float64)])
+    assert np.max(np.abs(hh.erf_f32(x) - want)) < 5e-7  # 1.5e-7 exact, plus float32 evaluation
+    assert hh.erf_f32(np.array([np.nan], np.float32))[0] != hh.erf_f32(np.array([np.nan], np.float32))[0]
+
+
 def test_compare_fails_nan_and_names_the_first_bad_element():
     want = np.arange(1.0, 7.0).reshape(2, 3)
     got = want.copy()
@@ -305,7 +312,11 @@ def test_bench_times_ours_and_both_baselines(tmp_path, spec_dict):
         assert [r.m for r in record.m_rows] == [2, 13, 24] and record.row.m == 24
 
 
-@pytest.mark.parametrize("spec_dict", [DENSE_F32, CONV_BF16_GELU, RUN_TIME_F16, WITH_D], ids=lambda d: d["name"])
+GELU_ERF_F32 = {**DENSE_F32, "name": "gelu_erf_f32", "epilogue": [{"activation": "gelu_erf"}]}
+
+
+@pytest.mark.parametrize("spec_dict", [DENSE_F32, CONV_BF16_GELU, RUN_TIME_F16, WITH_D, GELU_ERF_F32],
+                         ids=lambda d: d["name"])
 def test_the_baselines_compute_the_kernels_result(tmp_path, spec_dict):
     """Each baseline formulation, run on verify's kind of inputs, passes verify's comparison."""
     folder, library, spec = make_folder(tmp_path, spec_dict)
@@ -320,3 +331,13 @@ def test_the_baselines_compute_the_kernels_result(tmp_path, spec_dict):
         want, mag = hh.finish_reference(spec, v.product, v.magnitude, v.inputs, sizes, spec.alpha, spec.beta)
         got = hh.bits_to_float64(hh.view_of(v.buffers[out.name].bits, out, hh.subscripts(spec)[2], sizes), out.dtype)
         assert hh.compare(got, want, mag, v.tol, v.k_terms).accurate(v.tol), name
+
+
+def test_bench_without_the_baseline_times_ours_once(tmp_path):
+    folder, library, _ = make_folder(tmp_path, RUN_TIME_F16)
+    report, code = hh.run_command(["bench", "--dir", str(folder), "--lib", str(library), "--baseline", "0",
+                                   "--warmup", "0", "--reps", "2", "--m", "3,24"])
+    record = parsed("bench", report)
+    assert code == 0 and [r.m for r in record.m_rows] == [3, 24]
+    assert record.row.baseline == "skipped (--baseline 0)" and record.row.ratio is None
+    assert len(record.row.us_passes) == 1 and record.row.baseline_candidates == ()
