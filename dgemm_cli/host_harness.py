@@ -59,6 +59,7 @@ EXTRA_INPUTS = ("bias", "scale", "residual")
 FALLBACK_LLC_BYTES = 32 << 20
 MAX_BENCH_SETS = 64
 BENCH_MEMORY_BUDGET = 4 << 30  # bytes all bench sets together may take
+REFERENCE_CHUNK_BYTES = 128 << 20  # float64 copies of input views the reference makes at a time
 DEFAULT_SEEDS = (1, 2, 3)
 
 
@@ -181,14 +182,39 @@ def activation(name: str, t: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown activation {name!r}")
 
 
-def contraction_f64(spec: Spec, a: np.ndarray, b: np.ndarray, sizes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """The contraction of the float64 buffers `a` and `b` at `sizes`, and its magnitude sum(|a * b|), both over the
-    output's letters. einsum with optimize=True calls BLAS on float64: independent of the kernel either way."""
-    a_letters, b_letters, _ = subscripts(spec)
-    av, bv = view_of(a, spec.A, a_letters, sizes), view_of(b, spec.B, b_letters, sizes)
-    product = np.einsum(spec.contraction, av, bv, optimize=True)
-    magnitude = np.einsum(spec.contraction, np.abs(av), np.abs(bv), optimize=True)
-    return np.asarray(product, dtype=np.float64), np.asarray(magnitude, dtype=np.float64)
+def contraction_f64(spec: Spec, a_bits: np.ndarray, b_bits: np.ndarray, sizes: dict[str, int],
+                    chunk_bytes: int = REFERENCE_CHUNK_BYTES) -> tuple[np.ndarray, np.ndarray]:
+    """The contraction of A's and B's buffers (bit patterns of their dtypes) at `sizes` in float64, and its magnitude
+    sum(|a * b|), both over the output's letters. einsum with optimize=True calls BLAS on float64: independent of the
+    kernel either way. The float64 copies of the views are made a slice of one output letter at a time, each at most
+    about `chunk_bytes`, so a large problem holds its output twice in float64 and its inputs once in their dtypes."""
+    a_letters, b_letters, out = subscripts(spec)
+    av, bv = view_of(a_bits, spec.A, a_letters, sizes), view_of(b_bits, spec.B, b_letters, sizes)
+    product = np.empty([sizes[x] for x in out])
+    magnitude = np.empty_like(product)
+    # Slice along the largest output letter of the larger input: its float64 copy (and |copy|) shrinks the most.
+    larger = a_letters if av.size >= bv.size else b_letters
+    candidates = [x for x in out if x in larger]
+    copy_bytes = 16 * (av.size + bv.size)
+    letter = max(candidates, key=lambda x: sizes[x]) if candidates and copy_bytes > chunk_bytes else None
+    total = 1 if letter is None else sizes[letter]
+    step = total if letter is None else max(1, total * chunk_bytes // copy_bytes)
+
+    def part(view: np.ndarray, letters: str, lo: int) -> np.ndarray:
+        if letter is None or letter not in letters:
+            return view
+        index = [slice(None)] * view.ndim
+        index[letters.index(letter)] = slice(lo, lo + step)
+        return view[tuple(index)]
+
+    for lo in range(0, total, step):
+        a64 = bits_to_float64(part(av, a_letters, lo), spec.A.dtype)
+        b64 = bits_to_float64(part(bv, b_letters, lo), spec.B.dtype)
+        target = (slice(None),) * product.ndim if letter is None else tuple(
+            slice(lo, lo + step) if x == letter else slice(None) for x in out)
+        product[target] = np.einsum(spec.contraction, a64, b64, optimize=True)
+        magnitude[target] = np.einsum(spec.contraction, np.abs(a64), np.abs(b64), optimize=True)
+    return product, magnitude
 
 
 def finish_reference(spec: Spec, product: np.ndarray, magnitude: np.ndarray, inputs: dict[str, np.ndarray],
@@ -483,11 +509,13 @@ class Verifier:
         self.c_old = np.full_like(c.bits, SENTINEL_BITS[c.view.dtype])
         c_view = view_of(self.c_old, spec.C, self.letters, full)
         c_view[...] = random_bits(rng, c_view.size, spec.C.dtype).reshape(c_view.shape)
+        # float64 images of what the reference reads elementwise (C_old, the epilogue's views); A and B are read
+        # through their bits, a slice at a time (contraction_f64).
         self.inputs = {x: bits_to_float64(b.bits, b.view.dtype) for x, b in self.buffers.items()
-                       if x not in ("C", "D")}
+                       if x in EXTRA_INPUTS}
         self.inputs["C"] = bits_to_float64(self.c_old, spec.C.dtype)
-        self.product, self.magnitude = contraction_f64(spec, self.inputs["A"], self.inputs["B"], full)
-        self.input_bits = {x: self.buffers[x].bits.copy() for x in self.inputs if x != "C"}
+        self.product, self.magnitude = contraction_f64(spec, self.buffers["A"].bits, self.buffers["B"].bits, full)
+        self.input_bits = {x: b.bits.copy() for x, b in self.buffers.items() if x not in ("C", "D")}
 
     def rows(self, array: np.ndarray, m: int | None) -> np.ndarray:
         """The reference at size m: the run-time letter is one of the output's letters, so its first m rows."""
@@ -539,9 +567,7 @@ class Verifier:
         if nan_input:
             nan_at = self.nan_address(m, np.random.default_rng([self.seed, 0x4E414E]))
             a_buf.bits[nan_at] = POISON_BITS[spec.A.dtype]
-            a64 = self.inputs["A"].copy()
-            a64[nan_at] = math.nan
-            product, magnitude = contraction_f64(spec, a64, self.inputs["B"], sizes)
+            product, magnitude = contraction_f64(spec, a_buf.bits, self.buffers["B"].bits, sizes)
         want, mag = finish_reference(spec, product, magnitude, self.inputs, sizes, alpha, beta)
         self.prepare_output(m, beta)
         c_before = self.buffers["C"].bits.copy()
