@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,19 @@ DEFAULT_SEEDS = (1, 2, 3)
 class HarnessFailure(Exception):
     """The command cannot give a result: the report is an error object and the process exits with `exit_code`."""
 
-    def __init__(self, exit_code: int, message: str):
-        self.exit_code = exit_code
+    def __init__(self, exit_code: int, message: str, name: str | None = None):
+        self.exit_code, self.name = exit_code, name
         super().__init__(message)
+
+
+@contextmanager
+def naming(spec: Spec):
+    """A failure inside names the kernel in its error report, as the GPU harness's does."""
+    try:
+        yield
+    except HarnessFailure as exc:
+        exc.name = exc.name or spec.name
+        raise
 
 
 # ------------------------------------------------------------------------------------------------ dtypes (pure)
@@ -752,44 +763,45 @@ def verify(folder: Path, library: Path, seeds: Sequence[int] = DEFAULT_SEEDS, sa
     harness's command line and unused: the reference here covers every element. Raises HarnessFailure."""
     del samples
     spec = load_folder_spec(folder)
-    check_sizes(spec, sizes)
-    kernel = KernelLibrary(library, spec)
-    rt = spec.run_time_letter
-    m_list: list[int | None] = [None]
-    if rt is not None:
-        m_list = sorted(set(sizes)) if sizes else verify_sizes(spec, seeds[0] if seeds else 0)
-    hi = rt[2] if rt else None
+    with naming(spec):
+        check_sizes(spec, sizes)
+        kernel = KernelLibrary(library, spec)
+        rt = spec.run_time_letter
+        m_list: list[int | None] = [None]
+        if rt is not None:
+            m_list = sorted(set(sizes)) if sizes else verify_sizes(spec, seeds[0] if seeds else 0)
+        hi = rt[2] if rt else None
 
-    # The kernel receives alpha and beta as float32; the reference uses the same values.
-    alpha, beta = float(np.float32(spec.alpha)), float(np.float32(spec.beta))
-    v = Verifier(spec, kernel, threads)
-    # The API contract first, on sentinel-filled buffers: a rejected call must write nothing.
-    api_probes, null_c_accepted = v.null_probes(hi)
-    m_probes = []
-    if rt is not None:
-        for m in sorted({rt[1] - 1, rt[2] + 1}):
-            what = f"{rt[0]} = {m} (outside {rt[1]}..{rt[2]})"
-            m_probes.append({"m": m, "rejected": v.expect_rejected(v.pointers, m, spec.beta, what)})
+        # The kernel receives alpha and beta as float32; the reference uses the same values.
+        alpha, beta = float(np.float32(spec.alpha)), float(np.float32(spec.beta))
+        v = Verifier(spec, kernel, threads)
+        # The API contract first, on sentinel-filled buffers: a rejected call must write nothing.
+        api_probes, null_c_accepted = v.null_probes(hi)
+        m_probes = []
+        if rt is not None:
+            for m in sorted({rt[1] - 1, rt[2] + 1}):
+                what = f"{rt[0]} = {m} (outside {rt[1]}..{rt[2]})"
+                m_probes.append({"m": m, "rejected": v.expect_rejected(v.pointers, m, spec.beta, what)})
 
-    runs: dict[int | None, list[dict[str, Any]]] = {m: [] for m in m_list}
-    repeats: dict[int | None, int] = dict.fromkeys(m_list, 0)
-    for seed in seeds:
-        v.load_seed(seed)
-        for m in m_list:
-            runs[m].append(v.case(m, alpha, beta))
-            if beta != 0.0:
-                runs[m].append(v.case(m, alpha, 0.0))
-            if seed == seeds[0] and repeat > 0:
-                repeats[m] = v.repeat_differed(m, repeat)
-            if spec.epilogue:  # NaN must get through the epilogue: one case with a NaN in A
-                runs[m].append(v.case(m, alpha, beta, nan_input=True))
-    # Base pointers exactly `align` bytes past a 256-byte boundary, where the spec promises less than a CPU vector:
-    # the kernel's unaligned paths get verified too.
-    if seeds and any(x.align < CPU_VECTOR_BYTES for x in slot_views(spec).values()):
-        shifted = Verifier(spec, kernel, threads, shift_by_align=True)
-        shifted.load_seed(seeds[0] + 1000003)
-        for m in m_list:
-            runs[m].append(shifted.case(m, alpha, beta))
+        runs: dict[int | None, list[dict[str, Any]]] = {m: [] for m in m_list}
+        repeats: dict[int | None, int] = dict.fromkeys(m_list, 0)
+        for seed in seeds:
+            v.load_seed(seed)
+            for m in m_list:
+                runs[m].append(v.case(m, alpha, beta))
+                if beta != 0.0:
+                    runs[m].append(v.case(m, alpha, 0.0))
+                if seed == seeds[0] and repeat > 0:
+                    repeats[m] = v.repeat_differed(m, repeat)
+                if spec.epilogue:  # NaN must get through the epilogue: one case with a NaN in A
+                    runs[m].append(v.case(m, alpha, beta, nan_input=True))
+        # Base pointers exactly `align` bytes past a 256-byte boundary, where the spec promises less than a CPU vector:
+        # the kernel's unaligned paths get verified too.
+        if seeds and any(x.align < CPU_VECTOR_BYTES for x in slot_views(spec).values()):
+            shifted = Verifier(spec, kernel, threads, shift_by_align=True)
+            shifted.load_seed(seeds[0] + 1000003)
+            for m in m_list:
+                runs[m].append(shifted.case(m, alpha, beta))
 
     results = [summarize(m, runs[m], repeats[m]) for m in m_list]
     api_null_rejected = all(p["rejected"] for p in api_probes)
@@ -1050,13 +1062,14 @@ def bench(folder: Path, library: Path, warmup: int = DEFAULT_WARMUP, reps: int =
     if reps < 1:
         raise HarnessFailure(EXIT_USAGE, "--reps must be at least 1")
     spec = load_folder_spec(folder)
-    check_sizes(spec, sizes)
-    kernel = KernelLibrary(library, spec)
-    rt = spec.run_time_letter
-    m_list: list[int | None] = [None] if rt is None else (sorted(set(sizes)) if sizes else bench_sizes(spec))
-    llc = last_level_cache_bytes()
-    sets = bench_sets(spec, llc)
-    rows = [bench_row(spec, kernel, sets, m, warmup, reps, baseline, threads) for m in m_list]
+    with naming(spec):
+        check_sizes(spec, sizes)
+        kernel = KernelLibrary(library, spec)
+        rt = spec.run_time_letter
+        m_list: list[int | None] = [None] if rt is None else (sorted(set(sizes)) if sizes else bench_sizes(spec))
+        llc = last_level_cache_bytes()
+        sets = bench_sets(spec, llc)
+        rows = [bench_row(spec, kernel, sets, m, warmup, reps, baseline, threads) for m in m_list]
     ours_threads = threads or available_cores()
     report = report_header("bench", spec, threads, library)
     report["method"] = (
@@ -1148,7 +1161,8 @@ def run_command(argv: Sequence[str]) -> tuple[dict[str, Any], int]:
         return report, EXIT_PASSED
     except HarnessFailure as exc:
         print(f"host_harness: error: {exc}", file=sys.stderr)
-        return {"schema_version": HARNESS_SCHEMA_VERSION, "command": command, "error": str(exc)}, exc.exit_code
+        report = {"schema_version": HARNESS_SCHEMA_VERSION, "command": command}
+        return {**report, **({"name": exc.name} if exc.name else {}), "error": str(exc)}, exc.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -279,7 +279,7 @@ def test_a_missing_symbol_is_exit_4(tmp_path):
     other = dict(DENSE_F32, name="other_name")
     (folder / "plan.json").write_text(json.dumps({"spec": parse_spec(other, "<test>").to_dict()}))
     report, code = hh.run_command(["verify", "--dir", str(folder), "--lib", str(library)])
-    assert code == hh.EXIT_LIBRARY and "other_name" in report["error"]
+    assert code == hh.EXIT_LIBRARY and "other_name" in report["error"] and report["name"] == "other_name"
     assert parsed("verify", report).error
 
 
@@ -345,3 +345,13 @@ def test_bench_without_the_baseline_times_ours_once(tmp_path):
     assert code == 0 and [r.m for r in record.m_rows] == [3, 24]
     assert record.row.baseline == "skipped (--baseline 0)" and record.row.ratio is None
     assert len(record.row.us_passes) == 1 and record.row.baseline_candidates == ()
+
+
+def test_an_e4m3_spec_is_refused_with_an_error_report(tmp_path):
+    from dgemm_cli.spec import load_spec
+
+    spec = load_spec(sorted((REPO / "specs" / "fp8").glob("*.yaml"))[0])
+    (tmp_path / "plan.json").write_text(json.dumps({"spec": spec.to_dict()}))
+    report, code = hh.run_command(["verify", "--dir", str(tmp_path), "--lib", str(tmp_path / "none.so")])
+    assert code == hh.EXIT_USAGE and "e4m3" in report["error"]
+    assert parsed("verify", report).error
