@@ -25,6 +25,8 @@ import faulthandler
 import json
 import math
 import os
+import select
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +64,7 @@ MAX_BENCH_SETS = 64
 BENCH_MEMORY_BUDGET = 4 << 30  # bytes all bench sets together may take
 REFERENCE_CHUNK_BYTES = 128 << 20  # float64 copies of input views the reference makes at a time
 DEFAULT_SEEDS = (1, 2, 3)
+PROBE_TIMEOUT_S = 60.0  # an API probe (a call the kernel must refuse) that takes longer is killed
 
 
 class HarnessFailure(Exception):
@@ -709,8 +712,15 @@ def isolated(probe: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             os._exit(0)  # never back into the caller's code: the child only answers
     os.close(write_fd)
     chunks = []
-    while chunk := os.read(read_fd, 1 << 16):
+    # A child that hangs (a forked OpenMP runtime can) is killed: the probe then reads as crashed.
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    while select.select([read_fd], [], [], max(deadline - time.monotonic(), 0.0))[0]:
+        chunk = os.read(read_fd, 1 << 16)
+        if not chunk:
+            break
         chunks.append(chunk)
+    else:
+        os.kill(pid, signal.SIGKILL)
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if chunks:
