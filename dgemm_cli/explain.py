@@ -92,10 +92,11 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.extend(_epilogue_lines(spec))
     out.append("## Kernel family")
     for name, family in FAMILIES.items():
-        out.append(f"  {name:<10} {family.summary}")
+        if family.backend == arch.backend:  # another backend's families never run on this target
+            out.append(f"  {name:<10} {family.summary}")
     if spec.dynamic:
         out.extend(_bucket_lines(plan_buckets(views, arch, tuned=tuned_buckets)))
-        out.extend(_baseline_lines(views))
+        out.extend(_baseline_lines(views, arch))
         return "\n".join(out)
     detail = plan_detail(views, arch)
     plan = detail.plan
@@ -124,11 +125,15 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
     if tuned is not None:
         out.append("")
         out.extend(_tuned_lines(tuned))
-    out.extend(_baseline_lines(views))
+    out.extend(_baseline_lines(views, arch))
     return "\n".join(out)
 
 
-def _baseline_lines(views) -> list[str]:
+def _baseline_lines(views, arch) -> list[str]:
+    if arch.backend == "cpu":
+        return ["", "## Baseline for bench: numpy in the host harness's process, the faster of the views copied to "
+                    "dense arrays + numpy.matmul and numpy.einsum(..., optimize=True) on the views (16-bit inputs "
+                    "converted to f32, the epilogue applied elementwise after)"]
     bl = plan_baseline(views)
     out = ["", f"## Baseline for bench: {bl.kind} ({bl.why})"]
     if bl.alternative is not None:

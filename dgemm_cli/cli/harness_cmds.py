@@ -107,7 +107,12 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
 
     A kernel whose spec sizes a row letter at run time is verified at each size of --m (one line a
     size): the rows past the size are padding then, and must stay untouched; sizes outside the range
-    (-1, 0, min - 1, max + 1) must be refused with cudaErrorInvalidValue."""
+    (-1, 0, min - 1, max + 1) must be refused with cudaErrorInvalidValue.
+
+    A host folder (generated with --arch cpu) is verified on this machine, no GPU needed: the host harness loads
+    its lib<name>.so and checks every output element against numpy.einsum in float64 over the same strided views,
+    with the output poisoned with NaN and the rest of its buffer with sentinels; null pointers and sizes out of
+    range must return EINVAL."""
     rows, all_ok = [], True
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
                                  + (["--repeat", str(repeat)] if repeat else []), sizes)
@@ -188,15 +193,16 @@ def _size_lines(r: VerifyReport) -> list[str]:
 @click.command()
 @click.argument("dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--arch", type=ARCH_CHOICE, help="Which build to run (default: the planned arch if built).")
-@click.option("--reps", type=click.IntRange(5), default=50, show_default=True, help="Timed samples (median).")
-@click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed launches first.")
+@click.option("--reps", type=click.IntRange(5), help="Timed samples (median). Default: 50 on the GPU, 20 on the host.")
+@click.option("--warmup", type=click.IntRange(0), help="Untimed launches first. Default: 10 on the GPU, 3 on the host.")
 @click.option("--m", "sizes", metavar="LIST",
               help="Run-time sizes to time, e.g. 1,8,16,64, for kernels whose spec sizes a row letter at run time "
                    "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
                    "inside its range (a note names those left out; a size inside no kernel's range is refused). "
                    "Default: 1, 8, 16, 64, 128, 256, min and max, within the range.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
-def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, sizes: str | None, as_json: bool) -> None:
+def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: int | None, sizes: str | None,
+          as_json: bool) -> None:
     """Time built kernels and cuBLAS on the same problem in the same run.
 
     Both sides are timed the same way, as a serving engine runs them: many launches captured into
@@ -220,9 +226,16 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int, warmup: int, size
     copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach.
 
     A kernel whose spec sizes a row letter at run time is timed at each size of --m, one line a size
-    (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size."""
+    (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size.
+
+    A host folder (generated with --arch cpu) is timed on this machine by the host harness, in one process with
+    its baseline: numpy, the faster of copying the views to dense arrays + numpy.matmul and numpy.einsum(...,
+    optimize=True) on the views. Each call is timed with a wall clock, inputs rotated past the last-level cache,
+    in the order ours, numpy, numpy, ours; TFLOP/s and GB/s are the same fields."""
     rows, any_error = [], False
-    total, runs = _run_harnesses(dirs, arch, ["bench", "--reps", str(reps), "--warmup", str(warmup)], sizes)
+    counts = (["--reps", str(reps)] if reps is not None else []) + (["--warmup", str(warmup)] if warmup is not None
+                                                                     else [])
+    total, runs = _run_harnesses(dirs, arch, ["bench", *counts], sizes)
     if not as_json:
         click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
                    f"{'µs':>10} {'ratio':>7}")

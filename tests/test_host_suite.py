@@ -1,0 +1,62 @@
+"""The host backend end to end, as CI runs it: every spec of specs/ (all folders) the cpu family accepts, and 200
+random specs, generated for `--arch cpu`, built with the host compiler and verified numerically on this machine by
+the host harness (one seed each). The specs are cut into chunks so that pytest-xdist spreads them over the cores;
+each chunk runs the three commands a user runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dgemm_cli.randspec import random_specs
+from dgemm_cli.spec import load_spec
+
+from .conftest import REPO
+
+SPEC_CHUNKS = 12
+RANDOM_COUNT, RANDOM_SEED, RANDOM_CHUNKS = 200, 46, 10
+HOST_SPECS = [p for p in sorted((REPO / "specs").rglob("*.yaml")) if not load_spec(p).scales]  # e4m3: refused
+
+
+def _dg(*args, cwd: Path = REPO, timeout: float = 3000) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dgemm_cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, check=False)
+
+
+def _gen_build_verify(specs: list[Path], out: Path) -> None:
+    gen = _dg("gen", *specs, "--arch", "cpu", "-o", out)
+    assert gen.returncode == 0, gen.stderr
+    build = _dg("build", out, "-j", "1")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    verify = _dg("verify", out, "--seeds", "1", "--json")
+    rows = json.loads(verify.stdout)
+    failed = [r for r in rows if not r["passed"]]
+    assert len(rows) == len(specs) and not failed, json.dumps(failed, indent=1)[:6000]
+    assert verify.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(SPEC_CHUNKS))
+def test_specs_verify_on_the_host(chunk, tmp_path):
+    _gen_build_verify(HOST_SPECS[chunk::SPEC_CHUNKS], tmp_path / "gen")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(RANDOM_CHUNKS))
+def test_random_specs_verify_on_the_host(chunk, tmp_path):
+    specs = random_specs(RANDOM_COUNT, RANDOM_SEED, dynamic_share=0.2, small_m_share=0.2)[chunk::RANDOM_CHUNKS]
+    paths = []
+    for spec in specs:
+        path = tmp_path / f"{spec['name']}.yaml"
+        path.write_text(json.dumps(spec))  # JSON is YAML
+        paths.append(path)
+    _gen_build_verify(paths, tmp_path / "gen")
+
+
+def test_the_e4m3_specs_are_the_only_ones_left_out():
+    left = sorted(p.relative_to(REPO / "specs") for p in (REPO / "specs").rglob("*.yaml") if load_spec(p).scales)
+    assert left and all(p.parts[0] == "fp8" or p.name.startswith("fp8_") for p in left)
