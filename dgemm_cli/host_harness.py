@@ -108,8 +108,8 @@ def float_to_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 
 def bits_to_float32(bits: np.ndarray, dtype: str) -> np.ndarray:
     """Bit patterns of `dtype` (any shape and strides) -> float32 values, a new contiguous array."""
-    if dtype == "f32":
-        return np.ascontiguousarray(bits).view(np.float32)
+    if dtype == "f32":  # astype keeps a 0-d view 0-d (ascontiguousarray would make it 1-d)
+        return bits.astype(np.uint32, order="C").view(np.float32)
     if dtype == "f16":
         return bits.view(np.float16).astype(np.float32)
     wide = bits.astype(np.uint32)  # one copy, shifted in place: the baselines' conversion is timed

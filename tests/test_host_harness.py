@@ -355,3 +355,15 @@ def test_an_e4m3_spec_is_refused_with_an_error_report(tmp_path):
     report, code = hh.run_command(["verify", "--dir", str(tmp_path), "--lib", str(tmp_path / "none.so")])
     assert code == hh.EXIT_USAGE and "e4m3" in report["error"]
     assert parsed("verify", report).error
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_the_reference_of_a_scalar_input_broadcasts_it(dtype):
+    """A 0-d operand (a scalar times a vector: `,w->w`) stays 0-d through its float64 image."""
+    spec = parse_spec({"name": "s", "dtype": dtype, "contraction": ",w->w", "sizes": {"w": 5},
+                       "operands": {"A": {"strides": []}, "B": {"strides": [0]}, "C": {"strides": [1]}}}, "<test>")
+    bits = {x: hh.random_bits(np.random.default_rng(1), hh.span_at(spec.operand(x), spec.sizes), dtype)
+            for x in "AB"}
+    product, _ = hh.contraction_f64(spec, bits["A"], bits["B"], spec.sizes)
+    a, b = (float(hh.bits_to_float64(bits[x], dtype)[0]) for x in "AB")
+    assert product.shape == (5,) and np.all(product == a * b)

@@ -27,7 +27,7 @@ class HostCaches:
 
 HOST = HostCaches("2-core AMD EPYC (Zen 4)", 32 << 10, 1 << 20, 32 << 20)
 # dg/cpu_gemm.hpp's register micro-tile (kMR x kNR) for each ISA it compiles for; the rendered traits assert it.
-MICRO_TILES: dict[str, tuple[int, int]] = {"avx512": (12, 32), "avx2": (6, 16), "portable": (4, 8)}
+MICRO_TILES: dict[str, tuple[int, int]] = {"avx512": (14, 32), "avx2": (6, 16), "portable": (4, 8)}
 # The share of the FMA peak a packed GEMM sustains, and the fixed cost of a call (the scatter vectors, waking the
 # OpenMP team): estimates.
 PACKED_EFFICIENCY = 0.85
