@@ -80,12 +80,16 @@ inline float vsum(Vec a) {  // through memory: GCC 12 warns on the shuffle intri
   return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
 }
 inline Vec vload_f32(const float* p) { return vload(p); }
+// The maskz forms with a full mask: the plain forms pass GCC 12 an undefined operand that -Wmaybe-uninitialized
+// reports.
+constexpr __mmask16 kAllLanes = 0xffff;
 inline Vec vload_f32(const f16* p) {
-  return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  return {_mm512_maskz_cvtph_ps(kAllLanes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
 }
 inline Vec vload_f32(const bf16* p) {
-  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return {_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16))};
+  const __m512i wide =
+      _mm512_maskz_cvtepu16_epi32(kAllLanes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return {_mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAllLanes, wide, 16))};
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr const char* kIsa = "avx2";
