@@ -411,19 +411,41 @@ struct Problem {
 };
 
 // Calls Traits::finish on the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose
-// sums are sums[r * ld + c].
+// sums are sums[r * ld + c]. The block is walked along m when the first out slot steps by one element along m and
+// not along n (an output laid out m-fastest, e.g. NCHW with m = (n, hw)), else along n: stores fill whole lines.
 template <class Traits>
 void finish_block(const Args& args, const Shape& shape, const Problem& p, int64_t b, int64_t i0, int64_t rows,
                   int64_t j0, int64_t cols, const float* sums, int64_t ld) {
   constexpr unsigned out = Traits::kOutSlots;
+  static_assert((out & ((1u << kC) | (1u << kD) | (1u << kBias) | (1u << kScale) | (1u << kResidual))) == out &&
+                    out != 0,
+                "kOutSlots names out slots, at least one");
+  constexpr int first = (out >> kC) & 1 ? kC : (out >> kD) & 1 ? kD : (out >> kBias) & 1 ? kBias
+                                             : (out >> kScale) & 1 ? kScale : kResidual;
+  int64_t base[kSlots] = {};
+  for (int s = kC; s < kSlots; ++s)
+    if ((out >> s) & 1) base[s] = shape.offset[s] + p.batch_at[s][b];
   int64_t at[kSlots] = {};
-  int64_t row_at[kSlots] = {};
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int s = kC; s < kSlots; ++s)
-      if ((out >> s) & 1) row_at[s] = shape.offset[s] + p.batch_at[s][b] + p.m_at[s][i0 + r];
+  int64_t line_at[kSlots] = {};
+  const bool along_m = rows > 1 && is_contiguous(p.m_at[first] + i0, rows) && !is_contiguous(p.n_at[first] + j0, cols);
+  if (along_m) {
     for (int64_t c = 0; c < cols; ++c) {
       for (int s = kC; s < kSlots; ++s)
-        if ((out >> s) & 1) at[s] = row_at[s] + p.n_at[s][j0 + c];
+        if ((out >> s) & 1) line_at[s] = base[s] + p.n_at[s][j0 + c];
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int s = kC; s < kSlots; ++s)
+          if ((out >> s) & 1) at[s] = line_at[s] + p.m_at[s][i0 + r];
+        Traits::finish(args, sums[r * ld + c], at);
+      }
+    }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int s = kC; s < kSlots; ++s)
+      if ((out >> s) & 1) line_at[s] = base[s] + p.m_at[s][i0 + r];
+    for (int64_t c = 0; c < cols; ++c) {
+      for (int s = kC; s < kSlots; ++s)
+        if ((out >> s) & 1) at[s] = line_at[s] + p.n_at[s][j0 + c];
       Traits::finish(args, sums[r * ld + c], at);
     }
   }
@@ -506,9 +528,9 @@ void gemm_one_batch(const Args& args, const Shape& shape, const Problem& p, cons
 
 constexpr int64_t kSmallM = 4;
 
-// sums[r * ld + c] = sum_k a[r * k + kk] * B(kk, j0 + c) for c < cols, B(kk, j) = b[k_at[kk] + j].
+// sums[r * ld + c] = sum_kk a[r * lda + kk] * B(kk, c) for kk < k, c < cols, B(kk, c) = b[k_at[kk] + c].
 template <int M, class T>
-void small_m_rows(const float* a, int64_t k, const T* b, const int64_t* k_at, int64_t cols, float* sums,
+void small_m_rows(const float* a, int64_t lda, int64_t k, const T* b, const int64_t* k_at, int64_t cols, float* sums,
                   int64_t ld) {
   for (int r = 0; r < M; ++r) std::fill(sums + r * ld, sums + r * ld + cols, 0.0f);
   const int64_t vec_cols = cols / kW * kW;
@@ -520,7 +542,7 @@ void small_m_rows(const float* a, int64_t k, const T* b, const int64_t* k_at, in
     const T* row3 = b + k_at[kk + 3];
     Vec coef[M][4];
     for (int r = 0; r < M; ++r)
-      for (int u = 0; u < 4; ++u) coef[r][u] = vbroadcast(a[r * k + kk + u]);
+      for (int u = 0; u < 4; ++u) coef[r][u] = vbroadcast(a[r * lda + kk + u]);
     for (int64_t c = 0; c < vec_cols; c += kW) {
       const Vec b0 = vload_f32(row0 + c), b1 = vload_f32(row1 + c), b2 = vload_f32(row2 + c),
                 b3 = vload_f32(row3 + c);
@@ -535,13 +557,13 @@ void small_m_rows(const float* a, int64_t k, const T* b, const int64_t* k_at, in
     }
     for (int64_t c = vec_cols; c < cols; ++c)
       for (int r = 0; r < M; ++r)
-        sums[r * ld + c] += a[r * k + kk] * to_float(row0[c]) + a[r * k + kk + 1] * to_float(row1[c]) +
-                            a[r * k + kk + 2] * to_float(row2[c]) + a[r * k + kk + 3] * to_float(row3[c]);
+        sums[r * ld + c] += a[r * lda + kk] * to_float(row0[c]) + a[r * lda + kk + 1] * to_float(row1[c]) +
+                            a[r * lda + kk + 2] * to_float(row2[c]) + a[r * lda + kk + 3] * to_float(row3[c]);
   }
   for (; kk < k; ++kk) {
     const T* row = b + k_at[kk];
     for (int r = 0; r < M; ++r) {
-      const float coef = a[r * k + kk];
+      const float coef = a[r * lda + kk];
       for (int64_t c = 0; c < cols; ++c) sums[r * ld + c] += coef * to_float(row[c]);
     }
   }
@@ -591,30 +613,54 @@ template <int M, class Traits>
 void small_m_gemm(const Args& args, const Shape& shape, const Problem& p, int threads) {
   using A_t = typename Traits::A_t;
   using B_t = typename Traits::B_t;
-  const bool rows_form = is_contiguous(p.n_at[kB], p.n);  // else B is contiguous along k
-  // Each thread's columns are whole 64-byte lines of a row of B, done `chunk` columns at a time.
-  constexpr int64_t unit = 16, chunk = 4096;
-  const int team_max = int(std::max<int64_t>(1, std::min<int64_t>(threads, ceil_div(p.n, unit))));
-  const int64_t per_thread = round_up(M * p.k, unit) + M * chunk;
-  float* pool = scratch(size_t(per_thread * team_max));
-  run_team(team_max, [&](int tid, int team) {
-    float* a_rows = pool + tid * per_thread;
-    float* sums = a_rows + round_up(M * p.k, unit);
+  constexpr int64_t unit = 16;  // floats in a 64-byte line
+  const int64_t n_pad = round_up(p.n, unit);
+  // The rows of A, gathered into f32 (M x k); each thread gathers the k range it reads.
+  float* a_rows = scratch(size_t(round_up(M * p.k, unit) + int64_t(threads) * M * n_pad));
+  float* partials = a_rows + round_up(M * p.k, unit);
+  if (is_contiguous(p.n_at[kB], p.n)) {
+    // Rows of B are contiguous: each thread streams a contiguous run of whole rows (its share of k) into partial
+    // sums over all columns; then each thread adds up the partials of its share of the columns and finishes them.
+    constexpr int64_t chunk = 4096;  // columns whose partial sums stay in L2 while the k range streams past
+    run_team(threads, [&](int tid, int team) {
+      const int64_t k_lo = p.k * tid / team, k_hi = p.k * (tid + 1) / team;
+      float* mine = partials + int64_t(tid) * M * n_pad;
+      const int64_t share = round_up(ceil_div(p.n, team), unit);
+      const int64_t j_lo = std::min(p.n, share * tid), j_hi = std::min(p.n, j_lo + share);
+      for (int64_t b = 0; b < p.batch; ++b) {
+        const A_t* a = static_cast<const A_t*>(args.ptr[kA]) + shape.offset[kA] + p.batch_at[kA][b];
+        const B_t* bb = static_cast<const B_t*>(args.ptr[kB]) + shape.offset[kB] + p.batch_at[kB][b];
+        for (int r = 0; r < M; ++r)
+          for (int64_t kk = k_lo; kk < k_hi; ++kk) a_rows[r * p.k + kk] = to_float(a[p.m_at[kA][r] + p.k_at[kA][kk]]);
+        for (int64_t j0 = 0; j0 < p.n; j0 += chunk)
+          small_m_rows<M>(a_rows + k_lo, p.k, k_hi - k_lo, bb + p.n_at[kB][j0], p.k_at[kB] + k_lo,
+                          std::min(chunk, p.n - j0), mine + j0, n_pad);
+        team_barrier(team);
+        for (int t = 1; t < team; ++t)
+          for (int r = 0; r < M; ++r)
+            for (int64_t j = j_lo; j < j_hi; ++j) partials[r * n_pad + j] += partials[(t * M + r) * n_pad + j];
+        if (j_hi > j_lo) finish_block<Traits>(args, shape, p, b, 0, M, j_lo, j_hi - j_lo, partials + j_lo, n_pad);
+        team_barrier(team);
+      }
+    });
+    return;
+  }
+  // Columns of B are contiguous along k: each thread takes a share of the columns, whole dot products.
+  run_team(threads, [&](int tid, int team) {
     const int64_t share = round_up(ceil_div(p.n, team), unit);
     const int64_t j_lo = std::min(p.n, share * tid), j_hi = std::min(p.n, j_lo + share);
     for (int64_t b = 0; b < p.batch; ++b) {
       const A_t* a = static_cast<const A_t*>(args.ptr[kA]) + shape.offset[kA] + p.batch_at[kA][b];
       const B_t* bb = static_cast<const B_t*>(args.ptr[kB]) + shape.offset[kB] + p.batch_at[kB][b];
+      const int64_t k_lo = p.k * tid / team, k_hi = p.k * (tid + 1) / team;
       for (int r = 0; r < M; ++r)
-        for (int64_t kk = 0; kk < p.k; ++kk) a_rows[r * p.k + kk] = to_float(a[p.m_at[kA][r] + p.k_at[kA][kk]]);
-      for (int64_t j0 = j_lo; j0 < j_hi; j0 += chunk) {
-        const int64_t cols = std::min(chunk, j_hi - j0);
-        if (rows_form)
-          small_m_rows<M>(a_rows, p.k, bb + p.n_at[kB][j0], p.k_at[kB], cols, sums, chunk);
-        else
-          small_m_dots<M>(a_rows, p.k, bb + p.k_at[kB][0], p.n_at[kB] + j0, cols, sums, chunk);
-        finish_block<Traits>(args, shape, p, b, 0, M, j0, cols, sums, chunk);
+        for (int64_t kk = k_lo; kk < k_hi; ++kk) a_rows[r * p.k + kk] = to_float(a[p.m_at[kA][r] + p.k_at[kA][kk]]);
+      team_barrier(team);
+      if (j_hi > j_lo) {
+        small_m_dots<M>(a_rows, p.k, bb + p.k_at[kB][0], p.n_at[kB] + j_lo, j_hi - j_lo, partials + j_lo, n_pad);
+        finish_block<Traits>(args, shape, p, b, 0, M, j_lo, j_hi - j_lo, partials + j_lo, n_pad);
       }
+      team_barrier(team);
     }
   });
 }
