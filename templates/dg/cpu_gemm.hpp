@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 #include <unistd.h>
+#include <utility>
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -373,16 +374,33 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
 // ---------------------------------------------------------------------------------------------------------------
 // One call's problem: the extents and the scatter tables of each role in each slot that uses it.
 
-struct Problem {
+struct Tables {
   int64_t batch, m, n, k;  // extents
   const int64_t* batch_at[kSlots] = {};
   const int64_t* m_at[kSlots] = {};
   const int64_t* n_at[kSlots] = {};
   const int64_t* k_at[kSlots] = {};
+};
+
+// The same products with the roles of m and n exchanged: C^T = B^T A^T. Slot kA then holds B's tables (the rows
+// of the product), slot kB A's; an out slot's offsets are the same sums, so `finish` sees the same addresses.
+inline Tables transposed(const Tables& t) {
+  Tables r = t;
+  std::swap(r.m, r.n);
+  for (int s = 0; s < kSlots; ++s) std::swap(r.m_at[s], r.n_at[s]);
+  r.m_at[kA] = t.n_at[kB];
+  r.n_at[kB] = t.m_at[kA];
+  r.m_at[kB] = r.n_at[kA] = nullptr;
+  std::swap(r.k_at[kA], r.k_at[kB]);
+  std::swap(r.batch_at[kA], r.batch_at[kB]);
+  return r;
+}
+
+struct Problem : Tables {
   int64_t* storage = nullptr;  // owns the tables
 
   Problem(const Shape& shape, int64_t m_extent, unsigned out_slots)
-      : batch(role_size(shape.batch)), m(m_extent), n(role_size(shape.n)), k(role_size(shape.k)) {
+      : Tables{role_size(shape.batch), m_extent, role_size(shape.n), role_size(shape.k)} {
     const unsigned operand_slots = (1u << kA) | (1u << kB);
     const unsigned batch_slots = operand_slots | out_slots, m_slots = (1u << kA) | out_slots;
     const unsigned n_slots = (1u << kB) | out_slots, k_slots = operand_slots;
@@ -410,43 +428,66 @@ struct Problem {
   Problem& operator=(const Problem&) = delete;
 };
 
-// Calls Traits::finish on the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose
-// sums are sums[r * ld + c]. The block is walked along m when the first out slot steps by one element along m and
-// not along n (an output laid out m-fastest, e.g. NCHW with m = (n, hw)), else along n: stores fill whole lines.
+// The slot whose layout decides the order in which outputs are finished: the first of kOutSlots.
 template <class Traits>
-void finish_block(const Args& args, const Shape& shape, const Problem& p, int64_t b, int64_t i0, int64_t rows,
+constexpr int first_out_slot() {
+  constexpr unsigned out = Traits::kOutSlots;
+  static_assert(out != 0 && (out & ((1u << kC) | (1u << kD) | (1u << kBias) | (1u << kScale) | (1u << kResidual))) == out,
+                "kOutSlots names out slots, at least one");
+  int s = kC;
+  while (!((out >> s) & 1)) ++s;
+  return s;
+}
+
+// Calls Traits::finish on the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose
+// sums are sums[r * ld + c]. The block is walked in lines along m when the first out slot steps by one element
+// along m and not along n, else along n, so that consecutive stores are adjacent. Where every out slot steps by
+// one element along the line, each run of a line is finished from a local copy with affine addresses, a loop the
+// compiler vectorizes.
+template <class Traits>
+void finish_block(const Args& args, const Shape& shape, const Tables& p, int64_t b, int64_t i0, int64_t rows,
                   int64_t j0, int64_t cols, const float* sums, int64_t ld) {
   constexpr unsigned out = Traits::kOutSlots;
-  static_assert((out & ((1u << kC) | (1u << kD) | (1u << kBias) | (1u << kScale) | (1u << kResidual))) == out &&
-                    out != 0,
-                "kOutSlots names out slots, at least one");
-  constexpr int first = (out >> kC) & 1 ? kC : (out >> kD) & 1 ? kD : (out >> kBias) & 1 ? kBias
-                                             : (out >> kScale) & 1 ? kScale : kResidual;
-  int64_t base[kSlots] = {};
-  for (int s = kC; s < kSlots; ++s)
-    if ((out >> s) & 1) base[s] = shape.offset[s] + p.batch_at[s][b];
-  int64_t at[kSlots] = {};
-  int64_t line_at[kSlots] = {};
+  constexpr int first = first_out_slot<Traits>();
+  constexpr int64_t kRun = 64;
   const bool along_m = rows > 1 && is_contiguous(p.m_at[first] + i0, rows) && !is_contiguous(p.n_at[first] + j0, cols);
-  if (along_m) {
-    for (int64_t c = 0; c < cols; ++c) {
-      for (int s = kC; s < kSlots; ++s)
-        if ((out >> s) & 1) line_at[s] = base[s] + p.n_at[s][j0 + c];
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int s = kC; s < kSlots; ++s)
-          if ((out >> s) & 1) at[s] = line_at[s] + p.m_at[s][i0 + r];
-        Traits::finish(args, sums[r * ld + c], at);
-      }
+  const int64_t* const* line_at = along_m ? p.n_at : p.m_at;  // which line
+  const int64_t* const* step_at = along_m ? p.m_at : p.n_at;  // where along it
+  const int64_t line0 = along_m ? j0 : i0, step0 = along_m ? i0 : j0;
+  const int64_t lines = along_m ? cols : rows, steps = along_m ? rows : cols;
+  const int64_t line_stride = along_m ? 1 : ld, step_stride = along_m ? ld : 1;
+  int64_t base[kSlots] = {};
+  bool unit_steps = true;
+  for (int s = kC; s < kSlots; ++s)
+    if ((out >> s) & 1) {
+      base[s] = shape.offset[s] + p.batch_at[s][b];
+      unit_steps = unit_steps && is_contiguous(step_at[s] + step0, steps);
     }
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
+  int64_t at[kSlots] = {};
+  int64_t start[kSlots] = {};
+  for (int64_t l = 0; l < lines; ++l) {
+    const float* line_sums = sums + l * line_stride;
+    if (unit_steps) {
+      for (int64_t q0 = 0; q0 < steps; q0 += kRun) {
+        const int64_t run = std::min(kRun, steps - q0);
+        float run_sums[kRun];
+        for (int64_t q = 0; q < run; ++q) run_sums[q] = line_sums[(q0 + q) * step_stride];
+        for (int s = kC; s < kSlots; ++s)
+          if ((out >> s) & 1) start[s] = base[s] + line_at[s][line0 + l] + step_at[s][step0 + q0];
+        for (int64_t q = 0; q < run; ++q) {
+          for (int s = kC; s < kSlots; ++s)
+            if ((out >> s) & 1) at[s] = start[s] + q;
+          Traits::finish(args, run_sums[q], at);
+        }
+      }
+      continue;
+    }
     for (int s = kC; s < kSlots; ++s)
-      if ((out >> s) & 1) line_at[s] = base[s] + p.m_at[s][i0 + r];
-    for (int64_t c = 0; c < cols; ++c) {
+      if ((out >> s) & 1) start[s] = base[s] + line_at[s][line0 + l];
+    for (int64_t q = 0; q < steps; ++q) {
       for (int s = kC; s < kSlots; ++s)
-        if ((out >> s) & 1) at[s] = line_at[s] + p.n_at[s][j0 + c];
-      Traits::finish(args, sums[r * ld + c], at);
+        if ((out >> s) & 1) at[s] = start[s] + step_at[s][step0 + q];
+      Traits::finish(args, line_sums[q * step_stride], at);
     }
   }
 }
@@ -466,13 +507,13 @@ struct Buffers {
   float* acc;      // m_tiles x (nc / kNR) tiles of kMR x kNR, shared by the team; used when k > kc
 };
 
-template <class Traits>
-void gemm_one_batch(const Args& args, const Shape& shape, const Problem& p, const Blocking& bl, int64_t b,
-                    const Buffers& buf, int tid, int team) {
-  using A_t = typename Traits::A_t;
-  using B_t = typename Traits::B_t;
-  const A_t* a = static_cast<const A_t*>(args.ptr[kA]) + shape.offset[kA] + p.batch_at[kA][b];
-  const B_t* bp = static_cast<const B_t*>(args.ptr[kB]) + shape.offset[kB] + p.batch_at[kB][b];
+// lhs / rhs: the operands in slots kA / kB of `p` (A and B, or B and A for the transposed product), each at its
+// base plus its offset.
+template <class Traits, class Lhs, class Rhs>
+void gemm_one_batch(const Args& args, const Shape& shape, const Tables& p, const Blocking& bl, int64_t b,
+                    const Lhs* lhs, const Rhs* rhs, const Buffers& buf, int tid, int team) {
+  const Lhs* a = lhs + p.batch_at[kA][b];
+  const Rhs* bp = rhs + p.batch_at[kB][b];
   const int64_t m_tiles = ceil_div(p.m, kMR);
   const bool split_rows = m_tiles >= 2 * int64_t(team);
   const int64_t tile_lo = split_rows ? m_tiles * tid / team : 0;
@@ -610,7 +651,7 @@ void small_m_dots(const float* a, int64_t k, const T* b, const int64_t* n_at, in
 }
 
 template <int M, class Traits>
-void small_m_gemm(const Args& args, const Shape& shape, const Problem& p, int threads) {
+void small_m_gemm(const Args& args, const Shape& shape, const Tables& p, int threads) {
   using A_t = typename Traits::A_t;
   using B_t = typename Traits::B_t;
   constexpr int64_t unit = 16;  // floats in a 64-byte line
@@ -665,6 +706,34 @@ void small_m_gemm(const Args& args, const Shape& shape, const Problem& p, int th
   });
 }
 
+// The blocked path: the batch indices either go to threads whole (when there are enough of them to share evenly)
+// or are run one after the other by the whole team.
+template <class Traits, class Lhs, class Rhs>
+void blocked_gemm(const Args& args, const Shape& shape, const Tables& p, int threads, const Lhs* lhs, const Rhs* rhs) {
+  const Blocking bl = blocking_for(p.m, p.n, p.k, Traits::kKC, Traits::kMC, Traits::kNC);
+  const int64_t m_tiles = ceil_div(p.m, kMR);
+  const int64_t panel_floats = bl.kc * bl.nc;
+  const int64_t block_floats = bl.mc * bl.kc;
+  const int64_t acc_floats = p.k > bl.kc ? m_tiles * (bl.nc / kNR) * kMR * kNR : 0;
+  const bool batch_per_thread = threads > 1 && p.batch >= threads && (p.batch % threads == 0 || p.batch >= 4 * threads);
+  if (batch_per_thread) {
+    const int64_t per_thread = panel_floats + block_floats + acc_floats;
+    float* pool = scratch(size_t(per_thread * threads));
+    run_team(threads, [&](int tid, int team) {
+      float* mine = pool + tid * per_thread;
+      const Buffers buf{mine, mine + panel_floats, mine + panel_floats + block_floats};
+      for (int64_t b = tid; b < p.batch; b += team)
+        gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, 0, 1);
+    });
+    return;
+  }
+  float* pool = scratch(size_t(panel_floats + acc_floats + block_floats * threads));
+  run_team(threads, [&](int tid, int team) {
+    const Buffers buf{pool, pool + panel_floats + acc_floats + tid * block_floats, pool + panel_floats};
+    for (int64_t b = 0; b < p.batch; ++b) gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, tid, team);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The entry point.
 
@@ -694,28 +763,19 @@ void gemm(const Args& args) {
     }
   }
 
-  const Blocking bl = blocking_for(p.m, p.n, p.k, Traits::kKC, Traits::kMC, Traits::kNC);
-  const int64_t m_tiles = ceil_div(p.m, kMR);
-  const int64_t panel_floats = bl.kc * bl.nc;
-  const int64_t block_floats = bl.mc * bl.kc;
-  const int64_t acc_floats = p.k > bl.kc ? m_tiles * (bl.nc / kNR) * kMR * kNR : 0;
-  // Batch indices go to threads whole when there are enough of them to share evenly; else the team shares each.
-  const bool batch_per_thread = threads > 1 && p.batch >= threads && (p.batch % threads == 0 || p.batch >= 4 * threads);
-  if (batch_per_thread) {
-    const int64_t per_thread = panel_floats + block_floats + acc_floats;
-    float* pool = scratch(size_t(per_thread * threads));
-    run_team(threads, [&](int tid, int team) {
-      float* mine = pool + tid * per_thread;
-      const Buffers buf{mine, mine + panel_floats, mine + panel_floats + block_floats};
-      for (int64_t b = tid; b < p.batch; b += team) gemm_one_batch<Traits>(args, shape, p, bl, b, buf, 0, 1);
-    });
-    return;
-  }
-  float* pool = scratch(size_t(panel_floats + acc_floats + block_floats * threads));
-  run_team(threads, [&](int tid, int team) {
-    const Buffers buf{pool, pool + panel_floats + acc_floats + tid * block_floats, pool + panel_floats};
-    for (int64_t b = 0; b < p.batch; ++b) gemm_one_batch<Traits>(args, shape, p, bl, b, buf, tid, team);
-  });
+  // An output that steps by one element along m and not along n (NCHW-like) is computed as C^T = B^T A^T, so that
+  // a micro-tile's rows are runs of consecutive outputs.
+  constexpr int first = first_out_slot<Traits>();
+  const bool m_unit = p.m >= 2 && p.m_at[first][1] == p.m_at[first][0] + 1;
+  const bool n_unit = p.n >= 2 && p.n_at[first][1] == p.n_at[first][0] + 1;
+  using A_t = typename Traits::A_t;
+  using B_t = typename Traits::B_t;
+  const A_t* a = static_cast<const A_t*>(args.ptr[kA]) + shape.offset[kA];
+  const B_t* b = static_cast<const B_t*>(args.ptr[kB]) + shape.offset[kB];
+  if (m_unit && !n_unit)
+    blocked_gemm<Traits>(args, shape, transposed(p), threads, b, a);
+  else
+    blocked_gemm<Traits>(args, shape, p, threads, a, b);
 }
 
 }  // namespace dg::cpu
