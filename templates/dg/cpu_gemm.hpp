@@ -545,16 +545,23 @@ void gemm_one_batch(const Args& args, const Shape& shape, const Tables& p, const
           pack_panel<kMR>(buf.a_block + (it - it0) * kc * kMR, a, p.m_at[kA] + i,
                           int(std::min<int64_t>(kMR, p.m - i)), p.k_at[kA] + pc, kc);
         }
-        for (int64_t jt = jt_lo; jt < jt_hi; ++jt) {
-          const float* b_micro = buf.b_panel + jt * kc * kNR;
+        const auto tile_step = [&](int64_t it, int64_t jt) {
           const int64_t j = jc + jt * kNR;
-          for (int64_t it = it0; it < it1; ++it) {
-            float* sums = first && last ? tile : buf.acc + (it * n_tiles + jt) * (kMR * kNR);
-            micro_kernel(kc, buf.a_block + (it - it0) * kc * kMR, b_micro, sums, !first);
-            if (last)
-              finish_block<Traits>(args, shape, p, b, it * kMR, std::min<int64_t>(kMR, p.m - it * kMR), j,
-                                   std::min<int64_t>(kNR, p.n - j), sums, kNR);
-          }
+          float* sums = first && last ? tile : buf.acc + (it * n_tiles + jt) * (kMR * kNR);
+          micro_kernel(kc, buf.a_block + (it - it0) * kc * kMR, buf.b_panel + jt * kc * kNR, sums, !first);
+          if (last)
+            finish_block<Traits>(args, shape, p, b, it * kMR, std::min<int64_t>(kMR, p.m - it * kMR), j,
+                                 std::min<int64_t>(kNR, p.n - j), sums, kNR);
+        };
+        if (first && last) {
+          // One K block: each tile is finished at once, and consecutive tiles continue the same output rows, so
+          // the stores run along kMR lines instead of jumping between rows.
+          for (int64_t it = it0; it < it1; ++it)
+            for (int64_t jt = jt_lo; jt < jt_hi; ++jt) tile_step(it, jt);
+        } else {
+          // B micro-panel in L1, A micro-panels from L2 (BLIS order).
+          for (int64_t jt = jt_lo; jt < jt_hi; ++jt)
+            for (int64_t it = it0; it < it1; ++it) tile_step(it, jt);
         }
       }
       team_barrier(team);
