@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from dgemm_cli.arch import ARCHES
+from dgemm_cli.arch import ARCHES, TARGETS
 from dgemm_cli.families import FAMILIES, FamilyPlan, KernelFamily
 from dgemm_cli.families.solving import best
 from dgemm_cli.spec import load_spec
@@ -32,9 +32,9 @@ def test_every_plan_a_family_makes_is_a_family_plan_of_its_types():
     seen = set()
     for path in EXAMPLES:
         views = analyse(load_spec(path))
-        for arch in (ARCHES["sm_90a"], ARCHES["sm_80"]):
+        for arch in (ARCHES["sm_90a"], ARCHES["sm_80"], TARGETS["cpu"]):
             for name, family in FAMILIES.items():
-                if family.gates(views, arch):
+                if family.backend != arch.backend or family.gates(views, arch):
                     continue
                 plan, _ = best(family.problem(views, arch))
                 assert isinstance(plan, FamilyPlan) and isinstance(plan, family.plan_types), (name, path.name)

@@ -41,6 +41,7 @@ KC = (0, 64, 128, 192, 256, 384, 512, 768, 1024)
 MC = (0, 48, 96, 144, 192, 288, 384, 576, 768)
 NC = (0, 256, 512, 1024, 2048, 4096, 8192)
 ELEM = 4  # packed panels hold f32
+SMALL_M = 4  # dg::cpu::kSmallM: rows up to this take the unpacked small-M path where B allows it
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class CpuPlan:
     mc: int  # rows of a packed A block (0: from the host's L2)
     nc: int  # columns of a packed B panel (0: from the host's L3)
     packing: dict[str, str]  # A, B -> how packing reads the view (contiguous runs or a gather)
+    b_streams: str | None  # the direction B is contiguous along (n or k) for the unpacked small-M path, or None
+    transposed: bool  # the output is contiguous along m, not n: the engine runs C^T = B^T A^T
     segments: dict[str, int]  # role -> (size, stride) segments of the role
     decisions: tuple[Decision, ...]
     feasible: int
@@ -73,13 +76,21 @@ class CpuPlan:
     def detail_lines(self) -> list[str]:
         """What `explain` prints and the .cpp's header comment states below the decisions."""
         tiles = "; ".join(f"{isa}: {mr} x {nr}" for isa, (mr, nr) in MICRO_TILES.items())
+        rows, cols = ("B", "A") if self.transposed else ("A", "B")
         out = [f"micro-tile MR x NR of the ISA the compiler targets (-march): {tiles}",
                "roles as (size, stride) segments: " + ", ".join(f"{r} {n}" for r, n in self.segments.items() if n),
-               "A packed into MR-row micro-panels (MC x KC a block, one a thread), B into NR-column micro-panels "
-               "(a KC x NC panel shared by the threads), both f32: " + "; ".join(
+               f"{rows} packed into MR-row micro-panels (MC x KC a block, one a thread), {cols} into NR-column "
+               "micro-panels (a KC x NC panel shared by the threads), both f32: " + "; ".join(
                    f"{x}: {how}" for x, how in self.packing.items()),
                "each output element's f32 sum goes once through alpha, beta * C, the epilogue and the store in "
-               "the output's dtype; rows M <= 4 stream B once, unpacked",
+               "the output's dtype, along the output's contiguous direction",
+               ("the output is contiguous along m and not n: the engine computes C^T = B^T A^T, so that a "
+                "micro-tile's rows are runs of consecutive outputs" if self.transposed else
+                "the output's micro-tiles run along n"),
+               (f"at run time, M <= {SMALL_M} rows stream B once unpacked (B is contiguous along {self.b_streams}: "
+                + ("rows of B, each thread its share of k" if self.b_streams == "n" else
+                   "dot products, each thread its share of the columns") + ")" if self.b_streams else
+                f"B is contiguous along neither n nor k: M <= {SMALL_M} rows run the packed path too"),
                "threads: the caller's `threads`, or OpenMP's default when it passes 0"]
         return out
 
@@ -98,25 +109,36 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     return out
 
 
-def _packing(views: ProblemViews, operand: str, inner: str) -> str:
-    """How packing reads `operand`: along `inner` (k for A's rows, n for B's columns) in contiguous runs, or as a
-    gather through the scatter vectors."""
-    seg = views.roles[inner].inner()
-    if seg is None:
-        return f"{inner} has size 1"
-    step = seg.stride(operand)
-    if step == 1:
-        return f"{inner} contiguous (runs of {seg.size}: vector loads)"
-    if step == 0:
-        return f"broadcast over {inner} (stride 0)"
-    return f"{inner} at stride {step} (a gather through the scatter vectors)"
+def _packing(views: ProblemViews, operand: str) -> str:
+    """How packing reads `operand`: along its stride-1 role in runs (vector loads across a micro-panel's width, or
+    in order along k), else as a gather through the scatter vectors."""
+    unit = views.operands[operand].unit_role
+    if unit is None:
+        return "no stride-1 role (a gather through the scatter vectors)"
+    seg = views.roles[unit].inner()
+    return f"contiguous along {unit} (runs of {seg.size})"
+
+
+def _contiguous(views: ProblemViews, operand: str, role: str) -> bool:
+    """Every index of `role` one element past the previous in `operand` (the engine's is_contiguous over the
+    role's whole offset table): one segment of stride 1, or a role of size 1."""
+    segs = views.roles[role].segments
+    return not segs or (len(segs) == 1 and segs[0].stride(operand) == 1)
+
+
+def _steps_one(views: ProblemViews, operand: str, role: str) -> bool:
+    """The role's first two indices are one element apart in `operand` (its innermost segment has stride 1)."""
+    inner = views.roles[role].inner()
+    return inner is not None and inner.stride(operand) == 1
 
 
 def build_cpu_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("kc", KC, "k of a packed block of A and B (0: the engine's, from the host's L1 at run time)")
-    g.node("mc", MC, "rows of a packed block of A (0: the engine's, from the host's L2 at run time)")
-    g.node("nc", NC, "columns of a packed panel of B (0: the engine's, from the host's L3 at run time)")
+    g.node("mc", MC, "rows of a packed block of A (0: the engine's, from the host's L2 at run time; a pin is rounded "
+                     "up to whole micro-tiles)")
+    g.node("nc", NC, "columns of a packed panel of B (0: the engine's, from the host's L3 at run time; a pin is "
+                     "rounded up to whole micro-tiles)")
     nr = max(nr for _, nr in MICRO_TILES.values())
 
     def fits(a: Assignment) -> str | None:
@@ -135,8 +157,12 @@ def build_cpu_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
 
 def _cpu_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
               cost_us: float) -> CpuPlan:
+    out = views.spec.output.name
     return CpuPlan(kc=a["kc"], mc=a["mc"], nc=a["nc"],
-                   packing={"A": _packing(views, "A", "k"), "B": _packing(views, "B", "n")},
+                   packing={"A": _packing(views, "A"), "B": _packing(views, "B")},
+                   b_streams=next((r for r in ("n", "k") if _contiguous(views, "B", r)), None),
+                   transposed=views.operands[out].unit_role == "m" and _steps_one(views, out, "m")
+                   and not _steps_one(views, out, "n"),
                    segments={r: len(views.roles[r].segments) for r in ROLES},
                    decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a))
 

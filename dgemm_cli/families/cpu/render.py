@@ -7,7 +7,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.constraints import decision_lines
-from dgemm_cli.families.cpu import CpuPlan
+from dgemm_cli.families.cpu import SMALL_M, CpuPlan
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import Spec
@@ -60,7 +60,7 @@ def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
         "offsets": ", ".join(str(spec.operand(x).offset) if x in views.operands else "0" for x in SLOTS),
         "out_slots": [SLOT_ENUM[x] for x in finish_slots if x is not None],
         "kc": plan.kc, "mc": plan.mc, "nc": plan.nc, "steps": steps,
-        "micro_tiles": MICRO_TILES, "isa_conditions": ISA_CONDITIONS,
+        "micro_tiles": MICRO_TILES, "isa_conditions": ISA_CONDITIONS, "small_m": SMALL_M,
     }
 
 
