@@ -64,6 +64,7 @@ MAX_BENCH_SETS = 64
 BENCH_MEMORY_BUDGET = 4 << 30  # bytes all bench sets together may take
 REFERENCE_CHUNK_BYTES = 128 << 20  # float64 copies of input views the reference makes at a time
 DEFAULT_SEEDS = (1, 2, 3)
+SETTLE_S = 0.3  # the pause before each bench pass (bench_row)
 PROBE_TIMEOUT_S = 60.0  # an API probe (a call the kernel must refuse) that takes longer is killed
 
 
@@ -995,7 +996,8 @@ def bench_sets(spec: Spec, llc_bytes: int) -> list[dict[str, SlotBuffer]]:
     """Buffer sets whose total exceeds twice the last-level cache (at most MAX_BENCH_SETS, within
     BENCH_MEMORY_BUDGET), each filled at random, so that no timed run finds its inputs in cache."""
     set_bytes = sum(b.raw.nbytes for b in allocate_buffers(spec).values())
-    nsets = min(max(-(-2 * llc_bytes // set_bytes), 1), MAX_BENCH_SETS, max(BENCH_MEMORY_BUDGET // set_bytes, 1))
+    # At least two sets: a call's inputs are then always the ones the previous call did not touch.
+    nsets = min(max(-(-2 * llc_bytes // set_bytes), 2), MAX_BENCH_SETS, max(BENCH_MEMORY_BUDGET // set_bytes, 1))
     sets = []
     for i in range(nsets):
         rng = np.random.default_rng([0x5EED, i])
@@ -1039,6 +1041,11 @@ def bench_row(spec: Spec, kernel: KernelLibrary, sets: list[dict[str, SlotBuffer
         time_runs(run, nsets, warmup)
     order = sides + sides[:0:-1] + sides[:1] if baseline else sides
     for name, run in order:
+        # The previous side's idle threads spin before they sleep (OpenBLAS's workers about 2^28 cycles, libgomp's
+        # its spin count) and would take a core from this side: each pass starts once they sleep, after one untimed
+        # run that wakes this side's own.
+        time.sleep(SETTLE_S)
+        time_runs(run, nsets, 1)
         passes[name].append(time_runs(run, nsets, reps, start=len(passes[name]) * reps))
 
     flops, total_bytes = work(spec, sizes)
@@ -1086,7 +1093,8 @@ def bench(folder: Path, library: Path, warmup: int = DEFAULT_WARMUP, reps: int =
         f"same-process wall time (time.perf_counter_ns) of each call, the median of {2 * reps if baseline else reps} "
         f"runs after {warmup} warm-up runs; inputs rotated through {len(sets)} buffer sets (together more than twice "
         f"the {llc >> 20} MiB last-level cache); order ours, baselines, baselines in reverse, ours (us_passes: each "
-        f"pass's median). Ours: a ctypes call with {ours_threads} threads. Baselines (numpy with its BLAS's default "
+        f"pass's median), each pass after a {SETTLE_S:g} s pause (the other side's idle threads spin until then) and "
+        f"one untimed run. Ours: a ctypes call with {ours_threads} threads. Baselines (numpy with its BLAS's default "
         "threads): copy + matmul (the views copied to contiguous f32 batch x M x K and K x N arrays, the copy "
         "counted) and einsum(optimize=True) on the strided f32 views; 16-bit inputs converted to f32 and the "
         "epilogue, beta * C and the store to the output view applied in numpy, all counted")

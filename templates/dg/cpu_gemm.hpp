@@ -553,16 +553,9 @@ void gemm_one_batch(const Args& args, const Shape& shape, const Tables& p, const
             finish_block<Traits>(args, shape, p, b, it * kMR, std::min<int64_t>(kMR, p.m - it * kMR), j,
                                  std::min<int64_t>(kNR, p.n - j), sums, kNR);
         };
-        if (first && last) {
-          // One K block: each tile is finished at once, and consecutive tiles continue the same output rows, so
-          // the stores run along kMR lines instead of jumping between rows.
-          for (int64_t it = it0; it < it1; ++it)
-            for (int64_t jt = jt_lo; jt < jt_hi; ++jt) tile_step(it, jt);
-        } else {
-          // B micro-panel in L1, A micro-panels from L2 (BLIS order).
-          for (int64_t jt = jt_lo; jt < jt_hi; ++jt)
-            for (int64_t it = it0; it < it1; ++it) tile_step(it, jt);
-        }
+        // B micro-panel in L1, A micro-panels from L2 (BLIS order).
+        for (int64_t jt = jt_lo; jt < jt_hi; ++jt)
+          for (int64_t it = it0; it < it1; ++it) tile_step(it, jt);
       }
       team_barrier(team);
     }
