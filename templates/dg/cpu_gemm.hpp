@@ -2,7 +2,8 @@
 //
 // Every operand is packed, whatever its strides, into contiguous f32 micro-panels (kMR rows of A, kNR columns of B);
 // a register-blocked micro-kernel multiplies them; cache blocks KC, MC, NC come from the host's cache sizes.
-// The output goes through Traits::finish, once per element, with the whole sum over k.
+// Each output goes once, with its whole sum over k, through Traits::finish or, in a run of consecutive outputs,
+// Traits::finish_run.
 #pragma once
 
 #include "cpu_types.hpp"
@@ -55,6 +56,9 @@ struct Args {
   float beta;
   int threads;
 };
+// The longest run Traits::finish_run is handed: count <= kRun consecutive outputs, output q at start[s] + q in
+// each out slot s, their sums sums[0..count).
+constexpr int64_t kRun = 64;
 
 // ---------------------------------------------------------------------------------------------------------------
 // The vector layer: Vec holds kW floats; the micro-kernel's tile is kMR x kNR (kNR a multiple of kW).
@@ -439,17 +443,16 @@ constexpr int first_out_slot() {
   return s;
 }
 
-// Calls Traits::finish on the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose
-// sums are sums[r * ld + c]. The block is walked in lines along m when the first out slot steps by one element
-// along m and not along n, else along n, so that consecutive stores are adjacent. Where every out slot steps by
-// one element along the line, each run of a line is finished from a local copy with affine addresses, a loop the
-// compiler vectorizes.
+// Finishes the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose sums are
+// sums[r * ld + c]. The block is walked in lines along m when the first out slot steps by one element along m and
+// not along n, else along n, so that consecutive stores are adjacent. Where every out slot steps by one element
+// along the line, runs of a line go to Traits::finish_run (vector code; `stream`: non-temporal f32 stores), the
+// other outputs to Traits::finish one at a time.
 template <class Traits>
 void finish_block(const Args& args, const Shape& shape, const Tables& p, int64_t b, int64_t i0, int64_t rows,
-                  int64_t j0, int64_t cols, const float* sums, int64_t ld) {
+                  int64_t j0, int64_t cols, const float* sums, int64_t ld, bool stream = false) {
   constexpr unsigned out = Traits::kOutSlots;
   constexpr int first = first_out_slot<Traits>();
-  constexpr int64_t kRun = 64;
   const bool along_m = rows > 1 && is_contiguous(p.m_at[first] + i0, rows) && !is_contiguous(p.n_at[first] + j0, cols);
   const int64_t* const* line_at = along_m ? p.n_at : p.m_at;  // which line
   const int64_t* const* step_at = along_m ? p.m_at : p.n_at;  // where along it
@@ -474,11 +477,7 @@ void finish_block(const Args& args, const Shape& shape, const Tables& p, int64_t
         for (int64_t q = 0; q < run; ++q) run_sums[q] = line_sums[(q0 + q) * step_stride];
         for (int s = kC; s < kSlots; ++s)
           if ((out >> s) & 1) start[s] = base[s] + line_at[s][line0 + l] + step_at[s][step0 + q0];
-        for (int64_t q = 0; q < run; ++q) {
-          for (int s = kC; s < kSlots; ++s)
-            if ((out >> s) & 1) at[s] = start[s] + q;
-          Traits::finish(args, run_sums[q], at);
-        }
+        Traits::finish_run(args, run_sums, run, start, stream);
       }
       continue;
     }
@@ -511,7 +510,7 @@ struct Buffers {
 // base plus its offset.
 template <class Traits, class Lhs, class Rhs>
 void gemm_one_batch(const Args& args, const Shape& shape, const Tables& p, const Blocking& bl, int64_t b,
-                    const Lhs* lhs, const Rhs* rhs, const Buffers& buf, int tid, int team) {
+                    const Lhs* lhs, const Rhs* rhs, const Buffers& buf, int tid, int team, bool stream) {
   const Lhs* a = lhs + p.batch_at[kA][b];
   const Rhs* bp = rhs + p.batch_at[kB][b];
   const int64_t m_tiles = ceil_div(p.m, kMR);
@@ -551,7 +550,7 @@ void gemm_one_batch(const Args& args, const Shape& shape, const Tables& p, const
           micro_kernel(kc, buf.a_block + (it - it0) * kc * kMR, buf.b_panel + jt * kc * kNR, sums, !first);
           if (last)
             finish_block<Traits>(args, shape, p, b, it * kMR, std::min<int64_t>(kMR, p.m - it * kMR), j,
-                                 std::min<int64_t>(kNR, p.n - j), sums, kNR);
+                                 std::min<int64_t>(kNR, p.n - j), sums, kNR, stream);
         };
         // B micro-panel in L1, A micro-panels from L2 (BLIS order).
         for (int64_t jt = jt_lo; jt < jt_hi; ++jt)
@@ -716,6 +715,8 @@ void blocked_gemm(const Args& args, const Shape& shape, const Tables& p, int thr
   const int64_t block_floats = bl.mc * bl.kc;
   const int64_t acc_floats = p.k > bl.kc ? m_tiles * (bl.nc / kNR) * kMR * kNR : 0;
   const bool batch_per_thread = threads > 1 && p.batch >= threads && (p.batch % threads == 0 || p.batch >= 4 * threads);
+  // An output larger than the last-level cache is not read again soon: its runs go out with non-temporal stores.
+  const bool stream = p.batch * p.m * p.n * int64_t(sizeof(float)) > host_caches().l3;
   if (batch_per_thread) {
     const int64_t per_thread = panel_floats + block_floats + acc_floats;
     float* pool = scratch(size_t(per_thread * threads));
@@ -723,14 +724,17 @@ void blocked_gemm(const Args& args, const Shape& shape, const Tables& p, int thr
       float* mine = pool + tid * per_thread;
       const Buffers buf{mine, mine + panel_floats, mine + panel_floats + block_floats};
       for (int64_t b = tid; b < p.batch; b += team)
-        gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, 0, 1);
+        gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, 0, 1, stream);
+      fence_streamed_stores();
     });
     return;
   }
   float* pool = scratch(size_t(panel_floats + acc_floats + block_floats * threads));
   run_team(threads, [&](int tid, int team) {
     const Buffers buf{pool, pool + panel_floats + acc_floats + tid * block_floats, pool + panel_floats};
-    for (int64_t b = 0; b < p.batch; ++b) gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, tid, team);
+    for (int64_t b = 0; b < p.batch; ++b)
+      gemm_one_batch<Traits>(args, shape, p, bl, b, lhs, rhs, buf, tid, team, stream);
+    fence_streamed_stores();
   });
 }
 

@@ -4,7 +4,8 @@
 
 #include <cstdint>
 #include <cstring>
-#if defined(__F16C__)
+#include <type_traits>
+#if defined(__F16C__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -97,6 +98,43 @@ inline float load(const void* base, int64_t at) {
 template <class T>
 inline void store(void* base, int64_t at, float v) {
   static_cast<T*>(base)[at] = from_float<T>(v);
+}
+
+// Stores v[0..count) rounded to T at element offsets at, at + 1, ...: the store of a run of consecutive outputs.
+// `stream`: the output is too large for the caches to keep, so f32 runs go to memory with non-temporal stores (no
+// read-for-ownership of lines the run overwrites whole); the caller orders them with fence_streamed_stores().
+template <class T>
+inline void store_run(void* base, int64_t at, const float* v, int64_t count, bool stream) {
+  T* dst = static_cast<T*>(base) + at;
+  int64_t q = 0;
+  (void)stream;
+#if defined(__AVX512F__) || defined(__AVX__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+#if defined(__AVX512F__)
+      constexpr int64_t kLanes = 16;
+#else
+      constexpr int64_t kLanes = 8;
+#endif
+      for (; q < count && (reinterpret_cast<uintptr_t>(dst + q) % (kLanes * 4)) != 0; ++q) dst[q] = v[q];
+      for (; q + kLanes <= count; q += kLanes) {
+#if defined(__AVX512F__)
+        _mm512_stream_ps(dst + q, _mm512_loadu_ps(v + q));
+#else
+        _mm256_stream_ps(dst + q, _mm256_loadu_ps(v + q));
+#endif
+      }
+    }
+  }
+#endif
+  for (; q < count; ++q) dst[q] = from_float<T>(v[q]);
+}
+
+// Orders this thread's non-temporal stores before what follows (the end of the call).
+inline void fence_streamed_stores() {
+#if defined(__AVX512F__) || defined(__AVX__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace dg::cpu

@@ -294,7 +294,43 @@ struct TestTraits {
       __atomic_fetch_add(&visits[at[kD]], 1, __ATOMIC_RELAXED);
     }
   }
+  // The run form: the same values, stored with store_run (`stream` as the engine decides it).
+  static inline void finish_run(const Args& a, const float* sums, int64_t count, const int64_t* start, bool stream) {
+    constexpr int out = E == kAccumulateC ? kC : kD;
+    float t[kRun];
+    for (int64_t q = 0; q < count; ++q) {
+      t[q] = a.alpha * sums[q];
+      if constexpr (E == kAccumulateC) {
+        if (a.beta != 0.0f) t[q] += a.beta * load<O>(a.ptr[kC], start[kC] + q);
+      } else {
+        t[q] += load<float>(a.ptr[kBias], start[kBias] + q);
+        if (a.beta != 0.0f) t[q] += a.beta * load<float>(a.ptr[kC], start[kC] + q);
+        t[q] = t[q] > 0.0f ? t[q] : 0.0f;
+      }
+      __atomic_fetch_add(&visits[start[out] + q], 1, __ATOMIC_RELAXED);
+    }
+    store_run<O>(const_cast<void*>(a.ptr[out]), start[out], t, count, stream);
+  }
 };
+
+// store_run writes exactly [at, at + count) whatever the alignment, streamed or not.
+void test_store_run() {
+  alignas(64) float dst[3 * kRun + 32];
+  float v[kRun];
+  for (int64_t q = 0; q < kRun; ++q) v[q] = float(q) + 0.5f;
+  for (int stream = 0; stream < 2; ++stream)
+    for (int64_t at = 0; at < 17; ++at)
+      for (int64_t count = 0; count <= kRun; count += (count < 20 ? 1 : 11)) {
+        for (float& x : dst) x = -1.0f;
+        store_run<float>(dst, at, v, count, stream != 0);
+        fence_streamed_stores();
+        for (int64_t i = 0; i < int64_t(sizeof(dst) / sizeof(float)); ++i) {
+          const float want = i >= at && i < at + count ? v[i - at] : -1.0f;
+          CHECK(dst[i] == want, "store_run(at %lld, count %lld, stream %d): element %lld is %g, not %g",
+                (long long)at, (long long)count, stream, (long long)i, double(dst[i]), double(want));
+        }
+      }
+}
 
 template <class Traits>
 void run_problem(int index, bool dense) {
@@ -401,6 +437,7 @@ int main() {
               kIsa, kMR, kNR, (long long)cache.l1d, (long long)cache.l2, (long long)cache.l3, (long long)bl.kc,
               (long long)bl.mc, (long long)bl.nc);
   test_conversions();
+  test_store_run();
   constexpr int kProblems = 240;
   for (int i = 0; i < kProblems; ++i) {
     const bool dense = chance(0.3);
