@@ -15,7 +15,7 @@ from dgemm_cli.cli.tune_cmd import tune
 
 EPILOG = """\b
 Exit codes: 0 ok, 1 a kernel failed (build or verify), 2 bad spec or command line,
-3 no GPU (verify/bench), 4 no usable nvcc or nothing built.
+3 no GPU (verify/bench of GPU folders), 4 no usable nvcc or nothing built.
 \b
 Typical session:
   deepgemm gen specs/*.yaml            # -> generated/<name>/ (sources, plan.json, build files)
@@ -23,6 +23,8 @@ Typical session:
   deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
   deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
   deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
+  deepgemm gen specs/conv1x1_nchw.yaml --arch cpu -o host && deepgemm build host && deepgemm verify host
+                                         # the same spec as C++17 + OpenMP for this machine: no GPU needed
 \b
 A spec (README.md has every key; specs/ has examples):
   name: up
@@ -39,7 +41,8 @@ A spec (README.md has every key; specs/ has examples):
 @click.version_option(__version__, prog_name="deepgemm")
 def main() -> None:
     """Generate standalone CUDA kernels for GEMMs and tensor contractions over strided views,
-    build them with nvcc, verify them on a GPU and benchmark them against cuBLAS."""
+    build them with nvcc, verify them on a GPU and benchmark them against cuBLAS; or, with
+    --arch cpu, C++ for this host, verified and benchmarked against numpy here."""
 
 
 for command in (gen, build_cmd, verify, bench, tune, explain, doctor, random_specs_cmd):
