@@ -378,6 +378,14 @@ def cached_kernels(stamp: Path, key: str, products: dict[str, list[int]] | None,
     return [KernelResources(**k) for k in kernels]
 
 
+def find_ar() -> str:
+    """binutils' `ar`, which makes the static library."""
+    ar = shutil.which("ar")
+    if ar is None:
+        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
+    return ar
+
+
 def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only: bool = False) -> BuildResult:
     """Compile one generated directory, unless its stamp says nothing changed (then `cached`; `force`
     compiles anyway). `lib_only`: the kernel object and the two libraries, not the harness. Never raises for
@@ -385,9 +393,7 @@ def build(directory: Path, arch: str, nvcc: Nvcc, force: bool = False, lib_only:
     start = time.monotonic()
     plan = read_plan(directory)
     name = plan.name
-    ar = shutil.which("ar")
-    if ar is None:
-        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
+    ar = find_ar()
     flags = list(plan.nvcc_flags)
     inputs = read_inputs(directory, name)
     shared = None if lib_only else shared_harness(directory, inputs[HARNESS_SOURCE], flags, arch, nvcc, os.environ)

@@ -22,6 +22,7 @@ from dgemm_cli.build import (
     STAMP,
     BuildResult,
     build_dir_for,
+    find_ar,
     product_fingerprints,
     read_plan,
 )
@@ -77,10 +78,7 @@ def build_host(directory: Path, cxx: HostCompiler, force: bool = False) -> Build
     start = time.monotonic()
     plan = read_plan(directory)
     name = plan.name
-    ar = shutil.which("ar")
-    if ar is None:
-        raise BuildError("`ar` (binutils) is not installed: it is needed for the static library")
-    commands = host_commands(name, list(plan.cxx_flags), cxx, ar)
+    commands = host_commands(name, list(plan.cxx_flags), cxx, find_ar())
     out = build_dir_for(directory, HOST_ARCH)
     products = [Path("build") / HOST_ARCH / f for f in (f"{name}.o", f"lib{name}.a", f"lib{name}.so")]
     outputs = [directory / p for p in products[1:]]

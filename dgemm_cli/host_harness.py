@@ -902,6 +902,18 @@ def as_f32(bits_view: np.ndarray, dtype: str) -> np.ndarray:
     return bits_view.view(np.float32) if dtype == "f32" else bits_to_float32(bits_view, dtype)
 
 
+def output_side(spec: Spec, sizes: dict[str, int],
+                buffers: dict[str, SlotBuffer]) -> tuple[dict[str, np.ndarray], np.ndarray, str]:
+    """What a baseline's epilogue reads (C and the epilogue's views, over the output's letters), the output's view
+    it stores to, and the output's dtype."""
+    out = subscripts(spec)[2]
+    views = {x: view_of(buffers[x].bits, slot_views(spec)[x], out, sizes) for x in ("C", *EXTRA_INPUTS)
+             if x in buffers}
+    out_name = output_name(spec)
+    return (views, view_of(buffers[out_name].bits, slot_views(spec)[out_name], out, sizes),
+            slot_views(spec)[out_name].dtype)
+
+
 def copy_matmul(spec: Spec, sizes: dict[str, int], buffers: dict[str, SlotBuffer]) -> Callable[[], None]:
     """numpy.matmul on contiguous f32 copies: A as batch x M x K, B as batch x K x N (broadcast letters with stride
     0), the copies (and 16-bit conversions) part of the time; then the epilogue and the store to the output view."""
@@ -912,11 +924,7 @@ def copy_matmul(spec: Spec, sizes: dict[str, int], buffers: dict[str, SlotBuffer
     b_view = view_of(buffers["B"].bits, spec.B, g["batch"] + g["k"] + g["n"], sizes)
     product_letters = g["batch"] + g["m"] + g["n"]
     to_out = [product_letters.index(x) for x in out]
-    views = {x: view_of(buffers[x].bits, slot_views(spec)[x], out, sizes) for x in ("C", *EXTRA_INPUTS)
-             if x in buffers}
-    out_name = output_name(spec)
-    out_view = view_of(buffers[out_name].bits, slot_views(spec)[out_name], out, sizes)
-    out_dtype = slot_views(spec)[out_name].dtype
+    views, out_view, out_dtype = output_side(spec, sizes, buffers)
 
     def run() -> None:
         a = np.ascontiguousarray(as_f32(a_view, spec.A.dtype)).reshape(shape["batch"], shape["m"], shape["k"])
@@ -930,14 +938,10 @@ def copy_matmul(spec: Spec, sizes: dict[str, int], buffers: dict[str, SlotBuffer
 def strided_einsum(spec: Spec, sizes: dict[str, int], buffers: dict[str, SlotBuffer]) -> Callable[[], None]:
     """numpy.einsum(contraction, A, B, optimize=True) on the strided f32 views (16-bit inputs converted first, that
     conversion part of the time); then the epilogue and the store to the output view."""
-    a_letters, b_letters, out = subscripts(spec)
+    a_letters, b_letters, _ = subscripts(spec)
     a_view = view_of(buffers["A"].bits, spec.A, a_letters, sizes)
     b_view = view_of(buffers["B"].bits, spec.B, b_letters, sizes)
-    views = {x: view_of(buffers[x].bits, slot_views(spec)[x], out, sizes) for x in ("C", *EXTRA_INPUTS)
-             if x in buffers}
-    out_name = output_name(spec)
-    out_view = view_of(buffers[out_name].bits, slot_views(spec)[out_name], out, sizes)
-    out_dtype = slot_views(spec)[out_name].dtype
+    views, out_view, out_dtype = output_side(spec, sizes, buffers)
 
     def run() -> None:
         product = np.einsum(spec.contraction, as_f32(a_view, spec.A.dtype), as_f32(b_view, spec.B.dtype),
