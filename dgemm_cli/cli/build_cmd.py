@@ -120,6 +120,8 @@ def _build_footer(results: list[BuildResult], refused: list[dict]) -> str:
     parts = [f"{built} built", f"{cached} cached", f"{failed} failed"]
     if refused:
         parts.append(f"{len(refused)} refused")
+    if results and all(r.arch == HOST_ARCH for r in results):  # host builds: no register report to speak of
+        return ", ".join(parts)
     return ", ".join(parts) + (f"; {spills} kernel(s) spill" if spills else "; no spills")
 
 
