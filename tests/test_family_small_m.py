@@ -54,7 +54,7 @@ def test_decode_plans_a_small_m_family_and_explain_says_why_the_others_lost():
     detail = plan_detail(views, SM90)
     assert detail.plan.family in ("gemv", "splitk")
     rejected = {r.value for r in detail.plan.family_decision.rejected}
-    assert rejected == set(FAMILIES) - {detail.plan.family}
+    assert rejected == {name for name, f in FAMILIES.items() if f.backend == "cuda"} - {detail.plan.family}
 
 
 def test_big_products_keep_their_families():
