@@ -62,12 +62,17 @@ class PlanDetail:
     family_plans: dict[str, tuple[FamilyPlan, ConstraintGraph] | None]  # None: gated out
 
 
+# How a message names each backend's code and targets (arch.Arch.backend, families.base.KernelFamily.backend).
+BACKEND_CODE = {"cuda": "CUDA kernels", "cpu": "C++ for the host"}
+BACKEND_TARGET = {"cuda": "a CUDA target", "cpu": "the host"}
+
+
 def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
     """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
     # A family of another backend is not asked: its gates read the facts of its own kind of target.
     gated = {name: family.gates(views, arch) if family.backend == arch.backend else
-             [("backend", f"{name} renders {family.backend.upper()} kernels, and {arch.name} is a {arch.backend} "
-                          "target")]
+             [("backend", f"{name} renders {BACKEND_CODE[family.backend]}, and {arch.name} is "
+                          f"{BACKEND_TARGET[arch.backend]}")]
              for name, family in FAMILIES.items()}
     if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
         fp8 = [name for name, family in FAMILIES.items() if family.e4m3]

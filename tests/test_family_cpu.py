@@ -63,7 +63,7 @@ def test_a_target_sees_only_its_backends_families():
         if family.backend == "cpu":
             assert on_host[name] == [] and on_gpu[name][0][0] == "backend"
         else:
-            assert on_host[name] == [("backend", f"{name} renders CUDA kernels, and cpu is a cpu target")]
+            assert on_host[name] == [("backend", f"{name} renders CUDA kernels, and cpu is the host")]
     plan = make_plan(views, CPU)
     assert plan.family_decision.value == "cpu"
     assert not plan.family_decision.rejected  # the CUDA families are not the host's candidates
