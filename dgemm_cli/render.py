@@ -580,8 +580,7 @@ def _render_host(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan:
                                                                    else ""))
     headers = [*body.headers, *(["dg/cpu_activations.hpp"] if any(st.activation or st.clamp for st in spec.epilogue)
                                 else [])]
-    return render_host_sources(env, spec, views, plan, baseline, arch, base, body, family_why,
-                               device_headers(headers))
+    return render_host_sources(env, spec, views, plan, arch, base, body, family_why, device_headers(headers))
 
 
 def _views_dict(views: ProblemViews) -> dict:

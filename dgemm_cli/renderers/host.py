@@ -11,7 +11,6 @@ import jinja2
 
 from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
-from dgemm_cli.baseline import CublasPlan
 from dgemm_cli.families import FamilyPlan
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import Spec
@@ -68,9 +67,8 @@ def host_context(spec: Spec, views: ProblemViews, base: dict, body: Body) -> dic
     }
 
 
-def render_host_sources(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan, baseline: CublasPlan,
-                        arch: Arch, base: dict, body: Body, family_why: str,
-                        device_headers: dict[str, str]) -> dict[str, str]:
+def render_host_sources(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan, arch: Arch, base: dict,
+                        body: Body, family_why: str, device_headers: dict[str, str]) -> dict[str, str]:
     """File name -> text for a host target. `plan`: the Plan or the one-bucket BucketPlan; `body`: its kernel's
     traits; `device_headers`: dg/ headers the .cpp includes, with their text."""
     k = {**host_context(spec, views, base, body), "family_why": family_why,
