@@ -12,6 +12,7 @@ import jinja2
 from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.families import FamilyPlan
+from dgemm_cli.plan import BucketPlan, Plan
 from dgemm_cli.renderers import Body
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
@@ -67,8 +68,8 @@ def host_context(spec: Spec, views: ProblemViews, base: dict, body: Body) -> dic
     }
 
 
-def render_host_sources(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan, arch: Arch, base: dict,
-                        body: Body, family_why: str, device_headers: dict[str, str]) -> dict[str, str]:
+def render_host_sources(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, arch: Arch,
+                        base: dict, body: Body, family_why: str, device_headers: dict[str, str]) -> dict[str, str]:
     """File name -> text for a host target. `plan`: the Plan or the one-bucket BucketPlan; `body`: its kernel's
     traits; `device_headers`: dg/ headers the .cpp includes, with their text."""
     k = {**host_context(spec, views, base, body), "family_why": family_why,
@@ -97,7 +98,7 @@ def render_host_sources(env: jinja2.Environment, spec: Spec, views: ProblemViews
     return out
 
 
-def primary_of(plan) -> FamilyPlan:
+def primary_of(plan: Plan | BucketPlan) -> FamilyPlan:
     """The one kernel a host plan has: a Plan's primary, or a run-time spec's one bucket's."""
     kernels = plan.kernels
     assert len(kernels) == 1, "a host plan has one kernel"
