@@ -27,7 +27,7 @@ from dgemm_cli.errors import SpecError
 from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.records import PLAN_SCHEMA_VERSION
-from dgemm_cli.renderers import Body
+from dgemm_cli.renderers import Body, float_literal
 from dgemm_cli.renderers.buckets import fold, merged_plans, merged_routes
 from dgemm_cli.renderers.host import host_signature, primary_of, render_host_sources
 from dgemm_cli.renderers.problems import share_problems
@@ -130,7 +130,7 @@ def _epilogue_ctx(spec: Spec, ops: dict[str, OperandCtx]) -> dict:
     steps = []
     for st in spec.epilogue:
         steps.append({"kind": st.kind, "op": ops[st.view.name] if st.view is not None else None,
-                      "activation": st.activation, "clamp": [_float_literal(x) for x in st.clamp or ()],
+                      "activation": st.activation, "clamp": [float_literal(x) for x in st.clamp or ()],
                       "desc": st.describe()})
     extra = [ops[op.name] for op in spec.extra_operands]
     return {
@@ -157,14 +157,6 @@ def _entry_ctx(spec: Spec) -> dict:
             "pointers": ", ".join(["A", "B", "C", *extra, *(op.name for op in spec.scale_views)]),
             "buffers": [{"name": op.name, "span": op.span}
                         for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)]}
-
-
-def _float_literal(x: float) -> str:
-    """A C float literal that reads back as x (clamp bounds)."""
-    text = repr(float(x))
-    if text in ("inf", "-inf"):
-        return text.replace("inf", "INFINITY")
-    return text + ("f" if "e" in text or "." in text else ".0f")
 
 
 def _segments_desc(seg, op: str) -> dict:
@@ -470,7 +462,7 @@ def _harness_ctx(spec: Spec) -> dict:
             step.update(text=st.activation, activation=f"DG_{st.activation.upper()}")
         else:
             lo, hi = st.clamp
-            step.update(text=f"clamp[{lo!r}, {hi!r}]", lo=_float_literal(lo), hi=_float_literal(hi))
+            step.update(text=f"clamp[{lo!r}, {hi!r}]", lo=float_literal(lo), hi=float_literal(hi))
         steps.append(step)
     present = [op for op in slots if op is not None]
     # The entry point's pointers in its order; C is only read when the spec has D.

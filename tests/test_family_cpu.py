@@ -168,16 +168,17 @@ def test_the_traits_hold_every_roles_segments_with_each_slots_stride(seed):
                                                       for x in slots]
 
 
-def test_the_epilogue_is_finish():
+def test_the_epilogue_is_finish_run():
     spec = next(load_spec(p) for p in sorted((REPO / "specs" / "epilogue").glob("*.yaml"))
                 if load_spec(p).D is not None and any(st.activation for st in load_spec(p).epilogue))
     cpp = _files(spec)[f"{spec.name}.cpp"]
-    finish = cpp[cpp.index("static inline void finish"):cpp.index("\n  }\n", cpp.index("static inline void finish"))]
+    begin = cpp.index("static inline void finish_run")
+    finish = cpp[begin:cpp.index("\n  }\n", begin)]
     assert "if (a.beta != 0.0f)" in finish
-    assert "dg::cpu::store<" in finish and "dg::cpu::kD]" in finish  # the output is D
+    assert "dg::cpu::store_run<" in finish and "start[dg::cpu::kD]" in finish  # the output is D
     for step in spec.epilogue:
         if step.activation:
-            assert f"dg::cpu::{step.activation}(t)" in finish
+            assert f"dg::cpu::{step.activation}(t[q])" in finish
 
 
 def test_the_plan_states_the_micro_tile_the_header_asserts():

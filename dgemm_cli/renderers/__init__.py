@@ -26,6 +26,14 @@ class Body:
     facts: frozenset[str] = field(default_factory=frozenset)
 
 
+def float_literal(x: float) -> str:
+    """A C float literal that reads back as x (clamp bounds); infinities as INFINITY."""
+    text = repr(float(x))
+    if text in ("inf", "-inf"):
+        return text.replace("inf", "INFINITY")
+    return text + ("f" if "e" in text or "." in text else ".0f")
+
+
 PORTABLE_CLUSTER = 8  # blocks a cluster may hold without cudaFuncAttributeNonPortableClusterSizeAllowed
 
 

@@ -22,7 +22,8 @@ from dgemm_cli.views import ProblemViews
 HOST_CXX_FLAGS = ["-std=c++17", "-O3"]
 HOST_MARCH = "-march=native"
 C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16"}
-SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")  # dg::cpu::Slot's order
+# dg::cpu::Slot's order: a Seg's strides, Shape::offset and Args::ptr have one entry each.
+SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")
 
 
 def host_signature(spec: Spec) -> str:

@@ -2,8 +2,8 @@
 //
 // Every operand is packed, whatever its strides, into contiguous f32 micro-panels (kMR rows of A, kNR columns of B);
 // a register-blocked micro-kernel multiplies them; cache blocks KC, MC, NC come from the host's cache sizes.
-// Each output goes once, with its whole sum over k, through Traits::finish or, in a run of consecutive outputs,
-// Traits::finish_run.
+// Each output goes once, with its whole sum over k, through Traits::finish_run: a run of consecutive outputs, or
+// one output alone.
 #pragma once
 
 #include "cpu_types.hpp"
@@ -387,7 +387,7 @@ struct Tables {
 };
 
 // The same products with the roles of m and n exchanged: C^T = B^T A^T. Slot kA then holds B's tables (the rows
-// of the product), slot kB A's; an out slot's offsets are the same sums, so `finish` sees the same addresses.
+// of the product), slot kB A's; an out slot's offsets are the same sums, so `finish_run` sees the same addresses.
 inline Tables transposed(const Tables& t) {
   Tables r = t;
   std::swap(r.m, r.n);
@@ -447,7 +447,7 @@ constexpr int first_out_slot() {
 // sums[r * ld + c]. The block is walked in lines along m when the first out slot steps by one element along m and
 // not along n, else along n, so that consecutive stores are adjacent. Where every out slot steps by one element
 // along the line, runs of a line go to Traits::finish_run (vector code; `stream`: non-temporal f32 stores), the
-// other outputs to Traits::finish one at a time.
+// other outputs to it one at a time (a run of one at their own offsets).
 template <class Traits>
 void finish_block(const Args& args, const Shape& shape, const Tables& p, int64_t b, int64_t i0, int64_t rows,
                   int64_t j0, int64_t cols, const float* sums, int64_t ld, bool stream = false) {
@@ -486,7 +486,7 @@ void finish_block(const Args& args, const Shape& shape, const Tables& p, int64_t
     for (int64_t q = 0; q < steps; ++q) {
       for (int s = kC; s < kSlots; ++s)
         if ((out >> s) & 1) at[s] = start[s] + step_at[s][step0 + q];
-      Traits::finish(args, line_sums[q * step_stride], at);
+      Traits::finish_run(args, &line_sums[q * step_stride], 1, at, false);
     }
   }
 }

@@ -281,20 +281,7 @@ struct TestTraits {
       E == kAccumulateC ? (1u << kC) : (1u << kC) | (1u << kD) | (1u << kBias);
   static constexpr int kKC = KC, kMC = MC, kNC = NC;
   static inline int* visits = nullptr;  // per element of the written slot
-  static inline void finish(const Args& a, float sum, const int64_t* at) {
-    if constexpr (E == kAccumulateC) {
-      float t = a.alpha * sum;
-      if (a.beta != 0.0f) t += a.beta * load<O>(a.ptr[kC], at[kC]);
-      store<O>(const_cast<void*>(a.ptr[kC]), at[kC], t);
-      __atomic_fetch_add(&visits[at[kC]], 1, __ATOMIC_RELAXED);
-    } else {
-      float t = a.alpha * sum + load<float>(a.ptr[kBias], at[kBias]);
-      if (a.beta != 0.0f) t += a.beta * load<float>(a.ptr[kC], at[kC]);
-      store<O>(const_cast<void*>(a.ptr[kD]), at[kD], t > 0.0f ? t : 0.0f);
-      __atomic_fetch_add(&visits[at[kD]], 1, __ATOMIC_RELAXED);
-    }
-  }
-  // The run form: the same values, stored with store_run (`stream` as the engine decides it).
+  // The outputs of a run (or one output), stored with store_run (`stream` as the engine decides it).
   static inline void finish_run(const Args& a, const float* sums, int64_t count, const int64_t* start, bool stream) {
     constexpr int out = E == kAccumulateC ? kC : kD;
     float t[kRun];

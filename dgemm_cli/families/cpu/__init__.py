@@ -10,7 +10,7 @@ the view, packing copies it with vector loads.
 Loops (BLIS): n in panels of NC, k in blocks of KC (B's KC x NC panel packed once and shared by the threads),
 m in blocks of MC (A's MC x KC block packed by the thread that owns it, OpenMP over these), then the register
 micro-tile MR x NR of the ISA the compiler targets (-march: AVX-512, AVX2 + FMA, or portable C++). The sum over k
-of each output element ends in f32 and goes through the traits' `finish` once: alpha, beta * C, the epilogue's
+of each output element ends in f32 and goes through the traits' `finish_run` once: alpha, beta * C, the epilogue's
 steps, the store in the output's dtype. Small M (decode) streams B once without packing it.
 
 KC, MC and NC default to what the engine derives at run time from the host's cache sizes (sysconf), the analytical

@@ -1,6 +1,6 @@
 """Template context of the `cpu` family (templates/cpu/traits.cpp.j2): the traits dg/cpu_gemm.hpp's engine is
 instantiated with. The views reach it as a dg::cpu::Shape (each role's segments with a stride per slot) and the
-epilogue as `finish`, which turns one output element's f32 sum into the stored value."""
+epilogue as `finish_run`, which turns a run of output elements' f32 sums into the stored values."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import jinja2
 from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.cpu import SMALL_M, CpuPlan
 from dgemm_cli.families.cpu.cost import MICRO_TILES
-from dgemm_cli.renderers import Body
+from dgemm_cli.renderers import Body, float_literal
+from dgemm_cli.renderers.host import SLOTS
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import ROLES, ProblemViews
 
-# dg::cpu::Slot's order: a Seg's strides and Shape::offset have one entry each.
-SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual")
 CPP_TYPES = {"f32": "float", "f16": "dg::cpu::f16", "bf16": "dg::cpu::bf16"}
 # The preprocessor test that selects each ISA's micro-kernel in dg/cpu_gemm.hpp, in its order.
 ISA_CONDITIONS = (("avx512", "#if defined(__AVX512F__)"), ("avx2", "#elif defined(__AVX2__) && defined(__FMA__)"),
@@ -35,13 +34,6 @@ def _role(views: ProblemViews, role: str) -> str:
     return f"{{{len(segs)}, {{{', '.join(inits)}}}}}"
 
 
-def _float_literal(x: float) -> str:
-    text = repr(float(x))
-    if text in ("inf", "-inf"):
-        return text.replace("inf", "INFINITY")
-    return text + ("f" if "e" in text or "." in text else ".0f")
-
-
 def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
     out = spec.output
     steps = []
@@ -49,7 +41,7 @@ def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
         steps.append({"kind": st.kind, "desc": st.describe(), "activation": st.activation,
                       "slot": SLOT_ENUM[st.view.name] if st.view is not None else None,
                       "type": CPP_TYPES[st.view.dtype] if st.view is not None else None,
-                      "clamp": [_float_literal(x) for x in st.clamp or ()]})
+                      "clamp": [float_literal(x) for x in st.clamp or ()]})
     finish_slots = ["C" if spec.D is None or spec.beta != 0 else None, "D" if spec.D is not None else None,
                     *(op.name for op in spec.extra_operands if op.name != "D")]
     return {
