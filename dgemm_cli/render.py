@@ -563,10 +563,11 @@ def _render_host(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan:
                  baseline: CublasPlan, arch: Arch) -> dict[str, str]:
     """A host target's folder (renderers/host.py): its one kernel's traits, by the family's renderer."""
     kernel = primary_of(plan)
-    bucket_views = plan.buckets[0].views if isinstance(plan, BucketPlan) else views
-    base = {**base_context(spec, bucket_views, baseline, arch), **_run_time_ctx(spec, views),
+    # The spec's own views: a run-time letter is the outermost of its role there even where its range is one size
+    # (whose bucket analyses it as fixed), and the engine cuts that segment at the rows of the call.
+    base = {**base_context(spec, views, baseline, arch), **_run_time_ctx(spec, views),
             "plan_schema_version": PLAN_SCHEMA_VERSION, "views_dict": _views_dict(views)}
-    body = render_body(env, spec, bucket_views, kernel, base)
+    body = render_body(env, spec, views, kernel, base)
     # The CUDA families are never candidates for the host: the host's families alone are named.
     family_why = (f"{kernel.family}, the host backend's family" + (f"; {plan.why}" if isinstance(plan, BucketPlan)
                                                                    else ""))
