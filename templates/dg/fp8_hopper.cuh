@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
       float fa[SA::COUNT], fb[SB::COUNT], fa_next[SA::COUNT], fb_next[SB::COUNT];
       if constexpr (SA::ALONG_K) load_scales<T, true>(fa_next, scales.a, tile, 0, wg, warp, lane);
       if constexpr (SB::ALONG_K) load_scales<T, false>(fb_next, scales.b, tile, 0, wg, warp, lane);
-      for (int kt = 0; kt < T::K_ITERS; ++kt) {
+      // One k-iteration; the first sets the f32 accumulators, the others add to them (one FFMA an accumulator).
+      auto k_iteration = [&](int kt, auto first) {
         if constexpr (SA::ALONG_K) {
 #pragma unroll
           for (int i = 0; i < SA::COUNT; ++i) fa[i] = fa_next[i];
@@ -200,14 +201,15 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
           for (int mi = 0; mi < Cfg::MI; ++mi) {
 #pragma unroll
             for (int i = 0; i < Cfg::NACC; ++i) {
-              // A multiply, then the add or the first value (fmaf here takes ptxas minutes under the 128 x 128
-              // tile's 168-register bound).
-              const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
-              acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
+              const float f = factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
+              if constexpr (decltype(first)::value) acc[mi][i] = part[mi][i] * f;
+              else acc[mi][i] = fmaf(part[mi][i], f, acc[mi][i]);
             }
           }
         }
-      }
+      };
+      k_iteration(0, std::true_type{});
+      for (int kt = 1; kt < T::K_ITERS; ++kt) k_iteration(kt, std::false_type{});
       if constexpr (!PROMOTE) {
 #pragma unroll
         for (int mi = 0; mi < Cfg::MI; ++mi)
