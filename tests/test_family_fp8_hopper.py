@@ -119,6 +119,8 @@ def test_the_store_vectorizes_only_as_far_as_the_spec_promises():
     """No fallback runs e4m3, so a bf16 C promised 2-byte alignment takes scalar stores, checked at no run time."""
     plan = _plan(_spec(c={"layout": "row", "dtype": "bf16"}))
     assert plan.c_vec == 1 and plan.c_runtime_align == 0 and not plan.packed_store
+    assert ("note: C: 1-element stores, as the spec promises 2-byte alignment (no FP8 fallback checks a pointer at run "
+            "time); `align: 16` on C would give 8-element vectors") in plan.detail_lines()
 
 
 def test_the_generated_code_passes_the_scales_through_the_entry_point():

@@ -140,11 +140,13 @@ def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.constrain("promotion registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], promotion_regs,
                 "a consumer holds the promoted f32 accumulators, the tensor core's, and its scales in registers")
 
+    widths = {"A": [n.domain for n in g.nodes if n.name == "block_m"][0], "B": BLOCK_N}
+
     def one_scale_a_tile(a: Assignment) -> str | None:
         for s, tile in ((loads.get("A"), a["block_m"]), (loads.get("B"), a["block_n"])):
             if s is None or not s.along_k or s.mn_block < 64 or s.uniform(tile):
                 continue
-            if any(s.uniform(t) for t in (*BLOCK_N, 64, 128, 256)):
+            if any(s.uniform(t) for t in widths[s.operand]):  # only where some tile width stays inside a block
                 return (f"a tile {tile} wide straddles {s.name}'s blocks of {s.mn_block}: each thread would load a "
                         "scale a row or column every k-iteration instead of one a tile")
         return None
@@ -161,8 +163,13 @@ def _fp8_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
     vec = base.c_vec
     while vec > 1 and vec * elem > out.align:  # as promised: no fallback checks the pointer at run time
         vec //= 2
+    notes = base.notes
+    if vec < base.c_vec:
+        notes += (f"{out.name}: {vec}-element stores, as the spec promises {out.align}-byte alignment (no FP8 fallback "
+                  f"checks a pointer at run time); `align: {base.c_vec * elem}` on {out.name} would give "
+                  f"{base.c_vec}-element vectors",)
     changes: dict[str, Any] = {
-        "c_vec": vec, "c_runtime_align": 0,
+        "c_vec": vec, "c_runtime_align": 0, "notes": notes,
         "ep_vectors": tuple(x for x in epilogue_vectors(views, base.c_unit, vec) if not x[2]),
         "packed_store": base.packed_store and vec >= PACK_MIN_VEC,
     }

@@ -122,7 +122,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
         wg_m = a["block_m"] // a["consumers"]
         return None if wg_m in (64, 128) else f"{wg_m} rows per warpgroup; wgmma takes one or two m64 blocks"
     g.constrain("warpgroup rows", "instruction", ["block_m", "consumers"], wg_rows,
-                "each consumer warpgroup issues one or two m64nNk16 wgmmas per k16 step")
+                "each consumer warpgroup issues one or two m64 wgmmas per k step")
 
     def acc_regs(a: Assignment) -> str | None:
         regs = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2 * a["acc_chains"]
