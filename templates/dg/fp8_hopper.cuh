@@ -155,27 +155,22 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
     float* const epi = reinterpret_cast<float*>(smem + Cfg::EPI_OFFSET) + wg * T::EPI_FLOATS;
     float acc[Cfg::MI][Cfg::NACC];
-    float part[Cfg::MI][Cfg::NACC];
+    // Two sets for the tensor core: k-iteration kt's wgmmas run into one while kt - 1's set is promoted from the
+    // other, so that the tensor core is not idle during a promotion.
+    float part[2][Cfg::MI][Cfg::NACC];
     int stage = 0;
     uint32_t phase = 0;
     for (int t = blockIdx.x; t < T::TILES; t += gridDim.x) {
       const TileOf<T> tile = hopper::tile_at<T>(t, T::TILES_M);
-      // The scales of a k-iteration are loaded one k-iteration ahead: their latency (an L2 round trip) hides behind
-      // the previous k-iteration's wgmmas and promotion.
-      float fa[SA::COUNT], fb[SB::COUNT], fa_next[SA::COUNT], fb_next[SB::COUNT];
-      if constexpr (SA::ALONG_K) load_scales<T, true>(fa_next, scales.a, tile, 0, wg, warp, lane);
-      if constexpr (SB::ALONG_K) load_scales<T, false>(fb_next, scales.b, tile, 0, wg, warp, lane);
-      for (int kt = 0; kt < T::K_ITERS; ++kt) {
-        if constexpr (SA::ALONG_K) {
-#pragma unroll
-          for (int i = 0; i < SA::COUNT; ++i) fa[i] = fa_next[i];
-          if (kt + 1 < T::K_ITERS) load_scales<T, true>(fa_next, scales.a, tile, kt + 1, wg, warp, lane);
-        }
-        if constexpr (SB::ALONG_K) {
-#pragma unroll
-          for (int i = 0; i < SB::COUNT; ++i) fb[i] = fb_next[i];
-          if (kt + 1 < T::K_ITERS) load_scales<T, false>(fb_next, scales.b, tile, kt + 1, wg, warp, lane);
-        }
+      // Each k-iteration's scales: loaded when its wgmmas are issued, used when they are promoted one k-iteration
+      // later (their latency hides behind that k-iteration).
+      float fa[2][SA::COUNT], fb[2][SB::COUNT];
+      int issued_stage[2] = {0, 0};
+      // Issue k-iteration kt into set B: its scales, the wait for its stage, its wgmmas.
+      auto issue = [&](int kt, auto set) {
+        constexpr int B = decltype(set)::value;
+        if constexpr (SA::ALONG_K) load_scales<T, true>(fa[B], scales.a, tile, kt, wg, warp, lane);
+        if constexpr (SB::ALONG_K) load_scales<T, false>(fb[B], scales.b, tile, kt, wg, warp, lane);
         mbar_wait(&full[stage], phase);
         wgmma_fence();
         const uint32_t sa = stages_a + stage * Cfg::A_STAGE_BYTES, sb = stages_b + stage * Cfg::B_STAGE_BYTES;
@@ -183,35 +178,67 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
         for (int kk = 0; kk < T::BK / 32; ++kk) {
 #pragma unroll
           for (int mi = 0; mi < Cfg::MI; ++mi)
-            wgmma_m64k32_e4m3<T::BN>(part[mi], hopper::desc_a<T>(sa, wg * T::WG_M + mi * 64, kk),
+            wgmma_m64k32_e4m3<T::BN>(part[B][mi], hopper::desc_a<T>(sa, wg * T::WG_M + mi * 64, kk),
                                      hopper::desc_b<T>(sb, kk), kk > 0 || (!PROMOTE && kt > 0));
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        hopper::release_stage<T>(empty, stage, lane);
+        issued_stage[B] = stage;
         if (++stage == T::STAGES) {
           stage = 0;
           phase ^= 1;
         }
+      };
+      // Promote set B, whose wgmmas are done (Pending: how many later groups may still run): release its stage, then
+      // one FFMA an accumulator (the first k-iteration sets them).
+      auto promote = [&](auto set, auto pending, auto first) {
+        constexpr int B = decltype(set)::value;
+        wgmma_wait<decltype(pending)::value>();
+        hopper::release_stage<T>(empty, issued_stage[B], lane);
 #pragma unroll
-        for (int mi = 0; mi < Cfg::MI; ++mi) acc_fence(part[mi]);
-        if constexpr (PROMOTE) {
+        for (int mi = 0; mi < Cfg::MI; ++mi) acc_fence(part[B][mi]);
 #pragma unroll
-          for (int mi = 0; mi < Cfg::MI; ++mi) {
+        for (int mi = 0; mi < Cfg::MI; ++mi) {
 #pragma unroll
-            for (int i = 0; i < Cfg::NACC; ++i) {
-              // A multiply, then the add (or the first value).
-              const float p = part[mi][i] * factor<T, SA::ALONG_K, SB::ALONG_K>(fa, fb, mi, i);
-              acc[mi][i] = kt == 0 ? p : acc[mi][i] + p;
-            }
+          for (int i = 0; i < Cfg::NACC; ++i) {
+            const float f = factor<T, SA::ALONG_K, SB::ALONG_K>(fa[B], fb[B], mi, i);
+            if constexpr (decltype(first)::value) acc[mi][i] = part[B][mi][i] * f;
+            else acc[mi][i] = fmaf(part[B][mi][i], f, acc[mi][i]);
           }
         }
+      };
+      using Zero = std::integral_constant<int, 0>;
+      using One = std::integral_constant<int, 1>;
+      if constexpr (!PROMOTE) {  // every k-iteration into set 0 on the tensor core
+        for (int kt = 0; kt < T::K_ITERS; ++kt) {
+          issue(kt, Zero{});
+          wgmma_wait<0>();
+          hopper::release_stage<T>(empty, issued_stage[0], lane);
+        }
+      } else if (issue(0, Zero{}), T::K_ITERS > 1) {
+        issue(1, One{});
+        promote(Zero{}, One{}, std::true_type{});
+        int kt = 2;
+        for (; kt + 1 < T::K_ITERS; kt += 2) {  // sets alternate: even k-iterations in set 0, odd in set 1
+          issue(kt, Zero{});
+          promote(One{}, One{}, std::false_type{});
+          issue(kt + 1, One{});
+          promote(Zero{}, One{}, std::false_type{});
+        }
+        if (kt < T::K_ITERS) {  // an odd count: the last (even) k-iteration
+          issue(kt, Zero{});
+          promote(One{}, One{}, std::false_type{});
+          promote(Zero{}, Zero{}, std::false_type{});
+        } else {
+          promote(One{}, Zero{}, std::false_type{});
+        }
+      } else {
+        promote(Zero{}, Zero{}, std::true_type{});
       }
       if constexpr (!PROMOTE) {
 #pragma unroll
         for (int mi = 0; mi < Cfg::MI; ++mi)
 #pragma unroll
-          for (int i = 0; i < Cfg::NACC; ++i) acc[mi][i] = part[mi][i];
+          for (int i = 0; i < Cfg::NACC; ++i) acc[mi][i] = part[0][mi][i];
       }
       // The scales constant along k, once a tile.
       if constexpr (!SA::ALONG_K || !SB::ALONG_K) {
