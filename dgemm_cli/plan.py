@@ -77,7 +77,8 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
     if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
         fp8 = [name for name, family in FAMILIES.items() if family.e4m3]
         here = any(FAMILIES[name].backend == arch.backend for name in fp8)
-        runs = f"{', '.join(fp8)} runs e4m3" + ("" if here else f" on {' and '.join(_e4m3_targets(fp8))}")
+        runs = (f"{' and '.join(fp8)} run{'s' if len(fp8) == 1 else ''} e4m3"
+                + ("" if here else f" on {' and '.join(_e4m3_targets(fp8))}"))
         for name, reasons in gated.items():
             if not FAMILIES[name].e4m3 and FAMILIES[name].backend == arch.backend:
                 reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({runs})"))

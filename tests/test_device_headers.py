@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = REPO / "templates"
 HEADERS = sorted((TEMPLATES / "dg").glob("*.cuh"))
 INSTANTIATIONS = sorted((REPO / "tests" / "cuda").glob("*.cu"))
-GENCODE = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
+GENCODE = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_89": "-gencode=arch=compute_89,code=sm_89",
+           "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
 
 
 def _compile(source: Path, arch: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -51,11 +52,14 @@ def test_header_compiles_on_its_own(header, arch, tmp_path):
 
 # The families that also plan for sm_80 (no clusters, TMA, wgmma or dependent launches) instantiate there too.
 BEFORE_SM90 = {"cta_instantiate.cu"}
+# The e4m3 families that also plan for sm_89 (mma.sync m16n8k32) instantiate there.
+AT_SM89 = {"fp8_cta_instantiate.cu"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source, arch", [(p, "sm_90a") for p in INSTANTIATIONS]
-                         + [(p, "sm_80") for p in INSTANTIATIONS if p.name in BEFORE_SM90],
+                         + [(p, "sm_80") for p in INSTANTIATIONS if p.name in BEFORE_SM90]
+                         + [(p, "sm_89") for p in INSTANTIATIONS if p.name in AT_SM89],
                          ids=lambda x: x.name if isinstance(x, Path) else x)
 def test_family_templates_instantiate(source, arch, tmp_path):
     run = _compile(source, arch, tmp_path)

@@ -82,14 +82,24 @@ def test_errors_name_the_key_and_the_fix(data, key, problem):
     assert err.key == key and problem in err.problem and err.fix, str(err)
 
 
-def test_an_e4m3_spec_no_family_takes_fails_in_one_message_with_the_fix():
-    """The spec's A and B promise only 1-byte alignment: TMA needs 16 and no FP8 family runs misaligned views."""
+def test_an_e4m3_spec_no_family_takes_fails_in_one_message_that_names_sm_89():
+    """sm_86 has no FP8 tensor cores: both e4m3 families refuse it, each saying so, and nothing else runs e4m3."""
     views = analyse(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"))
     with pytest.raises(PlanError) as info:
-        make_plan(views, get_arch("sm_90a"))
+        make_plan(views, get_arch("sm_86"))
     text = str(info.value)
-    assert text.startswith("f8.yaml: no kernel family can run this problem (fp8_hopper: aligned A: ")
-    assert "promise `align: 16`" in text and text.endswith("; no other family runs e4m3)")
+    assert text.startswith("f8.yaml: no kernel family can run this problem (fp8_hopper: wgmma: sm_86 has no FP8 "
+                           "tensor cores: e4m3 inputs need sm_89 or later")
+    assert "fp8_cta: FP8 tensor cores: sm_86 has no FP8 tensor cores: e4m3 inputs need sm_89 or later" in text
+    assert text.endswith("; no other family runs e4m3)")
+
+
+def test_a_misaligned_e4m3_spec_plans_fp8_cta_and_says_why_fp8_hopper_lost():
+    """A and B promise only 1-byte alignment: TMA needs 16, so fp8_hopper refuses and fp8_cta runs the views."""
+    views = analyse(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"))
+    assert make_plan(views, get_arch("sm_90a")).family == "fp8_cta"
+    text = explain_text(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"), get_arch("sm_90a"))
+    assert "fp8_hopper rejected: fp8_hopper: aligned A: " in text and "promise `align: 16`" in text
 
 
 def test_explain_shows_the_scale_views():
@@ -105,8 +115,8 @@ def test_tune_refuses_an_e4m3_spec_no_family_takes_in_one_line():
     from dgemm_cli.tune import candidates
 
     views = analyse(parse_spec(_spec(gemm={"m": 256, "n": 384, "k": 1024}), "f8.yaml"))
-    with pytest.raises(PlanError, match=r"no kernel family can run this problem \(fp8_hopper: aligned A: "):
-        candidates(views, get_arch("sm_90a"), 1)
+    with pytest.raises(PlanError, match=r"no kernel family can run this problem \(fp8_hopper: wgmma: sm_86 has no "):
+        candidates(views, get_arch("sm_86"), 1)
 
 
 def test_an_e4m3_epilogue_view_is_refused_at_its_key():

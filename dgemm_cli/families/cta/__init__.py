@@ -380,7 +380,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
     return g
 
 
-def _loader(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPlan:
+def loader_plan(facts: OperandFacts, kind: str, inner: str, reason: str) -> LoaderPlan:
     align = facts.align
     if kind == "gather":
         return LoaderPlan(facts.name, "gather", 1, inner, 0, None, reason, align)
@@ -439,7 +439,7 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
     if tiles > INT32_MAX:
         raise grid_too_large(views, tiles, "blocks")
     dec = {d.node: d for d in decisions}
-    loaders = {x: _loader(views.operands[x], a[f"loader_{x.lower()}"], a[f"smem_inner_{x.lower()}"],
+    loaders = {x: loader_plan(views.operands[x], a[f"loader_{x.lower()}"], a[f"smem_inner_{x.lower()}"],
                           dec[f"loader_{x.lower()}"].summary()) for x in ("A", "B")}
     mma = instruction == MMA
     return TilePlan(

@@ -81,13 +81,13 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
     registers_why = registers.summary() if registers else ""
     return {
         **base,
-        "mma": plan.instruction == MMA, "ab_dtype": spec.A.dtype,
+        "mma": plan.instruction == MMA, "mma_shape": "m16n8k16", "ab_dtype": spec.A.dtype,
         "a_inner": plan.a.smem_inner, "b_inner": plan.b.smem_inner,
         "block_m": plan.block_m, "block_n": plan.block_n, "block_k": plan.block_k,
         "warps_m": plan.warps_m, "warps_n": plan.warps_n, "thread_m": plan.thread_m, "thread_n": plan.thread_n,
         "threads": plan.threads, "min_blocks": plan.min_blocks_per_sm, "reg_cap": REGISTER_CAP,
         "register_cap": plan.register_cap, "registers_why": registers_why,
-        "is_fallback": plan.runtime_fallback,
+        "is_fallback": plan.runtime_fallback, "bounds_why": "",
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
         "tiles": plan.tiles, "index_type": plan.index_type,
         "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],

@@ -92,8 +92,8 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
         out.append(("wgmma", f"{arch.name} has no FP8 tensor cores: e4m3 inputs need sm_89 or later (this family: "
                              "sm_90a)"))
     elif not arch.wgmma_flops_per_sm_clk:
-        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only); an sm_89 family for e4m3 (mma.sync "
-                             "m16n8k32) is not written yet (docs/design/fp8.md)"))
+        out.append(("wgmma", f"{arch.name} has no wgmma (sm_90a only); fp8_cta runs e4m3 there (mma.sync "
+                             "m16n8k32)"))
     spec = views.spec
     if spec.A.dtype != "e4m3":
         out.append(("e4m3 inputs", f"A and B are {spec.A.dtype}: this family runs e4m3 inputs with scales"))
@@ -108,12 +108,13 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
             out.append((f"TMA {name}", got))
         elif got.major != "k":
             out.append((f"K-major {name}", f"{name} is {'m' if name == 'A' else 'n'}-contiguous: 8-bit wgmma reads "
-                                           "both operands K-major, and a producer that stages it transposed is not "
-                                           "written yet (docs/design/fp8.md)"))
+                                           "both operands K-major, and this family's TMA producer stages it as it "
+                                           "lies (fp8_cta gathers it K-major)"))
         elif got.runtime_align:
             out.append((f"aligned {name}", f"the spec promises {name} {spec.operand(name).align}-byte alignment: TMA "
-                                           f"needs {ALIGN}, and no FP8 family runs a misaligned view yet; promise "
-                                           f"`align: {ALIGN}` (cudaMalloc's pointers are 256-byte aligned)"))
+                                           f"needs {ALIGN} (fp8_cta runs the view as promised); promise "
+                                           f"`align: {ALIGN}` for this family (cudaMalloc's pointers are 256-byte "
+                                           "aligned)"))
     for sc in spec.scales:
         why = k_block_refusal(views, sc)
         if why:

@@ -25,6 +25,7 @@
 //
 // Kernel family for sm_90a: family = splitk (forced by --family splitk)
 //   fp8_hopper: --family splitk: the command line asks for splitk
+//   fp8_cta: --family splitk: the command line asks for splitk
 //   hopper: --family splitk: the command line asks for splitk
 //   tcgemv: --family splitk: the command line asks for splitk
 //   gemv: --family splitk: the command line asks for splitk

@@ -23,8 +23,9 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = gemv (cheapest of 7 by the cost model)
+// Kernel family for sm_90a: family = gemv (cheapest of 8 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
+//   fp8_cta: fp8_cta: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   hopper: costs +108% (cost model)
 //   tcgemv: tcgemv: one row: M = 1: no mma work to share; gemv's FMA stream is measured faster
 //   splitk: costs +17% (cost model)

@@ -23,8 +23,9 @@
 //   B     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = splitk (cheapest of 7 by the cost model)
+// Kernel family for sm_90a: family = splitk (cheapest of 8 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
+//   fp8_cta: fp8_cta: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 48 rows: more than the 4 the CUDA cores keep up with at memory speed

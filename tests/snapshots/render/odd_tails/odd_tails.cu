@@ -23,8 +23,9 @@
 //   B     contiguous along k; vector 1 elem as promised (stride 111 of n is not a multiple of 2), 1 if 16-byte aligned (stride 111 of n is not a multiple of 2)
 //   C     contiguous along n; vector 1 elem as promised (stride 197 of m is not a multiple of 2), 1 if 16-byte aligned (stride 197 of m is not a multiple of 2)
 //
-// Kernel family for sm_90a: family = cta (forced by dot, fp8_hopper, gemv, hopper, splitk, tcgemv)
+// Kernel family for sm_90a: family = cta (forced by dot, fp8_cta, fp8_hopper, gemv, hopper, splitk, tcgemv)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
+//   fp8_cta: fp8_cta: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   hopper: hopper: TMA A: A's stride along m[333] is 222 bytes, not a positive multiple of 16 below 2^40
 //   tcgemv: tcgemv: few rows: M = 333 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 333 rows: more than the 4 the CUDA cores keep up with at memory speed

@@ -23,8 +23,9 @@
 //   B     contiguous along n; vector 8 elem as promised (16-byte vector limit), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 8 elem as promised (16-byte vector limit), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = hopper (cheapest of 7 by the cost model)
+// Kernel family for sm_90a: family = hopper (cheapest of 8 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are bf16: this family runs e4m3 inputs with scales
+//   fp8_cta: fp8_cta: e4m3 inputs: A and B are bf16: this family runs e4m3 inputs with scales
 //   tcgemv: tcgemv: few rows: M = 4096 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 4096 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 4096 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
