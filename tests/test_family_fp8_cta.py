@@ -158,3 +158,27 @@ def test_explain_and_the_kernel_state_the_promotion_and_the_scales():
     assert '#include "dg/fp8_cta.cuh"' in cu and "mma.sync m16n8k32, e4m3" in cu
     assert "static constexpr bool K_VARYING = true;" in cu
     assert "dg::fp8_cta::ScaleRole<index_t, dg::fp8_cta::ScaleSeg<3, 1, " in cu  # the batch of A's scales
+
+
+@pytest.mark.parametrize("arch", [H200, ADA], ids=lambda a: a.name)
+def test_every_fp8_views_random_draw_plans_fp8_cta_and_reaches_its_paths(arch):
+    """`random-specs --fp8-views-share 1`: each draw parses and plans with fp8_cta (fp8_hopper refuses every one of
+    them on sm_90a); the draws reach both loaders, every k-tile, batches, several letters a role and every scaling
+    mode."""
+    from dgemm_cli.randspec import random_specs
+
+    loaders, k_tiles, batched, segments, modes, fallbacks = set(), set(), 0, 0, set(), 0
+    for data in random_specs(150, 5, fp8_views_share=1.0):
+        views = analyse(parse_spec(data, "f8c.yaml"))
+        plan = make_plan(views, arch)
+        assert plan.family == "fp8_cta", (data["name"], family_gates(views, arch)["fp8_cta"])
+        p = plan.primary
+        loaders |= {p.a.kind, p.b.kind}
+        fallbacks += bool(p.runtime_dispatch)
+        k_tiles.add(p.block_k)
+        batched += views.batch > 1
+        segments += len(views.roles["m"].segments) > 1
+        modes |= {s.mode().split(":")[0].split(" (")[0] for s in p.scales}
+    assert loaders == {"cp_async", "gather"} and k_tiles == {32, 64, 128}
+    assert batched > 10 and segments > 5 and fallbacks > 3
+    assert any("per tensor" in m or "all of" in m for m in modes) and any("x 32 k" in m for m in modes)

@@ -57,11 +57,11 @@ def test_deepgemm_format_plans_fp8_hopper_with_promotion_and_its_scale_loads():
 
 def test_every_other_family_refuses_e4m3_and_fp8_hopper_refuses_16_bit():
     gated = family_gates(_views(_spec()), H200)
-    assert gated["fp8_hopper"] == []
+    assert gated["fp8_hopper"] == [] and gated["fp8_cta"] == []  # the two e4m3 families
     for name in FAMILIES:
         if FAMILIES[name].backend != "cuda":  # the host's families are not asked about a GPU target
             assert gated[name] == [("backend", f"{name} renders C++ for the host, and sm_90a is a CUDA target")]
-        elif name != "fp8_hopper":
+        elif not FAMILIES[name].e4m3:
             assert gated[name][0][0] == "e4m3 inputs", name
     bf16 = {"name": "b", "dtype": "bf16", "gemm": {"m": 64, "n": 64, "k": 64},
             "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}
@@ -151,9 +151,11 @@ def test_a_spec_no_scale_varies_along_k_needs_no_per_k_loads():
     assert "K_ITERS_PER = 0;" in cu and "K_ITERS_PER = 1;" not in cu
 
 
-def test_no_family_for_an_e4m3_problem_is_one_plan_error():
+def test_a_misaligned_e4m3_problem_runs_on_fp8_cta_and_forcing_fp8_hopper_names_the_fix():
+    views = _views(_spec(a={"layout": "row"}))
+    assert make_plan(views, H200).family == "fp8_cta"
     with pytest.raises(PlanError, match="promise `align: 16`"):
-        make_plan(_views(_spec(a={"layout": "row"})), H200)
+        make_plan(views, H200, prefer="fp8_hopper")
 
 
 def test_every_fp8_random_draw_plans_fp8_hopper_over_every_scaling_mode():

@@ -6,10 +6,13 @@
 #   bench      the benchmark shapes against cuBLASLt FP8 and bf16 (REPS, default 20)
 #   random     RAND_FP8 (default 300) specs of `random-specs --fp8-share 1` (seed FP8_SEED, 41): every scaling mode,
 #              K tails, padded rows, scale layouts, a share of epilogues; seeds 1, 2, --repeat 2
-# Logs and JSON under $OUT, packed into logs.tgz; a table last. PHASES picks phases (default all four).
+#   cta        specs/fp8 planned with --family fp8_cta (the views fp8_hopper takes, on mma.sync); seeds 1, 2, --repeat 2
+#   views      RAND_VIEWS (default 300) specs of `random-specs --fp8-views-share 1` (seed VIEWS_SEED, 89): the views
+#              fp8_hopper refuses, on fp8_cta; seeds 1, 2, --repeat 2
+# Logs and JSON under $OUT, packed into logs.tgz; a table last. PHASES picks phases (default all).
 source "$(dirname "$0")/device_lib.sh"
 PY=${PYTHON:-python3}
-PHASES=${PHASES:-verify promotion sanitize bench random}
+PHASES=${PHASES:-verify promotion sanitize bench random cta views}
 has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 dg gen specs/fp8/*.yaml -o "$W/fp8" > "$OUT/gen.txt" 2>&1 || echo "gen specs/fp8 failed"
 dg gen specs/bench/fp8_*.yaml -o "$W/bench" >> "$OUT/gen.txt" 2>&1 || echo "gen specs/bench/fp8_* failed"
@@ -17,8 +20,16 @@ if has random; then
   dg random-specs "${RAND_FP8:-300}" -o "$W/rs" --seed "${FP8_SEED:-41}" --fp8-share 1.0 > /dev/null
   dg gen "$W"/rs/*.yaml -o "$W/rand" >> "$OUT/gen.txt" 2>&1 || echo "gen random FP8 specs failed"
 fi
+if has cta; then
+  dg gen specs/fp8/*.yaml -o "$W/cta" --family fp8_cta >> "$OUT/gen.txt" 2>&1 || echo "gen specs/fp8 on fp8_cta failed"
+fi
+if has views; then
+  dg random-specs "${RAND_VIEWS:-300}" -o "$W/rsv" --seed "${VIEWS_SEED:-89}" --fp8-views-share 1.0 > /dev/null
+  dg gen "$W"/rsv/*.yaml -o "$W/views" >> "$OUT/gen.txt" 2>&1 || echo "gen random FP8 view specs failed"
+fi
 # shellcheck disable=SC2046
-timeout "${T_BUILD:-900}" "$PY" -m dgemm_cli build "$W/fp8" "$W/bench" $(has random && echo "$W/rand") -j "$J" --json \
+timeout "${T_BUILD:-900}" "$PY" -m dgemm_cli build "$W/fp8" "$W/bench" $(has random && echo "$W/rand") \
+  $(has cta && echo "$W/cta") $(has views && echo "$W/views") -j "$J" --json \
   > "$OUT/build.json" 2> "$OUT/build_err.txt"; stamp "build rc=$?"
 if has verify; then
   timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/fp8" --seeds 1,2 --repeat 2 --json > "$OUT/verify.json" \
@@ -50,5 +61,12 @@ if has random; then
     2> "$OUT/verify_random_err.txt"; stamp "verify random rc=$?"
   failures "$OUT/verify_random.json"
 fi
-pack "env.txt|log.txt|verify.json|verify_bench.json|verify_random.json|bench.json|no_promotion_verify.json|sanitize.txt"
+for set in cta views; do
+  if has $set; then
+    timeout "${T_VERIFY:-600}" "$PY" -m dgemm_cli verify "$W/$set" --seeds 1,2 --repeat 2 --json > "$OUT/verify_$set.json" \
+      2> "$OUT/verify_${set}_err.txt"; stamp "verify $set rc=$?"
+    failures "$OUT/verify_$set.json"
+  fi
+done
+pack "env.txt|log.txt|verify.json|verify_random.json|verify_views.json|bench.json"  # at most 8 files come back: the rest in logs.tgz
 report

@@ -12,6 +12,7 @@ from dgemm_cli.randspec import (
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
     FP8_SHARE,
+    FP8_VIEWS_SHARE,
     MULTICAST_SHARE,
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
@@ -68,11 +69,15 @@ from dgemm_cli.randspec import (
               help="Share of specs redrawn as e4m3 GEMMs with f32 scales (every scaling mode: 1x128 / 128x128 "
                    "blocks, per row and column along k, per channel, per tensor, coarser and mixed blocks; K of any "
                    "size, padded rows, scales in either layout) for the fp8_hopper family. Drawn apart.")
+@click.option("--fp8-views-share", type=click.FloatRange(0.0, 1.0), default=FP8_VIEWS_SHARE, show_default=True,
+              help="Share of specs redrawn as e4m3 products over the views fp8_hopper refuses, for the fp8_cta "
+                   "family: either operand mn-contiguous, rows at any byte offset and pitch, batches (B sometimes "
+                   "broadcast), NCHW / NHWC 1x1 convolutions, k blocks of 32..256. Drawn apart.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
                      wide_short_k_share: float, wide_staged_share: float, multicast_share: float,
-                     dot_share: float, fp8_share: float) -> None:
+                     dot_share: float, fp8_share: float, fp8_views_share: float) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -83,7 +88,7 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                             wide_staged_share, multicast_share, dot_share, fp8_share):
+                             wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share):
         if "plan" in spec:
             if _plans(spec):
                 pinned += 1

@@ -14,7 +14,8 @@ for the tensor-core GEMV family (WIDE_DECODE_SHARE), a share of those over a bat
 (WIDE_BATCH_SHARE), a share of those with a short K of 8..192 (WIDE_SHORT_K_SHARE), and a share shaped for tcgemv's
 staged activation (WIDE_STAGED_SHARE). A share is redrawn for the hopper family's A-multicast kernel (MULTICAST_SHARE).
 A share of the full reductions is pinned to the dot family (DOT_SHARE). A share is redrawn as an e4m3 GEMM with its
-scales (FP8_SHARE, randspec/fp8.py). The staged, multicast and dot draws pin
+scales (FP8_SHARE, randspec/fp8.py), and a share as an e4m3 product over views fp8_hopper refuses (FP8_VIEWS_SHARE).
+The staged, multicast and dot draws pin
 their kernel with `plan:`, since the cost model prices others lower.
 
 Modules: common.py (the shares, bounds, strides and sizes), decode.py (the decode-shaped and wide draws), tma.py (the
@@ -32,6 +33,7 @@ from dgemm_cli.randspec.common import (  # noqa: F401 (the CLI's defaults)
     DYNAMIC_SHARE,
     EPILOGUE_SHARE,
     FP8_SHARE,
+    FP8_VIEWS_SHARE,
     FULL_REDUCTION_SHARE,
     LETTERS,
     MAX_ELEMENTS,
@@ -51,7 +53,7 @@ from dgemm_cli.randspec.common import (  # noqa: F401 (the CLI's defaults)
     _strides,
 )
 from dgemm_cli.randspec.decode import _redraw_a_in_vectors, _small_m_spec, _widen_decode
-from dgemm_cli.randspec.fp8 import _fp8_spec
+from dgemm_cli.randspec.fp8 import _fp8_spec, _fp8_view_spec
 from dgemm_cli.randspec.tma import _multicast_spec, _tma_spec
 
 
@@ -92,7 +94,8 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 a_vectors_share: float = A_VECTORS_SHARE, wide_decode_share: float = WIDE_DECODE_SHARE,
                 wide_batch_share: float = WIDE_BATCH_SHARE, wide_short_k_share: float = WIDE_SHORT_K_SHARE,
                 wide_staged_share: float = WIDE_STAGED_SHARE, multicast_share: float = MULTICAST_SHARE,
-                dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE) -> dict:
+                dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE,
+                fp8_views_share: float = FP8_VIEWS_SHARE) -> dict:
     drawn: dict = {}  # a widened spec's letters and sizes as drawn
     spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
                        drawn, wide_batch_share, wide_short_k_share, wide_staged_share)
@@ -108,6 +111,9 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
     fp8 = random.Random(f"{name}/fp8")
     if fp8.random() < fp8_share:  # replaces the spec as drawn (e4m3 sizes no letter at run time)
         spec = _fp8_spec(fp8, name)
+    fp8_views = random.Random(f"{name}/fp8-views")
+    if fp8_views.random() < fp8_views_share:  # replaces the spec as drawn
+        spec = _fp8_view_spec(fp8_views, name)
     dot = random.Random(f"{name}/dot")
     if dot.random() < dot_share and not _c_letters_and_sizes(spec)[0] and "plan" not in spec:
         spec["plan"] = {"family": "dot"}
@@ -274,11 +280,12 @@ def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_sh
                  wide_batch_share: float = WIDE_BATCH_SHARE,
                  wide_short_k_share: float = WIDE_SHORT_K_SHARE,
                  wide_staged_share: float = WIDE_STAGED_SHARE, multicast_share: float = MULTICAST_SHARE,
-                 dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE) -> list[dict]:
+                 dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE,
+                 fp8_views_share: float = FP8_VIEWS_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
                         row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                        wide_staged_share, multicast_share, dot_share, fp8_share)
+                        wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share)
             for i in range(count)]
 
 

@@ -53,6 +53,10 @@ MULTICAST_SHARE = 0.0
 # e4m3 GEMMs with their scales (randspec/fp8.py), every scaling mode, K of any size, padded rows, the fp8_hopper
 # family's views. Drawn from a generator of the spec's own (at 0, no other draw changes).
 FP8_SHARE = 0.0
+# e4m3 products over the views fp8_hopper refuses (randspec/fp8.py's _fp8_view_spec): either operand mn-contiguous,
+# rows at any byte offset and pitch, batches (one operand sometimes broadcast), NCHW and NHWC 1x1 convolutions, k
+# blocks of 32 and 64. Drawn from a generator of the spec's own (at 0, no other draw changes).
+FP8_VIEWS_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
