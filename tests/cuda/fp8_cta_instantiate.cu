@@ -1,5 +1,5 @@
 // Instantiates dg/fp8_cta.cuh with hand-written traits, as a generated folder does: A [m][k] k-contiguous by 16-byte
-// cp.async (and its direct gather fallback), B [k][n] n-contiguous by the gather, a K tail, A's scales 1 x 128 (m-contiguous)
+// cp.async (and its direct gather fallback), B [k][n] n-contiguous by the gather along n, a K tail, A's scales 1 x 128 (m-contiguous)
 // and B's 128 x 128, both varying along k; tests/test_device_headers.py compiles it for sm_89 and sm_90a.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -63,7 +63,7 @@ static_assert(dg::fp8_cta::ScaleRole<int, dg::fp8_cta::ScaleSeg<9, 9, 0>, dg::fp
 
 using ALoad = dg::cta::LoadCpAsync<Fp8, dg::cta::Operand::A, 16>;
 using ALoadGather = dg::cta::LoadGatherDirect<Fp8, dg::cta::Operand::A>;
-using BLoad = dg::cta::LoadGather<Fp8, dg::cta::Operand::B>;
+using BLoad = dg::fp8_cta::LoadGatherAlongRows<Fp8, dg::cta::Operand::B>;
 
 }  // namespace
 

@@ -23,6 +23,7 @@ from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.cta import (
     MAX_GATHER_PER_THREAD,
     MMA,
+    OTHER,
     TilePlan,
     _cost,
     block_threads,
@@ -49,6 +50,9 @@ MAX_ACCUM_PER_THREAD = 32
 class Fp8CtaPlan(TilePlan):
     family = NAME
     scales: tuple[ScaleRoles, ...] = ()  # A's, then B's
+    # Gathered operands contiguous along their row (column) role, whose gather's lanes walk that role
+    # (dg/fp8_cta.cuh's LoadGatherAlongRows) instead of k.
+    gathers_along_rows: tuple[str, ...] = ()
 
     @property
     def promotion_k(self) -> int:
@@ -70,6 +74,8 @@ class Fp8CtaPlan(TilePlan):
                       "before the store")
         for i, s in enumerate(self.scales):
             out.insert(2 + i, s.describe())
+        out.extend(f"{x}: its gather's lanes walk {OTHER[x]}, the view's contiguous role, so that a warp's loads share "
+                   "sectors" for x in self.gathers_along_rows)
         out.extend(f"note: {hint}" for s in self.scales if (hint := s.layout_hint()))
         return out
 
@@ -182,7 +188,10 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     values: dict[str, Any] = {f.name: getattr(base, f.name) for f in fields(TilePlan)}
     # The whole register file: two accumulator sets (see MAX_ACCUM_PER_THREAD).
     values["min_blocks_per_sm"] = 1
-    return Fp8CtaPlan(**values, scales=tuple(scale_roles(views, sc) for sc in views.spec.scales))
+    along_rows = tuple(ld.operand for ld in (base.a, base.b)
+                       if ld.kind == "gather" and views.operands[ld.operand].unit_role == OTHER[ld.operand])
+    return Fp8CtaPlan(**values, scales=tuple(scale_roles(views, sc) for sc in views.spec.scales),
+                      gathers_along_rows=along_rows)
 
 
 def _cost_model(views: ProblemViews, arch: Arch):

@@ -3,9 +3,12 @@ scale views as dg/fp8_cta.cuh's ScaleRoles, and launch()."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import jinja2
 
 from dgemm_cli.constraints import decision_lines
+from dgemm_cli.families.cta.render import LoaderView
 from dgemm_cli.families.cta.render import context as cta_context
 from dgemm_cli.families.fp8_cta import Fp8CtaPlan
 from dgemm_cli.families.fp8_cta.scales import MN_ROLE
@@ -14,10 +17,40 @@ from dgemm_cli.spec import Spec
 from dgemm_cli.views import ProblemViews
 
 
+@dataclass(frozen=True)
+class RowGatherView(LoaderView):
+    """The gather of a view contiguous along its row (column) role: dg/fp8_cta.cuh's loader whose lanes walk that
+    role, so that a warp's loads share sectors."""
+
+    @property
+    def template(self) -> str:
+        return f"dg::fp8_cta::LoadGatherAlongRows<Traits, dg::cta::Operand::{self.operand}>"
+
+    @property
+    def summary(self) -> str:
+        return "element loads along the view's contiguous rows, staged in registers across the math (strided gather)"
+
+
+def _loaders(k: dict, plan: Fp8CtaPlan) -> None:
+    """The cta family's loader types, with the plan's gathers along rows (mn-contiguous views) walking them."""
+    renamed = {}
+    loaders = []
+    for lv in k["loaders"]:
+        if lv.kind == "gather" and lv.operand in plan.gathers_along_rows:
+            values = {f.name: getattr(lv, f.name) for f in fields(LoaderView)}
+            values["struct"] = f"{lv.operand}LoadGatherAlongRows"
+            renamed[lv.struct] = values["struct"]
+            lv = RowGatherView(**values)
+        loaders.append(lv)
+    k["loaders"] = loaders
+    k["fallback"] = [renamed.get(x, x) for x in k["fallback"]]
+
+
 def render_body(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Fp8CtaPlan, base: dict) -> Body:
     k = cta_context(spec, views, plan, base)
     k["mma_shape"] = "m16n8k32"
     k["bounds_why"] = "a thread holds two accumulator sets, the k-tile's and the promoted"
+    _loaders(k, plan)
     k["scales"] = [{
         "name": s.name, "desc": s.describe(), "k_varying": s.k_varying,
         "roles": [{"name": "mn" if role == MN_ROLE[s.operand] else role,
