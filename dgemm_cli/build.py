@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from dgemm_cli.arch import get_arch
+from dgemm_cli.arch import CPU, Arch, get_arch, unbuildable
 from dgemm_cli.errors import BuildError, NotBuiltError
 from dgemm_cli.records import PlanRecord
 from dgemm_cli.toolchain import Nvcc
@@ -128,6 +128,18 @@ def read_plan(directory: Path) -> PlanRecord:
     if not plan.is_file():
         raise NotBuiltError(f"{directory}: no plan.json here; run `deepgemm gen SPEC -o {directory.parent}` first")
     return PlanRecord.load(plan)
+
+
+def unbuildable_reason(plan: PlanRecord, target: Arch) -> str | None:
+    """Why a generated directory (its plan.json) cannot be built for `target`, or None."""
+    if (plan.arch == CPU.name) != (target.name == CPU.name):
+        return (f"its code is {'C++ for the host' if plan.arch == CPU.name else 'CUDA'}, not "
+                f"{'CUDA' if plan.arch == CPU.name else 'C++ for the host'}")
+    why = unbuildable(list(plan.arch_features), target)
+    need = plan.smem_bytes
+    if why is None and need > target.smem_per_block:
+        why = f"it needs {need} B of shared memory a block, more than {target.name}'s {target.smem_per_block} B"
+    return why
 
 
 def build_dir_for(directory: Path, arch: str) -> Path:

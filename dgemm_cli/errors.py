@@ -50,3 +50,25 @@ class NoGpuError(DeepGemmError):
     """verify/bench need a CUDA GPU and none is visible."""
 
     exit_code = EXIT_NO_GPU
+
+
+class CacheError(DeepGemmError):
+    """The kernel cache (the Python API's, deepgemm/cache.py) cannot be used: its folder is not writable."""
+
+    exit_code = EXIT_TOOLCHAIN
+
+
+class KernelLoadError(DeepGemmError):
+    """A built lib<name>.so cannot be loaded, or lacks its entry point."""
+
+    exit_code = EXIT_TOOLCHAIN
+
+
+class KernelCallError(DeepGemmError):
+    """A kernel's entry point returned an error status (`status`: the cudaError_t, or the host's errno)."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str, status: int):
+        self.status = status
+        super().__init__(message)

@@ -161,7 +161,7 @@ def test_the_wheel_ships_every_template_and_subpackage():
 
     conf = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = set(conf["packages"])
-    for init in (REPO / "dgemm_cli").rglob("__init__.py"):
+    for init in (*(REPO / "dgemm_cli").rglob("__init__.py"), *(REPO / "deepgemm").rglob("__init__.py")):
         assert ".".join(init.parent.relative_to(REPO).parts) in packages, init
     shipped = {p for g in conf["package-data"]["dgemm_cli.templates"]
                for p in glob.glob(g, root_dir=REPO / "templates", recursive=True)}

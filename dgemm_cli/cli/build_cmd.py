@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
-from dgemm_cli.arch import Arch, get_arch, unbuildable
-from dgemm_cli.build import BuildResult, build, build_dir_for, read_plan
+from dgemm_cli.arch import get_arch
+from dgemm_cli.build import BuildResult, build, build_dir_for, read_plan, unbuildable_reason
 from dgemm_cli.build_host import HOST_ARCH, build_host, find_cxx
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
-from dgemm_cli.records import PlanRecord, RecordError
+from dgemm_cli.records import RecordError
 from dgemm_cli.toolchain import find_nvcc
 
 
@@ -98,18 +98,6 @@ def build_cmd(dirs: tuple[Path, ...], arch: str | None, nvcc_path: str | None, c
     else:
         click.echo(_build_footer(results, refused))
     sys.exit(EXIT_OK if all(r.ok for r in results) and not refused else EXIT_FAILED)
-
-
-def unbuildable_reason(plan: PlanRecord, target: Arch) -> str | None:
-    """Why a generated directory (its plan.json) cannot be built for `target`, or None."""
-    if (plan.arch == HOST_ARCH) != (target.name == HOST_ARCH):
-        return (f"its code is {'C++ for the host' if plan.arch == HOST_ARCH else 'CUDA'}, not "
-                f"{'CUDA' if plan.arch == HOST_ARCH else 'C++ for the host'}")
-    why = unbuildable(list(plan.arch_features), target)
-    need = plan.smem_bytes
-    if why is None and need > target.smem_per_block:
-        why = f"it needs {need} B of shared memory a block, more than {target.name}'s {target.smem_per_block} B"
-    return why
 
 
 def _build_footer(results: list[BuildResult], refused: list[dict]) -> str:
