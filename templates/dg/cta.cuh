@@ -143,8 +143,11 @@ struct LoadCpAsync {
   __device__ __forceinline__ void finish(E*) const {}
 };
 
-// Element loads staged in registers across the math (a strided gather), stored in finish.
-template <class T, Operand X>
+// Element loads staged in registers across the math (a strided gather), stored in finish. Consecutive lanes take
+// consecutive elements of a shared row, or with AlongRows consecutive rows at one inner index: the order in which a
+// view contiguous along the rows' role (a [rows][k] tile of an mn-contiguous view, as 8-bit mma needs) gives a
+// warp's loads shared sectors.
+template <class T, Operand X, bool AlongRows = false>
 struct LoadGather {
   using S = Tile<T, X>;
   using E = typename S::E;
@@ -155,12 +158,16 @@ struct LoadGather {
   static constexpr bool kGuard = kElems % T::THREADS != 0;
   E staged[kPerThread];
 
+  // Element c of the tile's walk: its shared row and its index in that row.
+  __device__ __forceinline__ static int row_of(int c) { return AlongRows ? c % S::ROWS : c / S::INNER; }
+  __device__ __forceinline__ static int col_of(int c) { return AlongRows ? c / S::ROWS : c % S::INNER; }
+
   __device__ __forceinline__ void issue(E*, const E* __restrict__ src, index_t o0, int kt, index_t extent) {
     const index_t k0 = index_t(kt) * T::BK;
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int c = threadIdx.x + i * T::THREADS;
-      const int row = c / S::INNER, col = c % S::INNER;
+      const int row = row_of(c), col = col_of(c);
       const index_t go = S::K_INNER ? o0 + row : o0 + col, gk = S::K_INNER ? k0 + col : k0 + row;
       staged[i] = E(0.0f);
       if ((!kGuard || c < kElems) && go < extent && gk < T::K) {
@@ -173,7 +180,7 @@ struct LoadGather {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int c = threadIdx.x + i * T::THREADS;
-      if (!kGuard || c < kElems) stage[(c / S::INNER) * S::PITCH + c % S::INNER] = staged[i];
+      if (!kGuard || c < kElems) stage[row_of(c) * S::PITCH + col_of(c)] = staged[i];
     }
   }
 };

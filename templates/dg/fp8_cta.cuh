@@ -4,7 +4,7 @@
 // The cta family's tile (dg/cta.cuh): a BM x BN tile of C a block, k-tiles of BK through a multi-stage shared-memory
 // pipeline, its loaders (cp.async of up to 16 bytes along k, or a strided gather), its tile order and its store. 8-bit
 // mma reads both operands K-major, so both shared tiles are [rows][k] whatever the views' layouts: a view that is not
-// k-contiguous reaches them through the gather.
+// k-contiguous reaches them through the gather, its lanes along the view's contiguous role (AlongRows).
 //
 // Promotion: each k-tile (at most 128 k) is summed on the tensor core into accumulators of its own, then added on
 // the CUDA cores into f32 accumulators, times that k-tile's scales where they vary along k. The FP8 tensor core keeps
@@ -66,44 +66,6 @@ __device__ __forceinline__ void mma_m16n8k32(float (&d)[4], const uint32_t (&a)[
   __trap();  // the planner targets e4m3 at sm_89 and later only
 #endif
 }
-
-// Element loads staged in registers across the math, for a view contiguous along its row (column) role: consecutive
-// threads take consecutive rows at one k, so that a warp's loads share one or two sectors (dg/cta.cuh's gather walks
-// k, which for such a view puts each lane in a sector of its own); stored down the [rows][k] tile.
-template <class T, cta::Operand X>
-struct LoadGatherAlongRows {
-  using S = cta::Tile<T, X>;
-  using E = typename S::E;
-  using index_t = typename T::index_t;
-  static_assert(S::K_INNER, "the e4m3 tiles are [rows][k]");
-  static constexpr bool kAsync = false;
-  static constexpr int kElems = S::ROWS * S::INNER;
-  static constexpr int kPerThread = (kElems + T::THREADS - 1) / T::THREADS;
-  static constexpr bool kGuard = kElems % T::THREADS != 0;
-  E staged[kPerThread];
-
-  __device__ __forceinline__ void issue(E*, const E* __restrict__ src, index_t o0, int kt, index_t extent) {
-    const index_t k0 = index_t(kt) * T::BK;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * T::THREADS;
-      const int row = c % S::ROWS, col = c / S::ROWS;
-      const index_t go = o0 + row, gk = k0 + col;
-      staged[i] = E(0.0f);
-      if ((!kGuard || c < kElems) && go < extent && gk < T::K) {
-        staged[i] = src[S::Other::offset(go) + S::View::k::offset(gk)];
-      }
-    }
-  }
-
-  __device__ __forceinline__ void finish(E* stage) const {
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = threadIdx.x + i * T::THREADS;
-      if (!kGuard || c < kElems) stage[(c % S::ROWS) * S::PITCH + c / S::ROWS] = staged[i];
-    }
-  }
-};
 
 // Warp (wm, wn) owns a WM x WN piece of the block tile, MI x NI mma tiles of 16 x 8. From [rows][k] bytes, ldmatrix
 // (b16) hands lane (g = lane/4, q = lane%4) bytes 4q..4q+3 of row g of each 8 x 16-byte matrix: the e4m3 fragment of

@@ -63,7 +63,7 @@ static_assert(dg::fp8_cta::ScaleRole<int, dg::fp8_cta::ScaleSeg<9, 9, 0>, dg::fp
 
 using ALoad = dg::cta::LoadCpAsync<Fp8, dg::cta::Operand::A, 16>;
 using ALoadGather = dg::cta::LoadGatherDirect<Fp8, dg::cta::Operand::A>;
-using BLoad = dg::fp8_cta::LoadGatherAlongRows<Fp8, dg::cta::Operand::B>;
+using BLoad = dg::cta::LoadGather<Fp8, dg::cta::Operand::B, true>;  // lanes along n
 
 }  // namespace
 

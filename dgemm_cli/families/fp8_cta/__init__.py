@@ -51,7 +51,7 @@ class Fp8CtaPlan(TilePlan):
     family = NAME
     scales: tuple[ScaleRoles, ...] = ()  # A's, then B's
     # Gathered operands contiguous along their row (column) role, whose gather's lanes walk that role
-    # (dg/fp8_cta.cuh's LoadGatherAlongRows) instead of k.
+    # (dg/cta.cuh's LoadGather with AlongRows) instead of k.
     gathers_along_rows: tuple[str, ...] = ()
 
     @property

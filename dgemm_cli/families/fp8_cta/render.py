@@ -19,12 +19,12 @@ from dgemm_cli.views import ProblemViews
 
 @dataclass(frozen=True)
 class RowGatherView(LoaderView):
-    """The gather of a view contiguous along its row (column) role: dg/fp8_cta.cuh's loader whose lanes walk that
+    """The gather of a view contiguous along its row (column) role: dg/cta.cuh's gather with its lanes walking that
     role, so that a warp's loads share sectors."""
 
     @property
     def template(self) -> str:
-        return f"dg::fp8_cta::LoadGatherAlongRows<Traits, dg::cta::Operand::{self.operand}>"
+        return f"dg::cta::LoadGather<Traits, dg::cta::Operand::{self.operand}, true>"
 
     @property
     def summary(self) -> str:
