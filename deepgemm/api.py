@@ -81,7 +81,7 @@ def gemm(m: Size, n: Size, k: Size, *, batch: int | None = None, dtype: str = "b
     doc.update(gemm=sizes, operands=operands)
     labels = [_size_label(sizes[x]) for x in ("m", "n", "k")]
     stem = "gemm_" + "x".join(labels) if all(labels) else "gemm"  # a size that is not one: parse_spec reports it
-    return spec_from_dict({"name": name if name is not None else _default_name(stem, doc), **doc})
+    return spec_from_dict({"name": name if name is not None else default_name(stem, doc), **doc})
 
 
 def contraction(equation: str, *, sizes: Mapping[str, Size], A: View | Mapping[str, Any] | None = None,
@@ -100,7 +100,7 @@ def contraction(equation: str, *, sizes: Mapping[str, Size], A: View | Mapping[s
                else sizes)
     if operands:
         doc["operands"] = operands
-    return spec_from_dict({"name": name if name is not None else _default_name("contraction", doc), **doc})
+    return spec_from_dict({"name": name if name is not None else default_name("contraction", doc), **doc})
 
 
 def _document(**keys: Any) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def _size_label(value: Any) -> str | None:
     return None
 
 
-def _default_name(stem: str, doc: Mapping[str, Any]) -> str:
+def default_name(stem: str, doc: Mapping[str, Any]) -> str:
     """`stem` and 8 hex digits of the document: two specs of one shape but other views get two names."""
     digest = hashlib.sha256(json.dumps(_plain(doc), sort_keys=True, default=repr).encode()).hexdigest()
     return f"{stem}_{digest[:8]}"

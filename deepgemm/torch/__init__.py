@@ -1,0 +1,59 @@
+"""deepgemm for PyTorch tensors (torch is an optional extra: `pip install ".[torch]"`).
+
+    import deepgemm.torch as dgt
+    y = dgt.einsum("bshd,bthd->bhst", q, k)              # over q's and k's own strides: no .contiguous()
+    y = dgt.matmul(a, b, epilogue=[{"bias": b0}, {"activation": "gelu_tanh"}])
+    model = dgt.replace_linear(model)                    # every nn.Linear -> deepgemm.torch.Linear
+
+Each call's spec is built from the tensors' shapes, strides, data pointers' alignment and dtypes
+(deepgemm/torch/problem.py); its kernel comes from the kernel cache (built once a machine, one line on stderr while
+it builds), and runs on the current CUDA stream (CPU tensors: the host kernels). The ops are torch custom ops
+(deepgemm::einsum, deepgemm::einsum_out, deepgemm::linear) with fake implementations and autograd, so
+torch.compile(fullgraph=True) and CUDA-graph capture take them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from deepgemm.torch import ops
+from deepgemm.torch.launch import ROW_POLICIES, arch_of, kernel_for
+from deepgemm.torch.linear import Linear, linear, replace_linear
+from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError
+
+
+def einsum(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
+           alpha: float = 1.0, beta: float = 0.0, epilogue: list | None = None, rows: str = "auto") -> torch.Tensor:
+    """torch.einsum of two tensors by one deepgemm kernel, over their own views: out = epilogue(alpha * einsum +
+    beta * out). `epilogue`: the spec's steps with tensors for views, each broadcast to the output
+    (`[{"bias": b}, {"scale": s}, {"activation": "silu"}, {"clamp": (lo, hi)}, {"residual": r}]`). `out`: written
+    in place (any strides; its dtype may differ from the inputs'); beta needs it. `rows`: "auto" sizes the one row
+    letter (in a and the output, not in b: the tokens) at run time once it has changed between calls, "dynamic"
+    always, "static" never."""
+    tensors, code = ops.encode_epilogue(epilogue)
+    if out is None:
+        if beta != 0.0:
+            raise TensorArgumentError(f"beta={beta} scales out, and no out was given. Fix: pass out=, or beta=0")
+        return torch.ops.deepgemm.einsum(equation, a, b, tensors, code, float(alpha), rows)
+    torch.ops.deepgemm.einsum_out(equation, a, b, out, tensors, code, float(alpha), float(beta), rows)
+    return out
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, alpha: float = 1.0,
+           beta: float = 0.0, epilogue: list | None = None, rows: str = "auto") -> torch.Tensor:
+    """torch.matmul by a deepgemm kernel (1-D operands and broadcast batch dims as torch.matmul takes them), with
+    einsum's out, alpha, beta, epilogue and rows."""
+    if a.dim() == 0 or b.dim() == 0:
+        raise TensorArgumentError("matmul: both arguments need at least 1 dim (torch.matmul refuses scalars too)")
+    left = "...mk" if a.dim() > 1 else "k"
+    right = "...kn" if b.dim() > 1 else "k"
+    result = ("..." if max(a.dim(), b.dim()) > 2 else "") + ("m" if a.dim() > 1 else "") + ("n" if b.dim() > 1 else "")
+    if a.dim() <= 2:
+        left = left.replace("...", "")
+    if b.dim() <= 2:
+        right = right.replace("...", "")
+    return einsum(f"{left},{right}->{result}", a, b, out=out, alpha=alpha, beta=beta, epilogue=epilogue, rows=rows)
+
+
+__all__ = ["Linear", "ROW_POLICIES", "ROW_RANGES", "TensorArgumentError", "arch_of", "einsum", "kernel_for",
+           "linear", "matmul", "replace_linear"]

@@ -1,0 +1,171 @@
+"""Running one contraction on torch tensors: their metadata -> the canonical contraction (problem.py) -> its kernel
+from the cache (deepgemm.compile) -> one call on the tensors' data pointers, on the current CUDA stream (or on
+the host's threads for CPU tensors). No copy, no allocation, no synchronization: the caller owns `out`.
+
+Kernels are memoized in the process by the canonical contraction, so a call whose tensors index memory like an
+earlier call's takes no planning and no hashing beyond the contraction's own. Run-time rows: a contraction with
+one row letter whose size changes from call to call ("auto"), or always ("dynamic"), takes a kernel built for a
+range of sizes (problem.ROW_RANGES), so a decode loop over batch sizes builds once a range, not once a size.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import replace
+
+import torch
+
+from deepgemm.api import default_name, spec_from_dict
+from deepgemm.cache import get_kernel
+from deepgemm.kernel import Kernel
+from deepgemm.torch.problem import (
+    Contraction,
+    Equation,
+    TensorArgumentError,
+    TensorMeta,
+    contraction_of,
+    parse_equation,
+    row_range,
+    spec_document,
+)
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+# A CUDA device's compute capability -> the arch deepgemm generates for it.
+CAPABILITY_ARCH = {(8, 0): "sm_80", (8, 6): "sm_86", (8, 7): "sm_86", (8, 9): "sm_89", (9, 0): "sm_90a"}
+ROW_POLICIES = ("auto", "static", "dynamic")
+
+_KERNELS: dict[tuple, tuple[Kernel, str | None]] = {}  # (contraction key, arch, reads_c) -> kernel, run-time letter
+_ROW_SIZES: dict[tuple, set[int]] = {}  # contraction with its row size left out -> the row sizes it was called with
+_GUARD = threading.Lock()
+
+
+def tensor_meta(t: torch.Tensor, what: str) -> TensorMeta:
+    if not isinstance(t, torch.Tensor):
+        raise TensorArgumentError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
+    dtype = DTYPES.get(t.dtype)
+    if dtype is None:
+        raise TensorArgumentError(f"{what}: dtype {t.dtype} has no deepgemm kernel. Fix: use "
+                                  f"{', '.join(str(d) for d in DTYPES)}")
+    if t.device.type not in ("cuda", "cpu"):
+        raise TensorArgumentError(f"{what}: on {t.device}; deepgemm runs CUDA and CPU tensors. Fix: move it")
+    return TensorMeta(tuple(t.shape), tuple(t.stride()), dtype, t.data_ptr())
+
+
+def arch_of(device: torch.device) -> str:
+    """The arch deepgemm generates for `device`: "cpu", or the CUDA arch of its compute capability."""
+    if device.type == "cpu":
+        return "cpu"
+    return _cuda_arch(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _cuda_arch(index: int) -> str:
+    capability = torch.cuda.get_device_capability(index)
+    arch = CAPABILITY_ARCH.get(capability)
+    if arch is None:
+        known = ", ".join(f"{a} ({c[0]}.{c[1]})" for c, a in CAPABILITY_ARCH.items())
+        raise TensorArgumentError(f"cuda:{index} has compute capability {capability[0]}.{capability[1]}; deepgemm "
+                                  f"generates for {known}. Fix: run on one of those, or on CPU tensors")
+    return arch
+
+
+@functools.lru_cache(maxsize=256)
+def equation_of(equation: str, a_ndim: int, b_ndim: int) -> Equation:
+    return parse_equation(equation, a_ndim, b_ndim)
+
+
+def run(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+        epilogue: tuple[tuple[str, object], ...] = (), *, alpha: float = 1.0, beta: float = 0.0,
+        rows: str = "auto") -> None:
+    """out = epilogue(alpha * einsum(equation, a, b) + beta * out), in place, by a deepgemm kernel."""
+    if rows not in ROW_POLICIES:
+        raise TensorArgumentError(f"rows={rows!r}: use one of {', '.join(ROW_POLICIES)}")
+    eq = equation_of(equation, a.dim(), b.dim())
+    tensors = [("a", a), ("b", b), ("out", out)] + [(f"epilogue {k}", v) for k, v in epilogue
+                                                     if isinstance(v, torch.Tensor)]
+    metas = {what: tensor_meta(t, what) for what, t in tensors}
+    device = out.device
+    for what, t in tensors:
+        if t.device != device:
+            raise TensorArgumentError(f"{what} is on {t.device}, out on {device}. Fix: put every tensor on one "
+                                      "device")
+    steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v) for k, v in epilogue)
+    contraction = contraction_of(eq, metas["a"], metas["b"], metas["out"], steps)
+    if out.numel() == 0:
+        return
+    if any(n == 0 for _, n in contraction.sizes):  # an empty sum: t = beta * out, then the epilogue
+        _empty_sum(out, epilogue, beta)
+        return
+    arch = arch_of(device)
+    kernel, row = kernel_for(contraction, arch, reads_c=beta != 0.0, rows=rows)
+    pointers = {"A": a.data_ptr(), "B": b.data_ptr(), "C": out.data_ptr()}
+    pointers.update((k, v.data_ptr()) for k, v in epilogue if isinstance(v, torch.Tensor))
+    scalars: dict[str, object] = {"alpha": float(alpha), "beta": float(beta)}
+    if row is not None:
+        scalars["m"] = contraction.size(row)
+    if arch == "cpu":
+        kernel(**pointers, **scalars, threads=torch.get_num_threads())
+    else:
+        with torch.cuda.device(device):
+            kernel(**pointers, **scalars, stream=torch.cuda.current_stream(device).cuda_stream)
+
+
+def kernel_for(c: Contraction, arch: str, *, reads_c: bool, rows: str = "auto") -> tuple[Kernel, str | None]:
+    """The kernel of `c` and its run-time row letter (None: sized at compile time), built once a process."""
+    row, span = None, None
+    if rows != "static" and len(c.row_letters) == 1:
+        row = c.row_letters
+        size = c.size(row)
+        span = row_range(size)
+        if span is not None and rows == "auto":
+            key = (_without_size(c, row), arch, reads_c)
+            with _GUARD:
+                seen = _ROW_SIZES.setdefault(key, set())
+                seen.add(size)
+                varies = len(seen) > 1
+            if not varies:
+                span = None
+        if span is None:
+            row = None
+    key = (_without_size(c, row) if row else c, arch, reads_c, span)
+    found = _KERNELS.get(key)
+    if found is None:
+        doc = spec_document(c, arch, rows=span, reads_c=reads_c)
+        spec = spec_from_dict({"name": default_name("torch", doc), **doc}, source="<deepgemm.torch>")
+        found = (get_kernel(spec, arch), row)
+        with _GUARD:
+            found = _KERNELS.setdefault(key, found)
+    return found
+
+
+def _without_size(c: Contraction, letter: str) -> Contraction:
+    return replace(c, sizes=tuple((x, 0 if x == letter else n) for x, n in c.sizes))
+
+
+def _empty_sum(out: torch.Tensor, epilogue: tuple[tuple[str, object], ...], beta: float) -> None:
+    """A contraction over an empty K: t = beta * out (0 where beta is 0), then the epilogue's steps, as the
+    kernels apply them (docs/design/epilogue.md)."""
+    t = out.float() * beta if beta != 0.0 else torch.zeros(out.shape, dtype=torch.float32, device=out.device)
+    for kind, value in epilogue:
+        if kind == "bias":
+            t = t + value.float()
+        elif kind == "scale":
+            t = t * value.float()
+        elif kind == "residual":
+            t = t + value.float()
+        elif kind == "clamp":
+            t = t.clamp(float(value[0]), float(value[1]))
+        elif kind == "activation":
+            t = ACTIVATIONS[value](t)
+    out.copy_(t)
+
+
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+    "gelu_erf": torch.nn.functional.gelu,
+    "silu": torch.nn.functional.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+}
