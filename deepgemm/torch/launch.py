@@ -4,8 +4,9 @@ the host's threads for CPU tensors). No copy, no allocation, no synchronization:
 
 Kernels are memoized in the process by the canonical contraction, so a call whose tensors index memory like an
 earlier call's takes no planning and no hashing beyond the contraction's own. Run-time rows: a contraction with
-one row letter whose size changes from call to call ("auto"), or always ("dynamic"), takes a kernel built for a
-range of sizes (problem.ROW_RANGES), so a decode loop over batch sizes builds once a range, not once a size.
+one row letter takes a kernel built for a range of sizes (problem.ROW_RANGES) always with rows="dynamic", and with
+"auto" once its size has changed between calls or where such a kernel is already loaded; so a decode loop over
+batch sizes builds once a range, not once a size, and a model called at one size gets that size's own kernel.
 """
 
 from __future__ import annotations
@@ -118,10 +119,9 @@ def kernel_for(c: Contraction, arch: str, *, reads_c: bool, rows: str = "auto") 
         row = c.row_letters
         size = c.size(row)
         span = row_range(size)
-        if span is not None and rows == "auto":
-            key = (_without_size(c, row), arch, reads_c)
+        if span is not None and rows == "auto" and (_without_size(c, row), arch, reads_c, span) not in _KERNELS:
             with _GUARD:
-                seen = _ROW_SIZES.setdefault(key, set())
+                seen = _ROW_SIZES.setdefault((_without_size(c, row), arch, reads_c), set())
                 seen.add(size)
                 varies = len(seen) > 1
             if not varies:

@@ -101,6 +101,7 @@ def _einsum_out_fake(equation, a, b, out, epilogue_tensors, epilogue, alpha, bet
 def _einsum_setup(ctx, inputs, output):
     equation, a, b, epilogue_tensors, epilogue, alpha, rows = inputs
     ctx.alpha, ctx.rows, ctx.shapes = alpha, rows, (tuple(a.shape), tuple(b.shape))
+    ctx.epilogue_count = len(epilogue_tensors)
     ctx.grad_equations = grad_equations(equation_of(equation, a.dim(), b.dim())) if not epilogue else None
     # dA reads b and dB reads a: each is kept only when the other's gradient is wanted.
     ctx.save_for_backward(b if ctx.needs_input_grad[1] else None, a if ctx.needs_input_grad[2] else None)
@@ -121,7 +122,7 @@ def _einsum_backward(ctx, grad):
     if ctx.needs_input_grad[2]:
         grad_b = _unbroadcast(torch.ops.deepgemm.einsum(grad_b_eq, grad, a, [], "", ctx.alpha, "static"),
                               ctx.shapes[1])
-    return None, grad_a, grad_b, None, None, None, None
+    return None, grad_a, grad_b, [None] * ctx.epilogue_count, None, None, None
 
 
 def _unbroadcast(grad: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:

@@ -3,7 +3,8 @@ the rules are tested on plain shapes and strides.
 
 What a call to `deepgemm.torch.einsum` becomes (`contraction_of`):
 1. The equation, read as torch.einsum reads it: `...` expands to unnamed dims, broadcast right-aligned; without
-   `->` the output is the ellipsis dims, then the letters used once, in ASCII order.
+   `->` the output is the ellipsis dims, then the letters used once, in ASCII order; an explicit output without
+   `...` sums the unnamed dims.
 2. Each letter's size; an input dim of size 1 against a larger one is broadcast (stride 0), as torch does.
    A letter twice in one input is that input's diagonal: one dim whose stride is the sum.
 3. Canonical form, so that one kernel serves every call that indexes memory the same way:
@@ -28,6 +29,7 @@ ELLIPSIS = "..."
 CANONICAL_LETTERS = string.ascii_lowercase + string.ascii_uppercase
 EPILOGUE_VIEW_STEPS = ("bias", "scale", "residual")
 EPILOGUE_VALUE_STEPS = ("activation", "clamp")
+UNIT = "…unit"  # the one dim a product of size-1 tensors keeps
 ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1}
 
 
@@ -161,10 +163,7 @@ def _expand(term: str, ndim: int, equation: str, op: str) -> tuple[str, ...]:
 
 
 def _expand_output(term: str, width: int, equation: str) -> tuple[str, ...]:
-    if ELLIPSIS not in term:
-        if width:
-            raise TensorArgumentError(f"equation {equation!r}: the inputs' '...' dims are missing from the output. "
-                                      "Fix: write '...' in the output too (torch sums no unnamed dims)")
+    if ELLIPSIS not in term:  # the unnamed dims are summed, as torch.einsum sums them
         return tuple(term)
     head, _, tail = term.partition(ELLIPSIS)
     return (*head, *(f"…{i}" for i in reversed(range(width))), *tail)
@@ -205,7 +204,7 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
         raise TensorArgumentError(f"out: shape {list(out.shape)}, but the result is {list(want)}. Fix: pass an out "
                                   "of the result's shape, or none")
     views = {"A": _input_view("a", eq.a, a, sizes), "B": _input_view("b", eq.b, b, sizes)}
-    for x, n, s in zip(eq.out, out.shape, out.strides):
+    for n, s in zip(out.shape, out.strides):
         if n > 1 and s == 0:
             raise TensorArgumentError(f"out: a dim of size {n} has stride 0, so its elements alias. Fix: pass an out "
                                       "whose elements are distinct (e.g. torch.empty)")
@@ -277,6 +276,7 @@ def _canonical(views: dict[str, View], sizes: dict[str, int]) -> tuple[dict[str,
     if not kept["A"][0] and not kept["B"][0]:
         # Every letter has size 1: a product of two scalars, which no spec describes; keep one dim of size 1.
         kept = {name: _unit_dim(v, sizes) for name, v in views.items()}
+        sizes[UNIT] = 1
     while (pair := _mergeable(kept, sizes)) is not None:
         outer, inner = pair
         sizes[outer + inner] = sizes[outer] * sizes[inner]
@@ -297,7 +297,7 @@ def _drop_unit(v: View, sizes: dict[str, int]) -> View:
 def _unit_dim(v: View, sizes: dict[str, int]) -> View:
     """One dim of size 1 and stride 1 in every view that had a letter, so that the spec has a letter to name."""
     letters, _, dtype, align = v
-    return (("…unit",), (1,), dtype, align) if letters else ((), (), dtype, align)
+    return ((UNIT,), (1,), dtype, align) if letters else ((), (), dtype, align)
 
 
 def _mergeable(views: dict[str, View], sizes: dict[str, int]) -> tuple[str, str] | None:
