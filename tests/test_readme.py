@@ -61,3 +61,11 @@ def test_the_nn_linear_example_plans_and_has_the_prototype_gen_writes():
     written = " ".join(text.group(2).split())
     assert c_prototype(spec, analyse(spec)) in written
     assert spec.B.stride_of("i") == 1 and spec.B.stride_of("o") == spec.sizes["i"]  # W [out, in], row-major
+
+
+@pytest.mark.slow
+def test_the_from_pytorch_example_runs_as_written(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    code = re.search(r"## From PyTorch.*?```python\n(.*?)```", README, re.S).group(1)
+    monkeypatch.setenv("DEEPGEMM_CACHE", str(tmp_path))
+    exec(compile(code, "README.md", "exec"), {})
