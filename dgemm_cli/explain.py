@@ -135,7 +135,8 @@ def _baseline_lines(views, arch) -> list[str]:
                     "dense arrays + numpy.matmul and numpy.einsum(..., optimize=True) on the views (16-bit inputs "
                     "converted to f32, the epilogue applied elementwise after)"]
     bl = plan_baseline(views)
-    out = ["", f"## Baseline for bench: {bl.kind} ({bl.why})"]
+    why = "" if bl.why in bl.kind else f" ({bl.why})"  # an unavailable baseline's kind holds its reason
+    out = ["", f"## Baseline for bench: {bl.kind}{why}"]
     if bl.alternative is not None:
         lead = "timed beside it, the faster is the baseline" if bl.available else "the baseline instead"
         out.append(f"  {lead}: {bl.alternative.why}")
