@@ -73,11 +73,16 @@ from dgemm_cli.randspec import (
               help="Share of specs redrawn as e4m3 products over the views fp8_hopper refuses, for the fp8_cta "
                    "family: either operand mn-contiguous, rows at any byte offset and pitch, batches (B sometimes "
                    "broadcast), NCHW / NHWC 1x1 convolutions, k blocks of 32..256. Drawn apart.")
+@click.option("--perf", is_flag=True,
+              help="Write realistic problems for the performance suite instead (LLM projections from decode to "
+                   "prefill and their backward, skinny outputs, MoE experts, attention over heads in place, 1x1 "
+                   "convolutions, f32 in every layout, squares; randspec/perf.py), named perf_<class>_<n>; the "
+                   "shares do not apply.")
 def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m_share: float,
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
                      wide_short_k_share: float, wide_staged_share: float, multicast_share: float,
-                     dot_share: float, fp8_share: float, fp8_views_share: float) -> None:
+                     dot_share: float, fp8_share: float, fp8_views_share: float, perf: bool) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -85,6 +90,13 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     from dgemm_cli.randspec import random_specs
 
     out.mkdir(parents=True, exist_ok=True)
+    if perf:
+        from dgemm_cli.randspec.perf import perf_specs
+
+        for spec in perf_specs(count, seed):
+            (out / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, default_flow_style=None))
+        click.echo(f"wrote {count} performance problems to {out}/")
+        return
     pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,

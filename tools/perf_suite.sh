@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 45's performance suite, run on a GPU machine from a checkout (no install needed):
+#   tools/perf_suite.sh [COUNT] [SEED]      (defaults 200 and 1; SLICE=i/n: the problems whose index is i modulo n)
+# `deepgemm random-specs COUNT --perf --seed SEED` (realistic problems: LLM projections and their backward, skinny
+# outputs, MoE experts, attention over heads in place, 1x1 convolutions, f32 layouts, squares), gen with the model's
+# untuned picks, build, verify (seed 1: a pick that is wrong is not timed), bench against every no-copy cuBLAS
+# formulation (`--reps ${REPS:-10}`), then tools/perf_summary.py: the ratio's distribution, by class, and the
+# worst problems with their plans. $OUT gets bench.json, verify.json, summary.json and summary.txt.
+source "$(dirname "$0")/device_lib.sh"
+COUNT=${1:-200}
+SEED=${2:-1}
+dg random-specs "$COUNT" --perf --seed "$SEED" -o "$W/ps" > "$OUT/gen.txt" 2>&1
+if [ -n "${SLICE:-}" ]; then
+  ls "$W"/ps/*.yaml | awk -v i="${SLICE%/*}" -v n="${SLICE#*/}" '(NR - 1) % n != i' | xargs -r rm -f
+fi
+dg gen --untuned "$W"/ps/*.yaml -o "$W/p" >> "$OUT/gen.txt" 2>&1; stamp "gen rc=$? ($(ls "$W/p" | wc -l) dirs)"
+timeout "${T_BUILD:-3600}" python3 -m dgemm_cli build "$W"/p/* -j "$J" --json > "$OUT/build.json" 2> "$OUT/build_err.txt"
+stamp "build rc=$?"
+timeout "${T_VERIFY:-3600}" python3 -m dgemm_cli verify "$W"/p/* --seeds 1 --samples 64 --json > "$OUT/verify.json" \
+  2> "$OUT/verify_err.txt"
+stamp "verify rc=$?"
+failures "$OUT/verify.json" | tee "$OUT/failures.txt"
+timeout "${T_BENCH:-3600}" python3 -m dgemm_cli bench "$W"/p/* --reps "${REPS:-10}" --json > "$OUT/bench.json" \
+  2> "$OUT/bench_err.txt"
+stamp "bench rc=$?"
+python3 tools/perf_summary.py "$OUT/bench.json" "$W/p" --json "$OUT/summary.json" | tee "$OUT/summary.txt"
+pack "bench\\.json|verify\\.json|summary\\.json|summary\\.txt|env\\.txt"
