@@ -96,6 +96,18 @@ CPU = Arch("cpu", "", "", (0, 0), 0, 0, 0, 0, 0, 2, 0, 32, 2.6, 40.0, "2-core AM
 TARGETS: dict[str, Arch] = {**ARCHES, CPU.name: CPU}
 
 
+def nominal_tflops(arch: Arch, dtype: str) -> float:
+    """The reference part's dense peak for inputs of `dtype` from the table's rates (SMs x FLOP a clock x clock), not
+    a measurement: what a plot draws, labelled nominal, where a run timed no compute roof. f16 and bf16 run on the
+    tensor cores (wgmma where the arch has it), e4m3 at twice their rate, f32 on FFMA (the f32 kernels take no
+    TF32); the host converts every dtype to f32."""
+    if arch.backend == "cpu" or dtype == "f32":
+        per_clock = arch.fma_flops_per_sm_clk
+    else:
+        per_clock = (arch.wgmma_flops_per_sm_clk or arch.tc_flops_per_sm_clk) * (2 if dtype == "e4m3" else 1)
+    return arch.sms * per_clock * arch.clock_ghz / 1e3
+
+
 def lowest_arch(features: frozenset[str]) -> str | None:
     """The first arch of the table that has every feature, or None when every arch has them all."""
     if all(features <= a.features for a in ARCHES.values()):

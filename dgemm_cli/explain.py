@@ -180,6 +180,7 @@ def _tuned_lines(entry: dict) -> list[str]:
         values = " ".join(f"{k}={v}" for k, v in m["assignment"].items())
         out.append(f"  {m['id']:<11} {us:>12} {m['model_us']:>10.4g}  {m['model_rank']:>10}  {values}")
     if w.get("ratio") is not None:
-        out.append(f"  winner vs cuBLAS: ratio {w['ratio']:.3g} (baseline {w.get('baseline_us'):.4g} µs, "
-                   f"{w.get('baseline')})")
+        bench = f"{w['bench_us']:.4g} µs against " if w.get("bench_us") is not None else ""
+        out.append(f"  winner vs cuBLAS in its final bench: ratio {w['ratio']:.3g} ({bench}"
+                   f"{w.get('baseline_us'):.4g} µs, {w.get('baseline')})")
     return out

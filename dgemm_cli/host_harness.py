@@ -14,7 +14,8 @@ success, 22 (EINVAL) for m outside its range or a NULL pointer it needs.
 verify's reference is float64 numpy over `as_strided` views of the raw buffers built from the spec alone (it shares
 no indexing code with the kernel): einsum of the contraction, alpha and beta, then the epilogue as
 docs/design/epilogue.md defines it. Its pass rule is the GPU harness's. bench times the kernel and two numpy
-formulations of the same views (copy + matmul, strided einsum) in the same process, interleaved.
+formulations of the same views (copy + matmul, strided einsum) in the same process, interleaved; with `--roof 1`
+also the compute roof, numpy's f32 matmul of two ROOF_N x ROOF_N matrices (`roof_tflops`, `roof_gemm`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ BENCH_MEMORY_BUDGET = 4 << 30  # bytes all bench sets together may take
 REFERENCE_CHUNK_BYTES = 128 << 20  # float64 copies of input views the reference makes at a time
 DEFAULT_SEEDS = (1, 2, 3)
 SETTLE_S = 0.3  # the pause before each bench pass (bench_row)
+ROOF_N = 2048  # the compute roof's square f32 matmul: 17 GFLOP, enough for a BLAS to reach its peak on many cores
 PROBE_TIMEOUT_S = 60.0  # an API probe (a call the kernel must refuse) that takes longer is killed
 
 
@@ -749,7 +751,7 @@ def summarize(m: int | None, runs: list[dict[str, Any]], repeat_differed: int) -
 def report_header(command: str, spec: Spec, threads: int, library: Path) -> dict[str, Any]:
     return {"schema_version": HARNESS_SCHEMA_VERSION, "command": command, "name": spec.name, "arch": "host",
             "device": device_name(threads), "threads": threads or available_cores(), "library": str(library),
-            "output": output_name(spec), "epilogue": [step_text(s) for s in spec.epilogue]}
+            "dtype": spec.A.dtype, "output": output_name(spec), "epilogue": [step_text(s) for s in spec.epilogue]}
 
 
 def dynamic_range(spec: Spec) -> dict[str, Any]:
@@ -1021,6 +1023,20 @@ def copy_gbps(llc_bytes: int, reps: int) -> float:
     return 2.0 * src.nbytes / (median_us(samples) * 1e-6) / 1e9
 
 
+def roof(reps: int) -> tuple[float, str]:
+    """The compute roof in the same process: TFLOP/s of numpy's f32 matmul (its BLAS, default threads) of two random
+    ROOF_N x ROOF_N matrices, the median of `reps` runs (3 to 10) after a pause and one untimed run. f32 is the
+    roof of every host dtype: the cpu family converts 16-bit inputs to f32 while packing."""
+    rng = np.random.default_rng(0x600F)
+    a, b = (rng.uniform(-1.0, 1.0, (ROOF_N, ROOF_N)).astype(np.float32) for _ in range(2))
+    out = np.empty_like(a)
+    time.sleep(SETTLE_S)
+    np.matmul(a, b, out=out)
+    samples = time_runs(lambda _: np.matmul(a, b, out=out), 1, max(3, min(reps, 10)))
+    what = f"numpy float32 matmul {ROOF_N}x{ROOF_N}x{ROOF_N} (its BLAS, default threads)"
+    return 2.0 * ROOF_N ** 3 / (median_us(samples) * 1e-6) / 1e12, what
+
+
 def bench_row(spec: Spec, kernel: KernelLibrary, sets: list[dict[str, SlotBuffer]], m: int | None, warmup: int,
               reps: int, baseline: bool, threads: int) -> dict[str, Any]:
     """One size's times. Both sides run `reps` times in the order ours, the baselines, the baselines in reverse,
@@ -1078,7 +1094,7 @@ def bench_row(spec: Spec, kernel: KernelLibrary, sets: list[dict[str, SlotBuffer
 
 
 def bench(folder: Path, library: Path, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, baseline: bool = True,
-          sizes: Sequence[int] | None = None, threads: int = 0) -> dict[str, Any]:
+          sizes: Sequence[int] | None = None, threads: int = 0, with_roof: bool = False) -> dict[str, Any]:
     """The bench report of `library` built from `folder` (see the module's doc). Raises HarnessFailure."""
     if reps < 1:
         raise HarnessFailure(EXIT_USAGE, "--reps must be at least 1")
@@ -1104,6 +1120,7 @@ def bench(folder: Path, library: Path, warmup: int = DEFAULT_WARMUP, reps: int =
         "epilogue, beta * C and the store to the output view applied in numpy, all counted")
     report.update(rows[-1])
     report.update(copy_gbps=copy_gbps(llc, reps) if baseline else None, sets=len(sets), reps=reps, warmup=warmup)
+    report.update(zip(("roof_tflops", "roof_gemm"), roof(reps) if with_roof else (None, None)))
     if rt is not None:
         report.update(m=rows[-1]["m"], dynamic=dynamic_range(spec), m_rows=rows)
     return report
@@ -1166,6 +1183,8 @@ def argument_parser() -> argparse.ArgumentParser:
             sub.add_argument("--warmup", type=_count, default=DEFAULT_WARMUP)
             sub.add_argument("--reps", type=_count, default=DEFAULT_REPS)
             sub.add_argument("--baseline", type=int, choices=(0, 1), default=1)
+            sub.add_argument("--roof", type=int, choices=(0, 1), default=0,
+                             help="1: also time the compute roof (numpy's f32 matmul)")
     return parser
 
 
@@ -1179,7 +1198,7 @@ def run_command(argv: Sequence[str]) -> tuple[dict[str, Any], int]:
                             sizes=args.m, threads=args.threads)
             return report, EXIT_PASSED if report["passed"] else EXIT_FAILED
         report = bench(args.dir, args.lib, warmup=args.warmup, reps=args.reps, baseline=bool(args.baseline),
-                       sizes=args.m, threads=args.threads)
+                       sizes=args.m, threads=args.threads, with_roof=bool(args.roof))
         return report, EXIT_PASSED
     except HarnessFailure as exc:
         print(f"host_harness: error: {exc}", file=sys.stderr)

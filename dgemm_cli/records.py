@@ -419,6 +419,11 @@ class BenchReport:
     device: str | None = None
     method: str | None = None  # how the times were taken ("graph": replayed CUDA graphs)
     copy_gbps: float | None = None  # a device-to-device copy of 3x L2 in the same run
+    dtype: str | None = None  # the inputs' dtype; None in reports that predate it
+    # The compute roof (bench --roof 1): the baseline library's large square GEMM of the inputs' dtype in the same
+    # run, and what ran ("unavailable: why" with roof_tflops None); both None when it was not asked for.
+    roof_tflops: float | None = None
+    roof_gemm: str | None = None
     sets: int | None = None
     reps: int | None = None
     dynamic: RunTimeRange | None = None
@@ -447,6 +452,8 @@ class BenchReport:
         rows = f.items("m_rows", optional=True)
         return cls(name=f.get("name", str), row=BenchRow.from_fields(f), device=f.get("device", str, optional=True),
                    method=f.get("method", str, optional=True), copy_gbps=f.number("copy_gbps"),
+                   dtype=f.get("dtype", str, optional=True), roof_tflops=f.number("roof_tflops"),
+                   roof_gemm=f.get("roof_gemm", str, optional=True),
                    sets=f.get("sets", int, optional=True), reps=f.get("reps", int, optional=True),
                    dynamic=RunTimeRange.from_fields(dynamic) if dynamic else None,
                    m_rows=tuple(BenchRow.from_fields(r) for r in rows) if rows is not None else None,
@@ -457,7 +464,9 @@ class BenchReport:
         """In the harness's layout (what `deepgemm bench --json` prints a kernel)."""
         row = self.row.to_dict() if self.row is not None else {f.name: None for f in fields(BenchRow) if f.name != "m"}
         return {"name": self.name, **row, "device": self.device, "error": self.error, "method": self.method,
-                "copy_gbps": json_number(self.copy_gbps), "sets": self.sets, "reps": self.reps,
+                "copy_gbps": json_number(self.copy_gbps), "dtype": self.dtype,
+                "roof_tflops": json_number(self.roof_tflops), "roof_gemm": self.roof_gemm,
+                "sets": self.sets, "reps": self.reps,
                 "m": self.row.m if self.row is not None else None,
                 "dynamic": self.dynamic.to_dict() if self.dynamic else None,
                 "m_rows": [r.to_dict() for r in self.m_rows] if self.m_rows is not None else None,
@@ -481,34 +490,41 @@ class MeasuredCandidate:
     model_us: float
     assignment: Mapping[str, Any]  # the tiling's values, as the family's constraint graph names them
     verified: bool = False
-    us: float | None = None
+    us: float | None = None  # the median of us_rounds (entries that predate the rounds: one timing)
     error: str | None = None  # why it could not run
     skipped: str | None = None  # why it was not measured (the budget spent, a failed build)
+    us_rounds: tuple[float, ...] = ()  # its time in each timing round, as they were taken (tune_run)
 
     @classmethod
     def fields_of(cls, f: _Fields) -> dict[str, Any]:
         return {"id": f.get("id", str), "family": f.get("family", str), "model_rank": f.get("model_rank", int),
                 "model_us": f.get("model_us", float), "assignment": f.get("assignment", dict),
                 "verified": f.get("verified", bool, optional=True, default=False), "us": f.number("us"),
-                "error": f.get("error", str, optional=True), "skipped": f.get("skipped", str, optional=True)}
+                "error": f.get("error", str, optional=True), "skipped": f.get("skipped", str, optional=True),
+                "us_rounds": f.numbers("us_rounds")}
 
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.id, "family": self.family, "model_rank": self.model_rank, "model_us": self.model_us,
                "assignment": dict(self.assignment), "verified": self.verified, "us": self.us}
         out.update({k: v for k, v in (("error", self.error), ("skipped", self.skipped)) if v is not None})
+        if self.us_rounds:
+            out["us_rounds"] = list(self.us_rounds)
         return out
 
 
 @dataclass(frozen=True)
 class TuningWinner(MeasuredCandidate):
-    """The winning candidate, with its final bench against cuBLAS (`us` is that bench's)."""
+    """The winning candidate, with its final bench against cuBLAS: `us` stays the rounds' median it won on (comparable
+    with the other candidates'), `bench_us` is its time in that bench, and ratio = baseline_us / bench_us."""
 
     ratio: float | None = None
     baseline_us: float | None = None
     baseline: str | None = None  # the baseline's formulation
+    bench_us: float | None = None  # None in entries that predate it (their `us` is the final bench's)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "ratio": self.ratio, "baseline_us": self.baseline_us, "baseline": self.baseline}
+        return {**super().to_dict(), "ratio": self.ratio, "baseline_us": self.baseline_us, "baseline": self.baseline,
+                "bench_us": self.bench_us}
 
 
 @dataclass(frozen=True)
@@ -531,6 +547,11 @@ class TuningRecord:
     def timed(self) -> tuple[MeasuredCandidate, ...]:  # the candidates that passed verify and were timed
         return tuple(m for m in self.measured if m.verified and m.us is not None)
 
+    @property
+    def model_pick(self) -> MeasuredCandidate | None:
+        """The candidate the cost model ranks first (the least estimate; ties: the first listed), timed or not."""
+        return min(self.measured, key=lambda m: m.model_us) if self.measured else None
+
     @classmethod
     def from_dict(cls, data: Any, source: str = "tuning database", key: str = "") -> TuningRecord:
         f = _Fields(data, source, f"entries.{key}." if key else "", RETUNE, TuningDbError)
@@ -544,7 +565,7 @@ class TuningRecord:
             date=f.get("date", str),
             winner=TuningWinner(**MeasuredCandidate.fields_of(win), ratio=win.number("ratio"),
                                 baseline_us=win.number("baseline_us"),
-                                baseline=win.get("baseline", str, optional=True)),
+                                baseline=win.get("baseline", str, optional=True), bench_us=win.number("bench_us")),
             measured=tuple(MeasuredCandidate(**MeasuredCandidate.fields_of(m)) for m in f.items("measured")),
             families=None if families is None else () if families == "all" else tuple(families))
 

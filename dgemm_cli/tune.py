@@ -5,6 +5,10 @@ Levels: 0 is the cost model alone (nothing measured); 1, 2 and 3 measure the 4, 
 (at most LEVEL3_CAP) cheapest candidates of every kernel family whose gates allow the problem, in
 the cost model's order, so that a budget that runs out has measured the likeliest ones.
 
+Timing: the verified candidates are timed in rounds, each round every candidate once (round_order), and each is
+ranked by the median of its rounds; so a clock or power state that drifts during a tune weighs on every candidate
+alike, and one slow or fast moment moves no pick.
+
 The database is one JSON file, read and written as a records.TuningDb: {"format": FORMAT, "schema_version":
 records.TUNING_SCHEMA_VERSION, "entries": {key: entry}}. A key is
 the spec's content hash (its normalised form without the name or the file it came from), the arch,
@@ -20,6 +24,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ from dgemm_cli.views import ProblemViews, analyse
 FORMAT = TUNING_FORMAT
 LEVELS = {0: 0, 1: 4, 2: 16, 3: None}
 LEVEL3_CAP = 256
+ROUNDS = 3  # timing rounds at least: the median of three discards one round taken at an odd moment
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,26 @@ def tuned_buckets(db: TuningDb, spec: Spec, arch: Arch, gpu: str | None) -> dict
             for b, e in bucket_entries(db, spec, arch.name, gpu).items()}
 
 
+def timing_rounds(gpus: int, rounds: int = ROUNDS) -> int:
+    """How many rounds to time: at least `rounds`, a whole number a GPU. Round r runs on GPU r % gpus, so every
+    candidate is timed on every GPU equally often and GPUs of one model that run at different clocks weigh on all
+    candidates alike."""
+    return gpus * -(-rounds // gpus)
+
+
+def round_order(ids: Sequence[str], r: int) -> list[str]:
+    """The order of timing round r over candidates `ids` (the model's order): it starts at the (r % n)-th and runs
+    forwards on even rounds, backwards on odd ones. A candidate thus starts a round once every n rounds and follows
+    a different candidate from round to round; with an even count every candidate takes every place once in n
+    rounds."""
+    n = len(ids)
+    if n == 0:
+        return []
+    start = r % n
+    step = 1 if r % 2 == 0 else -1
+    return [ids[(start + step * i) % n] for i in range(n)]
+
+
 def pick(measured: list[MeasuredCandidate]) -> MeasuredCandidate | None:
     """The fastest verified candidate; equal times go to the family listed first, then the model's rank."""
     ok = [m for m in measured if m.verified and m.us is not None]
@@ -207,13 +233,12 @@ def pick(measured: list[MeasuredCandidate]) -> MeasuredCandidate | None:
 def make_entry(spec: Spec, arch: str, gpu: str, driver: str, level: int, measured: list[MeasuredCandidate],
                winner: MeasuredCandidate, final: BenchReport,
                families: tuple[str, ...] = ()) -> tuple[str, TuningRecord]:
-    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS (its time
-    replaces the candidate's where it has one); `families`: the families the tune was limited to (empty: all)."""
+    """The database key and entry of one tuned spec; `final` is the winner's bench against cuBLAS (its times go to
+    bench_us, ratio and baseline_us; `us` stays the median the winner was picked on); `families`: the families the
+    tune was limited to (empty: all)."""
     row = final.row
     won = TuningWinner(**vars(winner), ratio=row.ratio if row else None, baseline_us=row.baseline_us if row else None,
-                       baseline=row.baseline_formulation if row else None)
-    if row is not None:
-        won = replace(won, us=row.us)
+                       baseline=row.baseline_formulation if row else None, bench_us=row.us if row else None)
     entry = TuningRecord(
         spec_hash=spec_hash(spec), name=spec.name, arch=arch, gpu=gpu, driver=driver, generator=__version__,
         level=level, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

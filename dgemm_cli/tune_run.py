@@ -5,11 +5,16 @@ the tuning database.
 Candidates are queued for the compiler in the problems' order, and a problem is measured as soon as its own
 candidates are built while the next ones compile. With several GPUs, one worker a GPU (CUDA_VISIBLE_DEVICES)
 measures candidates in parallel.
+
+Each candidate is a harness process of its own, so the timing is interleaved across processes: once every
+candidate is verified, each round runs every verified candidate's harness once (tune.round_order), and a candidate's
+time is the median of its rounds' (each round's the harness's median of --reps graph replays).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +32,16 @@ from dgemm_cli.records import BenchReport, MeasuredCandidate, TuningDb, TuningRe
 from dgemm_cli.run import harness_env, run_harness
 from dgemm_cli.spec import Spec
 from dgemm_cli.toolchain import GpuInfo, Nvcc
-from dgemm_cli.tune import Candidate, candidates, make_entry, pick, save_db, tuning_problems
+from dgemm_cli.tune import (
+    Candidate,
+    candidates,
+    make_entry,
+    pick,
+    round_order,
+    save_db,
+    timing_rounds,
+    tuning_problems,
+)
 from dgemm_cli.views import ProblemViews, analyse
 
 RUN_TIMEOUT_S = 120  # one candidate's verify or bench; a hung candidate loses instead of stalling the tune
@@ -54,6 +68,15 @@ class TuneSettings:
     reps: int  # timed graph replays a candidate
     jobs: int  # parallel candidate builds
     work: Path  # candidates go to work/<problem>/<candidate>/
+    roof: bool = False  # the winner's final bench also times the compute roof (tune --plot draws it)
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """A tuned problem: its database entry and the winner's final bench against the baseline."""
+
+    entry: TuningRecord
+    final: BenchReport
 
 
 def tune_problems(specs: list[Spec], arch: Callable[[Spec], Arch], level: int,
@@ -70,9 +93,9 @@ def tune_problems(specs: list[Spec], arch: Callable[[Spec], Arch], level: int,
 
 def measure(problems: list[TuneProblem], settings: TuneSettings, db: TuningDb, db_path: Path,
             gpus: list[GpuInfo], nvcc: Nvcc, progress: Progress,
-            warn: Callable[[str], None]) -> Iterator[TuningRecord]:
-    """Measures each problem and yields its database entry, saved into `db_path` first; a problem whose
-    candidates all fail verify yields nothing (`warn` says so)."""
+            warn: Callable[[str], None]) -> Iterator[Tuned]:
+    """Measures each problem and yields its database entry (saved into `db_path` first) with the winner's final
+    bench; a problem whose candidates all fail verify yields nothing (`warn` says so)."""
     dirs: dict[tuple[str, str], tuple[Path, str]] = {}
     for p in problems:
         for c in p.candidates:
@@ -91,14 +114,15 @@ def measure(problems: list[TuneProblem], settings: TuneSettings, db: TuningDb, d
                 warn(f"{p.spec.name}: no candidate passed verify; nothing recorded")
                 continue
             d, arch_name = dirs[(p.spec.name, winner.id)]
+            roof = ["--roof", "1"] if settings.roof else []
             final = run_harness(d, harness_path(d, arch_name), arch_name,
-                                ["bench", "--reps", str(settings.reps), *_range_ends(p.spec)], env).report
+                                ["bench", "--reps", str(settings.reps), *roof, *_range_ends(p.spec)], env).report
             assert isinstance(final, BenchReport)
             key, entry = make_entry(p.spec, p.arch.name, gpus[0].name, gpus[0].driver_version, settings.level, rows,
                                     winner, final, settings.families)
             db.entries[key] = entry
             save_db(db_path, db)  # after every problem: an interrupted tune keeps what it measured
-            yield entry
+            yield Tuned(entry, final)
     finally:  # an interrupted tune does not wait for the compiles it no longer needs
         pool.shutdown(cancel_futures=True)
 
@@ -125,47 +149,94 @@ def _wait_built(p: TuneProblem, pending: dict[tuple[str, str], Future[BuildResul
 def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, str]], built: dict[str, bool],
                         gpus: list[GpuInfo], env: dict[str, str], settings: TuneSettings,
                         progress: Progress) -> list[MeasuredCandidate]:
-    """Verify (one seed) and time each built candidate in the cost model's order, one worker a GPU, until the
-    budget is spent: a row each (Candidate.row)."""
+    """Verify (one seed) each built candidate in the cost model's order until the budget is spent, then time the
+    verified ones in interleaved rounds (_time_rounds): a row each (Candidate.row)."""
     order = sorted(p.candidates, key=lambda c: (c.model_rank, list(FAMILIES).index(c.family)))
     todo = [c for c in order if built.get(c.ident)]
     ends = _range_ends(p.spec)
     start = time.monotonic()
     results: dict[str, MeasuredCandidate] = {}
 
-    def measure_one(c: Candidate, gpu_env: dict[str, str]) -> MeasuredCandidate:
-        d, arch_name = dirs[(p.spec.name, c.ident)]
+    def verify_one(c: Candidate, gpu_env: dict[str, str]) -> MeasuredCandidate:
         if time.monotonic() - start > settings.budget_s:
             return c.row(skipped="budget spent")
-        row = c.row()
+        d, arch_name = dirs[(p.spec.name, c.ident)]
         try:
-            exe = harness_path(d, arch_name)
-            ver = run_harness(d, exe, arch_name, ["verify", "--seeds", "1", "--samples", "32", *ends], gpu_env,
-                              timeout=RUN_TIMEOUT_S)
-            assert isinstance(ver.report, VerifyReport)
-            row = replace(row, verified=ver.exit_code == 0 and ver.report.passed)
-            if row.verified:
-                b = run_harness(d, exe, arch_name, ["bench", "--reps", str(settings.reps), "--baseline", "0", *ends],
-                                gpu_env, timeout=RUN_TIMEOUT_S)
-                assert isinstance(b.report, BenchReport)
-                # A range of run-time sizes is timed at both ends; the candidate is ranked by their mean.
-                sizes = [r.us for r in b.report.m_rows or ()]
-                whole = b.report.row.us if b.report.row is not None else None
-                row = replace(row, us=sum(sizes) / len(sizes) if sizes else whole)
+            ver = run_harness(d, harness_path(d, arch_name), arch_name,
+                              ["verify", "--seeds", "1", "--samples", "32", *ends], gpu_env, timeout=RUN_TIMEOUT_S)
         except DeepGemmError as err:  # this candidate cannot run: it loses, the others go on
-            row = replace(row, error=str(err))
-        return row
+            return c.row(error=str(err))
+        assert isinstance(ver.report, VerifyReport)
+        return c.row(verified=ver.exit_code == 0 and ver.report.passed)
 
     queues = [todo[i::len(gpus)] for i in range(len(gpus))]
-    with progress(f"measuring {p.spec.name}", len(todo)) as advance:
-        def worker(i: int) -> None:
+    with progress(f"verifying {p.spec.name}", len(todo)) as advance:
+        def verifier(i: int) -> None:
             gpu_env = {**env, "CUDA_VISIBLE_DEVICES": str(gpus[i].index)}
             for c in queues[i]:
-                results[c.ident] = measure_one(c, gpu_env)
+                results[c.ident] = verify_one(c, gpu_env)
                 advance(1)
         with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
-            list(pool.map(worker, range(len(gpus))))
+            list(pool.map(verifier, range(len(gpus))))
+    verified = [c for c in todo if results[c.ident].verified]
+    times = _time_rounds(p, verified, dirs, gpus, env, settings, progress, start)
+    for c in verified:
+        rounds, error = times[c.ident]
+        row = results[c.ident]
+        if error is not None:
+            results[c.ident] = replace(row, error=error, us_rounds=tuple(rounds))
+        else:
+            results[c.ident] = replace(row, us=statistics.median(rounds), us_rounds=tuple(rounds))
     return [results.get(c.ident) or c.row(skipped="build failed or spilled") for c in order]
+
+
+def _time_rounds(p: TuneProblem, verified: list[Candidate], dirs: dict[tuple[str, str], tuple[Path, str]],
+                 gpus: list[GpuInfo], env: dict[str, str], settings: TuneSettings, progress: Progress,
+                 start: float) -> dict[str, tuple[list[float], str | None]]:
+    """Each verified candidate's time in each round, and why it could not be timed (None when it was). A round
+    times every candidate once (tune.round_order), round r on GPU r % len(gpus), the GPUs' rounds in parallel.
+    A GPU's first round always runs, its later ones only while the budget lasts, and a round once started runs to
+    its end: every candidate has the same rounds. A candidate whose harness fails in any round is not ranked."""
+    ids = [c.ident for c in verified]
+    total = timing_rounds(len(gpus))
+    times: dict[str, tuple[list[float], str | None]] = {i: ([], None) for i in ids}
+    lock = threading.Lock()
+    ends = _range_ends(p.spec)
+
+    def time_one(ident: str, gpu_env: dict[str, str]) -> None:
+        d, arch_name = dirs[(p.spec.name, ident)]
+        try:
+            b = run_harness(d, harness_path(d, arch_name), arch_name,
+                            ["bench", "--reps", str(settings.reps), "--baseline", "0", *ends], gpu_env,
+                            timeout=RUN_TIMEOUT_S)
+            assert isinstance(b.report, BenchReport)
+            # A range of run-time sizes is timed at both ends; the candidate is ranked by their mean.
+            sizes = [r.us for r in b.report.m_rows or ()]
+            us = sum(sizes) / len(sizes) if sizes else b.report.row.us if b.report.row is not None else None
+            error = b.report.error or "no time reported"
+        except DeepGemmError as err:
+            us, error = None, str(err)
+        with lock:
+            rounds, failed = times[ident]
+            if us is None:
+                failed = failed or error
+            else:
+                rounds.append(us)
+            times[ident] = (rounds, failed)
+
+    with progress(f"timing {p.spec.name} ({total} rounds)", total * len(ids)) as advance:
+        def worker(g: int) -> None:
+            gpu_env = {**env, "CUDA_VISIBLE_DEVICES": str(gpus[g].index)}
+            for r in range(g, total, len(gpus)):
+                if r >= len(gpus) and time.monotonic() - start > settings.budget_s:
+                    advance(len(ids) * len(range(r, total, len(gpus))))
+                    return
+                for ident in round_order(ids, r):
+                    time_one(ident, gpu_env)
+                    advance(1)
+        with ThreadPoolExecutor(max_workers=len(gpus)) as pool:
+            list(pool.map(worker, range(len(gpus))))
+    return times
 
 
 def _range_ends(spec: Spec) -> list[str]:

@@ -55,9 +55,12 @@
 //     --repeat N: N more launches on the first seed's data; the output's buffer must come out bit-identical
 //     Every case launches the kernel right behind one that writes all its buffers (dg_restore_after_idle_kernel):
 //     a programmatic dependent launch that touches memory before its griddepcontrol.wait fails.
-//   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1] [--m LIST]   exit 0
+//   <harness> bench  [--warmup 10] [--reps 50] [--baseline 0|1] [--roof 0|1] [--m LIST]   exit 0
 //     --m 1,8,64: the run-time sizes to run (only for a problem with one; default: dg_verify_sizes,
 //     dg_bench_sizes)
+//     --roof 1: also the compute roof (dg_measure_roof): cuBLAS on a large square GEMM of the inputs' dtype, timed
+//     the same way in the same run, as "roof_tflops" and "roof_gemm" (what ran, or "unavailable: why"); both null
+//     without it
 //     With the baseline, each size runs ours, the baseline's candidates, the candidates in reverse, ours; the
 //     times reported are each side's mean, its passes in "us_passes" / "baseline_us_passes" (and each
 //     candidate's "us_passes"). With --baseline 0 ours runs once.
@@ -69,7 +72,7 @@
 // reference is NaN left out, as from the norms). A case passes when every element is within its bound and rel_err
 // within tol (or the sum's float32 evaluation bound); with e4m3 inputs also only when calc_diff < 1e-3
 // (kDgFp8MaxCalcDiff), so never with NaN.
-// Both commands report "output" ("C" or "D") and "epilogue" (the steps as text, e.g. ["bias[n]", "gelu_tanh"]);
+// Both commands report "dtype" (the inputs' dtype: f32, f16, bf16 or e4m3), "output" ("C" or "D") and "epilogue" (the steps as text, e.g. ["bias[n]", "gelu_tanh"]);
 // bench reports "baseline_epilogue": how the baseline applied the epilogue ("elementwise": the harness's
 // kernel after cuBLAS; an alternative's name when that was faster; null without one).
 //
@@ -115,6 +118,7 @@
 #define DG_REPORT_SCHEMA_VERSION 1
 #define DG_MAX_STEPS 16
 enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2, DG_E4M3 = 3 };
+static const char* const kDgDtypeNames[4] = {"f32", "f16", "bf16", "e4m3"};   // the spec's names, by DG_* dtype
 enum { DG_BATCH = 0, DG_M = 1, DG_N = 2, DG_K = 3 };
 // The slots, in the C API's order.
 enum {
@@ -1305,6 +1309,7 @@ struct DgOptions {
   long long warmup = 10;
   long long reps = 50;
   long long baseline = 1;    // bench: 0 times the kernel only (tuning measures many candidates)
+  long long roof = 0;        // bench: 1 also times the compute roof (dg_measure_roof)
   std::vector<long long> sizes;   // --m: the run-time sizes to run; empty: dg_verify_sizes / dg_bench_sizes
 };
 
@@ -1770,6 +1775,7 @@ static void dg_json_header(DgJson& j, const char* command, const DgProblem& p, c
   j.str("arch", p.arch);
   j.str("device", prop.name);
   j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
+  j.str("dtype", kDgDtypeNames[p.dtype[DG_A]]);
   j.str("output", kDgSlotNames[dg_out_slot(p)]);
   j.begin_array("epilogue");
   for (int s = 0; s < p.nsteps; ++s) j.str(nullptr, p.steps[s].text);
@@ -2486,6 +2492,72 @@ static std::function<void(int)> dg_time_alternative(DgAltBaseline& alt, const Dg
   return run_set;
 }
 
+// The compute roof of the inputs' dtype: cuBLAS on a square GEMM large enough to run at its peak (TN, f32
+// accumulation, the output of the inputs' dtype, random inputs: zeros draw less power), graph-timed like the
+// kernels. The f32 GEMM is smaller: it runs on the CUDA cores (CUBLAS_COMPUTE_32F, no TF32), as the f32 kernels
+// do. `what` says what ran, or "unavailable: why" with tflops NaN.
+struct DgRoof {
+  double tflops = NAN;
+  std::string what;
+};
+
+static DgRoof dg_measure_roof(const DgProblem& p, cudaStream_t stream, const DgOptions& opt) {
+  DgRoof roof;
+  const int dtype = p.dtype[DG_A];
+  if (dtype == DG_E4M3) {
+    roof.what = "unavailable: cuBLAS's GemmEx has no e4m3 inputs (cuBLASLt's FP8 GEMM is not timed as a roof)";
+    return roof;
+  }
+  DgCublas cublas;
+  std::string why;
+  if (!dg_load_cublas(&cublas, &why)) {
+    roof.what = "unavailable: " + why;
+    return roof;
+  }
+  const int es = dg_elem_size(dtype);
+  long long n = dtype == DG_F32 ? 4096 : 8192;
+  size_t free_bytes = 0, total_bytes = 0;
+  DG_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  while (n > 1024 && 3.0 * n * n * es > 0.5 * static_cast<double>(free_bytes)) n /= 2;
+  if (3.0 * n * n * es > 0.5 * static_cast<double>(free_bytes)) {
+    roof.what = "unavailable: too little free memory for a square GEMM";
+    return roof;
+  }
+  void* handle = nullptr;
+  if (const int created = cublas.create(&handle)) {
+    roof.what = "unavailable: cublasCreate returned " + dg_cublas_status(created);
+    return roof;
+  }
+  const size_t ws_bytes = 64u << 20;
+  const DgDeviceBuffer workspace = dg_device_alloc(ws_bytes, 256);
+  int status = cublas.set_stream(handle, stream);
+  if (status == 0 && cublas.set_workspace) status = cublas.set_workspace(handle, workspace.ptr, ws_bytes);
+  DgDeviceBuffer buf[3];
+  for (int i = 0; i < 3; ++i) {
+    buf[i] = dg_device_alloc(static_cast<size_t>(n * n * es), 256);
+    dg_device_fill_random(buf[i].ptr, i, dtype, n * n, 0x600FULL + i, i, stream);
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const int type = dg_cublas_type(dtype), size = static_cast<int>(n);
+  const auto gemm = [&](int) {
+    return cublas.gemm(handle, 1, 0, size, size, size, &alpha, buf[0].ptr, type, size, 0, buf[1].ptr, type, size, 0,
+                       &beta, buf[2].ptr, type, size, 0, 1, DG_CUBLAS_COMPUTE_32F, DG_CUBLAS_GEMM_DEFAULT);
+  };
+  if (status == 0) status = gemm(0);   // a trial call: cuBLAS may refuse the type on this GPU
+  DG_CUDA(cudaStreamSynchronize(stream));
+  if (status != 0) {
+    roof.what = "unavailable: cuBLAS returned " + dg_cublas_status(status);
+  } else {
+    const DgTiming t = dg_time(stream, 1, opt, [&](int i) {
+      if (const int s = gemm(i)) dg_die(4, "roof GEMM: cublasGemmStridedBatchedEx returned " + dg_cublas_status(s));
+    });
+    roof.tflops = 2.0 * static_cast<double>(n) * n * n / (t.graph_us * 1e-6) / 1e12;
+    roof.what = dg_format("cuBLAS %s %lldx%lldx%lld TN, f32 accumulation", kDgDtypeNames[dtype], n, n, n);
+  }
+  cublas.destroy(handle);
+  return roof;
+}
+
 static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, DgAltBaseline* alternative,
                     const DgOptions& opt, const cudaDeviceProp& prop) {
   cudaStream_t stream;
@@ -2646,6 +2718,11 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
       copy_gbps = 2.0 * static_cast<double>(l2_target) / (copy_us * 1e-6) / 1e9;
     }
   }
+  // The bench's own buffers are freed first: the roof's square GEMM needs room of its own.
+  sets = DgBenchSets();
+  workspace = DgDeviceBuffer();
+  for (DgDeviceBuffer& t : runner.temp) t = DgDeviceBuffer();
+  const DgRoof roof = opt.roof ? dg_measure_roof(p, stream, opt) : DgRoof();
   DG_CUDA(cudaStreamDestroy(stream));
 
   // The top level is the largest size's row, so that a reader of fixed-size results reads it as one.
@@ -2654,7 +2731,14 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
   j.str("method", "graph");
   dg_json_bench_row(j, rows.back());
   j.num("copy_gbps", copy_gbps);
-  j.integer("sets", sets.nsets);
+  if (opt.roof) {
+    if (std::isnan(roof.tflops)) j.null("roof_tflops"); else j.num("roof_tflops", roof.tflops);
+    j.str("roof_gemm", roof.what.c_str());
+  } else {
+    j.null("roof_tflops");
+    j.null("roof_gemm");
+  }
+  j.integer("sets", static_cast<long long>(nsets));
   j.integer("reps", opt.reps);
   if (p.run_time_letter) {
     j.integer("m", rows.back().m);
@@ -2679,7 +2763,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
 
 [[noreturn]] static void dg_usage(const std::string& problem) {
   dg_die(2, problem + "; usage: verify [--seeds 1,2,3] [--samples 256] [--repeat 0] [--m 1,8,64] | bench [--warmup 10] "
-                      "[--reps 50] [--baseline 0|1] [--m 1,8,64]");
+                      "[--reps 50] [--baseline 0|1] [--roof 0|1] [--m 1,8,64]");
 }
 
 // A whole decimal integer in [lo, hi], or false.
@@ -2734,6 +2818,8 @@ static DgOptions dg_parse_args(int argc, char** argv) {
       ok = dg_parse_int(value, 1, 1000000, &opt.reps);
     } else if (!verify && flag == "--baseline") {
       ok = dg_parse_int(value, 0, 1, &opt.baseline);
+    } else if (!verify && flag == "--roof") {
+      ok = dg_parse_int(value, 0, 1, &opt.roof);
     } else {
       dg_usage("unknown option '" + flag + "' for " + cmd);
     }

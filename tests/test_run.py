@@ -96,7 +96,26 @@ def test_bench_table_and_json(tmp_path):
     table = _dg(env, "bench", good).stdout
     header, line = table.splitlines()
     assert header.split()[:3] == ["kernel", "arch", "µs"]
-    assert line.split() == ["good", "sm_90a", "10", "1.5", "100", "cublas", "20", "2"]
+    assert line.split() == ["good", "sm_90a", "10", "1.5", "100", "cublas", "20", "2", "-"]  # no passes reported
+
+
+# Each side timed in two passes (ours, cuBLAS, cuBLAS, ours): ours' second pass 5% slower than its first.
+BENCH_PASSES = """echo '{"command":"bench","name":"moved","arch":"sm_90a","device":"NVIDIA H200","us":10.25,
+"tflops":1.5,"gbps":100.0,"us_passes":[10.0,10.5],"baseline":"cublas","baseline_us":20.0,"baseline_tflops":0.75,
+"baseline_us_passes":[20.1,19.9],"ratio":1.95}' | tr -d '\\n'
+echo"""
+
+
+def test_bench_reports_each_pass_ratio_and_warns_when_the_passes_moved(tmp_path):
+    env = _fake_gpu_env(tmp_path)
+    d = _kernel_dir(tmp_path, "moved", BENCH_PASSES)
+    header, line, warned = _dg(env, "bench", d).stdout.splitlines()
+    assert header.split()[-1] == "passes" and line.split()[-2:] == ["1.95", "2.01/1.9"]
+    assert warned.split()[:8] == ["warning:", "clocks", "or", "power", "moved", "this", "row", "by"]
+    assert "by 5.0% between its passes (ours 10/10.5 µs, cuBLAS 20.1/19.9 µs)" in warned and "raise --reps" in warned
+    (row,) = json.loads(_dg(env, "bench", d, "--json").stdout)
+    assert row["ratio_passes"] == [20.1 / 10.0, 19.9 / 10.5] and row["unstable"] is True
+    assert row["us_spread"] == 0.05 and abs(row["baseline_us_spread"] - 0.2 / 19.9) < 1e-12
 
 
 def test_harness_that_finds_no_gpu_exits_3(tmp_path):
@@ -173,11 +192,12 @@ def test_bench_prints_one_row_a_size(tmp_path):
     out = _dg(env, "bench", dyn)
     assert out.returncode == 0, out.stderr
     _, first, second, formulation = out.stdout.splitlines()
-    assert first.split() == ["dyn", "m=1", "sm_90a", "2", "0.1", "20", "cublas", "5", "2.5"]
+    assert first.split() == ["dyn", "m=1", "sm_90a", "2", "0.1", "20", "cublas", "5", "2.5", "-"]
     assert second.split()[:4] == ["dyn", "m=16", "sm_90a", "3"]
     assert "C^T=B^TA" in formulation
     (row,) = json.loads(_dg(env, "bench", dyn, "--json").stdout)
     assert row["us"] == 3.0 and row["m"] == 16 and [r["m"] for r in row["m_rows"]] == [1, 16]
+    assert all(r["ratio_passes"] == [] and r["unstable"] is False for r in (row, *row["m_rows"]))
 
 
 @pytest.mark.parametrize("sizes, words", [

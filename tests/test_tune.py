@@ -232,6 +232,83 @@ def test_tune_measures_verifies_picks_and_writes_the_database(tmp_path, monkeypa
     assert (tmp_path / "w" / "square_bf16" / "cta-03" / "square_bf16.cu").is_file()
 
 
+def test_candidates_are_timed_in_interleaved_rounds_and_ranked_by_their_medians(tmp_path, monkeypatch, fake_gpu):
+    """The first timing after the verify phase runs at a boosted clock (20% fast). Timed once, the candidate that
+    happens to run then would win; timed in rounds it runs first in one round only, and its median is its own time.
+    The winner's time stays its median, the final bench's goes beside it, and the line names the model's pick."""
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli, tune_run
+    from dgemm_cli.run import HarnessRun
+    from dgemm_cli.tune import round_order
+
+    calls = []
+
+    def fake_run(directory, harness, arch, args, env, timeout=None):
+        ident = directory.name
+        if args[0] == "verify":
+            return HarnessRun(directory, arch, 0, _verify(True), "")
+        if "--baseline" not in args:  # the winner's final bench, a run of its own
+            return HarnessRun(directory, arch, 0, _bench(us=9.3, ratio=1.1, baseline_us=10.23,
+                                                         baseline_formulation="C^T=BA"), "")
+        us = (9.0 if ident == "cta-02" else 10.0) * (0.8 if not calls else 1.0)
+        calls.append(ident)
+        return HarnessRun(directory, arch, 0, _bench(us=us), "")
+    monkeypatch.setattr(tune_run, "run_harness", fake_run)
+
+    db = tmp_path / "db.json"
+    res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(db), "-o",
+                                        str(tmp_path / "w")])
+    assert res.exit_code == 0, res.output
+    entry = next(iter(load_db(db).entries.values()))
+    n = len(entry.timed)
+    ids = calls[:n]
+    assert len(calls) == 3 * n and [calls[r * n:(r + 1) * n] for r in range(3)] == [round_order(ids, r)
+                                                                                    for r in range(3)]
+    assert ids[0] != "cta-02"
+    boosted = next(m for m in entry.measured if m.id == ids[0])
+    assert boosted.us_rounds == (8.0, 10.0, 10.0) and boosted.us == 10.0
+    w = entry.winner
+    assert w.id == "cta-02" and w.us == 9.0 and w.us_rounds == (9.0, 9.0, 9.0)
+    assert w.bench_us == 9.3 and w.ratio == 1.1 and w.baseline_us == 10.23
+    pick_ = entry.model_pick
+    assert f"cta-02 wins at 9 µs (median of 3 rounds); the cost model's pick {pick_.id}: 10 µs" in res.output
+    assert "final bench: 9.3 µs against 10.2 µs for cuBLAS (ratio 1.1)" in res.output
+    assert "warning: clocks or power moved the rounds of 1 candidate by more than 3% (up to 25.0%" in res.output
+
+
+def test_with_two_gpus_every_candidate_is_timed_on_each_alike(tmp_path, monkeypatch, fake_gpu):
+    from click.testing import CliRunner
+
+    from dgemm_cli import cli, tune_run
+    from dgemm_cli.cli import tune_cmd
+    from dgemm_cli.run import HarnessRun
+    from dgemm_cli.toolchain import GpuInfo
+
+    gpus = [GpuInfo(0, "NVIDIA H200", "9.0", "580.159.04"), GpuInfo(1, "NVIDIA H200", "9.0", "580.159.04")]
+    monkeypatch.setattr(tune_cmd, "find_gpus", lambda: gpus)
+    timed = []
+
+    def fake_run(directory, harness, arch, args, env, timeout=None):
+        if args[0] == "verify":
+            return HarnessRun(directory, arch, 0, _verify(True), "")
+        gpu = env.get("CUDA_VISIBLE_DEVICES", "0")  # the final bench runs on the first
+        if "--baseline" in args:
+            timed.append((directory.name, gpu))
+        return HarnessRun(directory, arch, 0, _bench(us=10.0 + int(gpu)), "")
+    monkeypatch.setattr(tune_run, "run_harness", fake_run)
+
+    res = CliRunner().invoke(cli.main, ["tune", str(SQUARE), "--level", "1", "--db", str(tmp_path / "db.json"),
+                                        "-o", str(tmp_path / "w")])
+    assert res.exit_code == 0, res.output
+    counts = {}
+    for ident, gpu in timed:
+        counts.setdefault(ident, []).append(gpu)
+    assert all(sorted(g) == ["0", "0", "1", "1"] for g in counts.values())  # 4 rounds: 2 a GPU
+    entry = next(iter(load_db(tmp_path / "db.json").entries.values()))
+    assert all(m.us == 10.5 and sorted(m.us_rounds) == [10.0, 10.0, 11.0, 11.0] for m in entry.timed)
+
+
 def test_a_run_time_spec_is_tuned_bucket_by_bucket_and_gen_renders_the_winners(tmp_path, monkeypatch, fake_gpu):
     """Each bucket of the run-time size is a tuning problem of its own (ranges verified and timed at
     both ends, with --m); gen of the whole spec then takes every bucket's winner and merges neighbouring

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import click
 
+from dgemm_cli import plot
 from dgemm_cli.build import built_arches, harness_path, read_plan
 from dgemm_cli.build_host import HOST_ARCH, host_library
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
+from dgemm_cli.stability import passes_text, row_stability, warning
 from dgemm_cli.toolchain import find_gpus
 
 
@@ -200,9 +202,14 @@ def _size_lines(r: VerifyReport) -> list[str]:
                    "(`m: {min: 1, max: 256}`); kernels of a fixed size ignore it, and each kernel runs the sizes "
                    "inside its range (a note names those left out; a size inside no kernel's range is refused). "
                    "Default: 1, 8, 16, 64, 128, 256, min and max, within the range.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also draw a roofline of every kernel into this image (.png, .svg, .pdf): achieved TFLOP/s against "
+                   "arithmetic intensity, ours and the baseline side by side, under the bandwidth roof (the copy) and "
+                   "each dtype's compute roof (cuBLAS on a large square GEMM), both measured in this run. Needs "
+                   "matplotlib: pip install 'deepgemm[plot]'.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: int | None, sizes: str | None,
-          as_json: bool) -> None:
+          plot_path: Path | None, as_json: bool) -> None:
     """Time built kernels and cuBLAS on the same problem in the same run.
 
     Both sides are timed the same way, as a serving engine runs them: many launches captured into
@@ -225,6 +232,16 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
     ratio = baseline time / kernel time (> 1: faster than cuBLAS). `copy_gbps` is a device-to-device
     copy of 3x L2 timed the same way in the same run: the bandwidth a weight stream can approach.
 
+    Run-to-run stability: the `passes` column is the ratio of each pass (the baseline's first pass over
+    ours' first, its second over ours' second; the ratio reported lies between them), and a row where
+    either side's two passes differ by more than 3% gets a warning line: the clocks or power state moved
+    during it (`ratio_passes`, `us_spread`, `baseline_us_spread`, `unstable` in --json).
+
+    --plot FILE draws every kernel's point (one a run-time size) on a roofline; the harnesses then also
+    time each dtype's compute roof, cuBLAS on a large square GEMM (`roof_tflops`, `roof_gemm`). A roof
+    the run did not measure (e4m3's: cuBLAS has no e4m3 GEMM to time) is the arch table's nominal rate,
+    drawn dashed and labelled nominal. The host's roofs are a memory copy and numpy's f32 matmul.
+
     A kernel whose spec sizes a row letter at run time is timed at each size of --m, one line a size
     (`m_rows` in --json; the top-level numbers are the largest size's), cuBLAS at the same size.
 
@@ -232,13 +249,19 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
     its baseline: numpy, the faster of copying the views to dense arrays + numpy.matmul and numpy.einsum(...,
     optimize=True) on the views. Each call is timed with a wall clock, inputs rotated past the last-level cache,
     in the order ours, numpy, numpy, ours; TFLOP/s and GB/s are the same fields."""
-    rows, any_error = [], False
+    rows, results, any_error = [], [], False
+    if plot_path is not None:
+        try:
+            plot.require_matplotlib(plot_path)  # before the GPU time is spent
+        except DeepGemmError as err:
+            fail(err)
     counts = (["--reps", str(reps)] if reps is not None else []) + (["--warmup", str(warmup)] if warmup is not None
                                                                      else [])
-    total, runs = _run_harnesses(dirs, arch, ["bench", *counts], sizes)
+    roof = ["--roof", "1"] if plot_path is not None else []
+    total, runs = _run_harnesses(dirs, arch, ["bench", *counts, *roof], sizes)
     if not as_json:
         click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
-                   f"{'µs':>10} {'ratio':>7}")
+                   f"{'µs':>10} {'ratio':>7}  {'passes':>11}")
     for i, run in enumerate(runs, 1):
         r = run.report
         assert isinstance(r, BenchReport)
@@ -247,7 +270,8 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
         # The harness's layout (NaN as "nan"): a run-time size's range, the size of the top-level numbers (the
         # largest) and every size's row; a fused epilogue's steps, the view written and what the baseline ran
         # after, or fused into, the GEMM ("elementwise": cuBLAS + one harness kernel; or cuBLASLt's epilogue).
-        rows.append({**r.to_dict(), "name": name, "arch": run.arch})
+        rows.append(_bench_json(r, name, run.arch))
+        results.append(plot.BenchResult(run.arch, r))
         if as_json:  # the report goes to stdout at the end; progress to stderr as each kernel finishes
             status = f"ERROR: {r.error}" if r.error is not None or r.row is None else f"{fmt(r.row.ratio)} x cuBLAS"
             click.echo(f"[{i}/{total}] {name} ({run.arch}) {status}", err=True)
@@ -257,6 +281,9 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
             continue
         for size in r.rows:
             click.echo(_bench_line(name, run.arch, r, size))
+            moved = warning(row_stability(size), size, _baseline_label(size))
+            if moved:
+                click.echo(f"{'':<24} {moved}")
         if r.row.baseline_formulation:
             click.echo(f"{'':<24} baseline formulation: {r.row.baseline_formulation}"
                        + (f", then {r.row.baseline_epilogue}" if r.row.baseline_epilogue else ""))
@@ -266,11 +293,42 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
                        f"({r.row.bf16_baseline})")
     if as_json:
         click.echo(json.dumps(rows, indent=2))
+    if plot_path is not None:
+        _draw(results, plot_path)
     sys.exit(EXIT_FAILED if any_error else EXIT_OK)
 
 
+def _bench_json(r: BenchReport, name: str, arch: str) -> dict:
+    """A kernel's object in `bench --json`: the harness's report, each size's row with its stability figures."""
+    out = {**r.to_dict(), "name": name, "arch": arch}
+    if r.row is not None:
+        out.update(row_stability(r.row).to_dict())
+    if r.m_rows is not None:
+        out["m_rows"] = [{**row.to_dict(), **row_stability(row).to_dict()} for row in r.m_rows]
+    return out
+
+
+def _draw(results: list[plot.BenchResult], path: Path) -> None:
+    try:
+        line = plot.roofline(results)
+        plot.draw_roofline(line, path)
+    except DeepGemmError as err:
+        fail(err)
+    for why in line.left_out:
+        click.echo(f"note: --plot leaves out {why}", err=True)
+    nominal = [r.label for r in line.roofs if not r.measured]
+    for label in nominal:
+        click.echo(f"note: --plot draws a roof this run did not measure, dashed: {label}", err=True)
+    click.echo(f"drew {len(line.points)} point pair{'s' if len(line.points) != 1 else ''} into {path}", err=True)
+
+
+def _baseline_label(row: BenchRow) -> str:
+    return "numpy" if row.baseline == "numpy" else "cuBLAS"
+
+
 def _bench_line(name: str, arch: str, r: BenchReport, size: BenchRow) -> str:
-    """One size's times, as the table's columns."""
+    """One size's times, as the table's columns; `passes` is the ratio of each of the two passes."""
     label = f"{name} {r.dynamic.letter}={size.m}" if r.dynamic and size.m is not None else name
     return (f"{label:<24} {arch:<7} {fmt(size.us):>10} {fmt(size.tflops):>9} {fmt(size.gbps):>8}   "
-            f"{str(size.baseline)[:14]:<14} {fmt(size.baseline_us):>10} {fmt(size.ratio):>7}")
+            f"{str(size.baseline)[:14]:<14} {fmt(size.baseline_us):>10} {fmt(size.ratio):>7}  "
+            f"{passes_text(row_stability(size)):>11}")

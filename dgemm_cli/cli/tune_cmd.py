@@ -11,16 +11,18 @@ from pathlib import Path
 
 import click
 
+from dgemm_cli import plot
 from dgemm_cli.arch import Arch, get_arch
 from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, fmt, tuning_db
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.records import TuningRecord
 from dgemm_cli.spec import load_spec
+from dgemm_cli.stability import UNSTABLE_ABOVE, spread
 from dgemm_cli.toolchain import find_gpus, find_nvcc
-from dgemm_cli.tune import LEVEL3_CAP, already_tuned, load_db, merge, save_db
+from dgemm_cli.tune import LEVEL3_CAP, already_tuned, load_db, merge, save_db, timing_rounds
 from dgemm_cli.tune import candidates as tune_candidates
-from dgemm_cli.tune_run import TuneSettings, measure, tune_problems
+from dgemm_cli.tune_run import Tuned, TuneSettings, measure, tune_problems
 
 
 @click.command()
@@ -40,7 +42,8 @@ from dgemm_cli.tune_run import TuneSettings, measure, tune_problems
 @click.option("--budget", type=click.FloatRange(1), default=600, show_default=True,
               help="Seconds of measuring per spec; candidates are measured in the cost model's order.")
 @click.option("--reps", type=click.IntRange(5), default=20, show_default=True,
-              help="Timed graph replays per candidate.")
+              help="Timed graph replays per candidate and round (the candidates are timed in interleaved rounds, "
+                   "each ranked by the median of its rounds).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=min(os.cpu_count() or 2, 64), show_default=True,
               help="Parallel candidate builds.")
 @click.option("-o", "--work", type=click.Path(path_type=Path), default=DEFAULT_OUT / ".tune", show_default=True,
@@ -50,22 +53,33 @@ from dgemm_cli.tune_run import TuneSettings, measure, tune_problems
 @click.option("--resume", is_flag=True,
               help="Skip the specs (and run-time buckets) that --db already holds at this level or higher for this "
                    "GPU, generator and family choice: an interrupted tune goes on where it stopped.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also draw the tuned problems into this image (.png, .svg, .pdf), a panel each: every timed "
+                   "candidate's median and rounds, the winner, the cost model's pick, the baseline and the least time "
+                   "the roofs allow (the winner's final bench then times the compute roof too). Needs matplotlib: "
+                   "pip install 'deepgemm[plot]'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the database entries written, as JSON.")
 def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[str, ...], db_path: Path | None,
          merge_paths: tuple[Path, ...], budget: float, reps: int, jobs: int, work: Path, nvcc_path: str | None,
-         resume: bool, as_json: bool) -> None:
+         resume: bool, plot_path: Path | None, as_json: bool) -> None:
     """Pick each spec's plan by measurement and keep it in the tuning database.
 
     Candidates (the cost model's cheapest plans of every kernel family the problem allows) compile in
     parallel; on the GPU each must pass a quick verify (one seed) before it is timed (graph replay,
-    inputs rotated past L2); the fastest wins, equal times going to the cost model's order. The
-    winner is benched against cuBLAS once more. `deepgemm gen` then renders the tuned plan (plan.json
-    records the measured µs, the ratio and the level) and `explain` shows the measured ranking.
+    inputs rotated past L2). The verified candidates are timed in interleaved rounds (at least 3: each
+    round times every candidate once, in an order that changes from round to round), and the fastest
+    median wins, equal times going to the cost model's order: a candidate is not picked because it
+    ran at a cooler moment. The winner is benched against cuBLAS once more. `deepgemm gen` then
+    renders the tuned plan (plan.json records the measured µs, the ratio and the level) and `explain`
+    shows the measured ranking.
 
     Specs are measured in order while the next ones' candidates compile. With several GPUs, one worker a
-    GPU (CUDA_VISIBLE_DEVICES) measures candidates in parallel. Beyond one host, run one tune per job with
-    its own --db and merge the files with --merge."""
+    GPU (CUDA_VISIBLE_DEVICES) verifies candidates in parallel, and the rounds are spread over the GPUs
+    (round r on GPU r % n, as many rounds on each), so every candidate is timed on every GPU alike.
+    Beyond one host, run one tune per job with its own --db and merge the files with --merge."""
     try:
+        if plot_path is not None and level > 0:
+            plot.require_matplotlib(plot_path)
         path, db = tuning_db(db_path)
         merged = sum(merge(db, load_db(m)) for m in merge_paths)
         problems = tune_problems([load_spec(p) for p in specs], lambda spec: _gpu_target(arch or spec.arch), level,
@@ -73,6 +87,8 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
     except DeepGemmError as err:
         fail(err)
     if level == 0:
+        if plot_path is not None:
+            click.echo("note: --plot draws measured candidates, and level 0 measures none: nothing drawn", err=True)
         for p in problems:
             try:
                 click.echo(_model_ranking(p.spec, p.views, p.arch))
@@ -101,14 +117,17 @@ def tune(specs: tuple[Path, ...], level: int, arch: str | None, families: tuple[
         with click.progressbar(length=total, label=label, file=sys.stderr, hidden=as_json) as bar:
             yield bar.update
 
-    settings = TuneSettings(level, families, budget, reps, jobs, work)
-    entries = []
-    for entry in measure(problems, settings, db, path, gpus, nvcc, progress,
-                         lambda text: click.echo(f"error: {text}", err=True)):
-        entries.append(entry)
+    settings = TuneSettings(level, families, budget, reps, jobs, work, roof=plot_path is not None)
+    entries, tuned = [], []
+    for t in measure(problems, settings, db, path, gpus, nvcc, progress,
+                     lambda text: click.echo(f"error: {text}", err=True)):
+        entries.append(t.entry)
+        tuned.append(t)
         if not as_json:
-            click.echo(_tune_line(entry))
+            click.echo(_tune_line(t.entry))
     save_db(path, db)
+    if plot_path is not None and tuned:
+        _draw(tuned, plot_path, timing_rounds(len(gpus)))
     if as_json:
         click.echo(json.dumps([e.to_dict() for e in entries], indent=2))
     else:
@@ -133,10 +152,40 @@ def _model_ranking(spec, views, target) -> str:
     return "\n".join(lines)
 
 
+def _draw(tuned: list[Tuned], path: Path, rounds: int) -> None:
+    try:
+        plot.draw_tune([plot.tune_panel(t.entry, t.final, t.entry.arch) for t in tuned], path, rounds)
+    except DeepGemmError as err:
+        fail(err)
+    click.echo(f"drew {len(tuned)} tuned problem{'s' if len(tuned) != 1 else ''} into {path}", err=True)
+
+
 def _tune_line(entry: TuningRecord) -> str:
+    """The winner and the model's pick, both medians of the same rounds; then the winner's final bench against the
+    baseline (a run of its own, so its time may differ from the median); a warning where the rounds of some
+    candidate moved by more than stability.UNSTABLE_ABOVE."""
     w = entry.winner
-    ok = [m for m in entry.measured if m.us]
-    model = next((m for m in entry.measured if m.model_rank == 0 and m.us), None)
-    vs_model = f", the model's pick {model.us:.4g} µs ({model.id})" if model else ""
-    return (f"{entry.name}: {w.id} wins at {w.us:.4g} µs (ratio {fmt(w.ratio)} vs cuBLAS), "
-            f"{len(ok)} of {len(entry.measured)} candidates measured{vs_model}")
+    timed = entry.timed
+    rounds = max((len(m.us_rounds) for m in timed), default=0)
+    model = entry.model_pick
+    if model is None or model.id == w.id:
+        vs_model = ", the cost model's pick"
+    elif model.us is not None:
+        vs_model = f"; the cost model's pick {model.id}: {model.us:.4g} µs"
+    else:
+        why = model.error or model.skipped or "failed verify"
+        vs_model = f"; the cost model's pick {model.id} was not timed ({why})"
+    of_rounds = f" (median of {rounds} rounds)" if rounds > 1 else ""
+    line = (f"{entry.name}: {w.id} wins at {w.us:.4g} µs{of_rounds}{vs_model}; {len(timed)} of {len(entry.measured)} "
+            "candidates timed")
+    if w.bench_us is not None and w.ratio is not None:
+        line += (f"\n  final bench: {w.bench_us:.4g} µs against {fmt(w.baseline_us)} µs for cuBLAS "
+                 f"(ratio {fmt(w.ratio)})")
+    moved = [(spread(m.us_rounds), m.id) for m in timed]
+    moved = [(s, i) for s, i in moved if s is not None and s > UNSTABLE_ABOVE]
+    if moved:
+        worst = max(moved)
+        line += (f"\n  warning: clocks or power moved the rounds of {len(moved)} candidate"
+                 f"{'s' if len(moved) != 1 else ''} by more than {UNSTABLE_ABOVE:.0%} (up to {worst[0]:.1%}, "
+                 f"{worst[1]}); the medians picked the winner: rerun or raise --reps")
+    return line
