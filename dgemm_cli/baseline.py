@@ -6,7 +6,13 @@ cuBLAS takes one column-major GEMM a call, repeated over one batch dim; a *formu
 `plan_baseline` lists every formulation that exists; the harness times each in the same run and
 uses the fastest. Only when none exists do operands go through a dense temp (the `.contiguous()` a
 user would do): A and B gathered before the GEMM, C computed into a temp and scattered back
-(gathered first when beta != 0), the copies timed with the GEMM.
+(gathered first when beta != 0), the copies timed with the GEMM. The copy plan takes the fewest elements
+through temps: an operand whose batch segments chain (in one order shared by all three) and whose matrix
+roles are one segment each stays in place, and a temp keeps its operand's innermost role innermost, so that
+the gather reads and writes along memory. When the views fit one GEMM but for a batch that does not chain
+(several batch letters, `bshd,bthd->bhst`), the pointer-array calls (cublasGemmBatchedEx over the views as
+they are: cublas_formulations.pointer_formulations) are timed beside the copy plan's call, and the fastest
+of them all is the baseline (kind "multi-batch").
 
 A spec with an output view D or an epilogue is planned as the product alone written into the output
 view (D when the spec has one: cuBLAS has no separate output view, so it writes alpha * A.B into D with
@@ -31,6 +37,7 @@ fused and with which leading dimensions, and `lt_alternative` gives the harness-
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from itertools import product
 
@@ -44,6 +51,7 @@ from dgemm_cli.cublas_formulations import (
     chain,
     fit,
     formulations,
+    pointer_formulations,
     run_time_letter,
     seg_stride,
     single,
@@ -72,9 +80,12 @@ class EpilogueAlternative:
 @dataclass(frozen=True)
 class CublasPlan:
     available: bool
-    kind: str  # "cublas", "copy+cublas", or "unavailable: <why>"
+    # "cublas" (no-copy strided-batched calls), "copy+cublas" (one call over dense temps), "multi-batch" (the
+    # copy plan's call and pointer-array calls, timed side by side), or "unavailable: <why>".
+    kind: str
     why: str
-    # The operands of the GEMM: A, B and its output (D when the spec has one, else C).
+    # The operands of the GEMM: A, B and its output (D when the spec has one, else C). The temps serve the
+    # strided calls; a pointer-array call takes every operand in place.
     copy: tuple[bool, bool, bool] = (False, False, False)
     views: tuple[StridedView, StridedView, StridedView] = field(
         default=(StridedView((), ()), StridedView((), ()), StridedView((), ())))
@@ -84,9 +95,13 @@ class CublasPlan:
     alternative: EpilogueAlternative | None = None  # a fused-epilogue baseline timed beside it, where one applies
 
 
-def _operand_view(views: ProblemViews, name: str, run_time: str | None) -> StridedView:
-    roles = ("batch", *MATRIX_ROLES[name])
-    segs = [s for r in roles for s in views.roles[r].segments]
+def _operand_view(views: ProblemViews, name: str, run_time: str | None, order: tuple[ViewSegment, ...] | None = None,
+                  flip: bool = False) -> StridedView:
+    """The operand's view in the order of its dense temp: the batch segments (in `order`, else as listed), then
+    its two matrix roles (flipped: the second role outer)."""
+    r1, r2 = MATRIX_ROLES[name]
+    batch = views.roles["batch"].segments if order is None else order
+    segs = [*batch, *(s for r in ((r2, r1) if flip else (r1, r2)) for s in views.roles[r].segments)]
     return StridedView(tuple(s.size for s in segs), tuple(s.stride(name) for s in segs),
                        tuple(d for d, s in enumerate(segs) if run_time in s.letters))
 
@@ -120,12 +135,18 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
     # The epilogue's views take part in the kernel's segment merging; cuBLAS sees the product alone.
     plan = _plan_gemm(analyse(gemm))
     if spec.D is not None:  # the GEMM's output is D: say so in each formulation ("D=AB m=...")
-        plan = replace(plan, calls=tuple(replace(c, desc="D" + c.desc[1:]) for c in plan.calls))
+        plan = replace(plan, calls=tuple(replace(c, desc=_output_named_d(c.desc)) for c in plan.calls))
     plan = replace(plan, epilogue="elementwise" if needs_elementwise(spec) else None)
     if plan.kind != "cublas":  # dense temps: no formulation cuBLASLt could take as it stands
         return plan
     # cuBLASLt with the epilogue fused, where it has it, is timed beside cuBLAS + the elementwise kernel.
     return replace(plan, alternative=lt_alternative(spec, plan.calls))
+
+
+def _output_named_d(desc: str) -> str:
+    """A formulation's desc with the GEMM's output called D: its "C=" or "C^T=", and a copy plan's "(dense .., C)"."""
+    desc = re.sub(r"\(dense ([^)]*)\bC\)", r"(dense \1D)", desc, count=1)
+    return re.sub(r"\bC(\^T)?=", r"D\1=", desc, count=1)
 
 
 def _plan_gemm(views: ProblemViews) -> CublasPlan:
@@ -135,56 +156,125 @@ def _plan_gemm(views: ProblemViews) -> CublasPlan:
     if max(views.m, views.n, views.k, views.batch) > INT32_MAX:
         return CublasPlan(False, "unavailable: a size exceeds cuBLAS's 32-bit int", "sizes beyond int")
     run_time = run_time_letter(views)
-    views_abc = tuple(_operand_view(views, x, run_time) for x in "ABC")
     calls = formulations(views)
     if calls:
+        views_abc = tuple(_operand_view(views, x, run_time) for x in "ABC")
         # Cheapest-looking first (fewest batches, then as listed): the harness measures them all anyway.
         calls = sorted(calls, key=lambda c: c.batch)[:MAX_FORMULATIONS]
         return CublasPlan(True, "cublas", f"{len(calls)} no-copy formulation(s), the fastest in the same run wins",
                           views=views_abc, calls=tuple(calls))
-    return _copy_plan(views, views_abc, run_time)
+    copy_plan = _copy_plan(views, run_time)
+    pointers = pointer_formulations(views)
+    if not pointers:
+        return copy_plan
+    copied = ", ".join(x for x, c in zip("ABC", copy_plan.copy) if c)
+    why = (f"no strided-batched call covers the batch: {len(pointers)} pointer-array call(s) over the views as they "
+           f"are, and one over dense temps of {copied}; the fastest in the same run wins")
+    return replace(copy_plan, kind="multi-batch", why=why,
+                   calls=(*copy_plan.calls, *pointers)[:MAX_FORMULATIONS])
 
 
-def _copy_plan(views: ProblemViews, views_abc: tuple[StridedView, ...], run_time: str | None) -> CublasPlan:
-    """No formulation exists: dense temps for the fewest operands that make one call fit."""
-    forced = [x for x in "ABC" if _direct(views, x) is None]
-    optional = [x for x in "ABC" if x not in forced]
-    choices = sorted(product((False, True), repeat=len(optional)), key=sum)
-    for extra in choices:  # all copied always fits: dense C^T = B^T A^T
-        copy = {x: x in forced or (x in optional and extra[optional.index(x)]) for x in "ABC"}
-        dims = {x: _dense(views, x) if copy[x] else _direct(views, x) for x in "ABC"}
-        # A dense temp of A or C holds (batch, m, cols): its batch stride is m * cols.
-        scaled_strides = frozenset(x for x in "AC" if copy[x] and views.batch > 1 and run_time is not None)
-        batch = Dim("batch", views.batch, {x: dims[x][0] for x in "ABC"}, scaled_strides=scaled_strides)
-        role = {r: Dim(r, views.roles[r].size, {x: dims[x][1].get(r, 0) for x in "ABC"},
-                        scaled=r == "m" and run_time is not None) for r in ("m", "n", "k")}
-        call = fit(batch, role["m"], role["n"], role["k"], False) or fit(batch, role["m"], role["n"], role["k"], True)
-        if call is not None:
-            break
-    assert call is not None, "dense temps always fit"
-    why = "no no-copy formulation: dense temps for " + ", ".join(x for x in "ABC" if copy[x]) + \
-        " (what .contiguous() would do)"
-    return CublasPlan(True, "copy+cublas", why, copy=(copy["A"], copy["B"], copy["C"]), views=views_abc,
-                      calls=(call,))
+@dataclass(frozen=True)
+class _CopyOption:
+    """One way to run the product through dense temps: which operands are copied, and the call."""
+
+    cost: tuple[int, int]  # (elements through temps a product, operands copied)
+    copy: dict[str, bool]
+    views: tuple[StridedView, StridedView, StridedView]
+    call: CublasCall
 
 
-def _direct(views: ProblemViews, name: str) -> tuple[int, dict[str, int]] | None:
-    """(batch stride, role -> stride) of the operand as it is, or None if it needs a copy."""
-    strides = {}
-    for role in ("batch", *MATRIX_ROLES[name]):
+def _copy_plan(views: ProblemViews, run_time: str | None) -> CublasPlan:
+    """No formulation exists: dense temps for the operands that make one call fit through the fewest elements."""
+    best: _CopyOption | None = None
+    for order in _batch_orders(views.roles["batch"].segments):
+        for chosen in product((False, True), repeat=3):
+            option = _copy_option(views, run_time, order, dict(zip("ABC", chosen)))
+            if option is not None and (best is None or option.cost < best.cost):
+                best = option
+    assert best is not None, "dense temps always fit"  # all copied: dense C^T = B^T A^T
+    copied = [x for x in "ABC" if best.copy[x]]
+    call = best.call
+    what = f"copy+{'strided-batched' if call.batch > 1 else 'gemm'} (dense {', '.join(copied)})"
+    why = f"no no-copy formulation: dense temps for {', '.join(copied)} (what .contiguous() would do)"
+    return CublasPlan(True, "copy+cublas", why, copy=(best.copy["A"], best.copy["B"], best.copy["C"]),
+                      views=best.views, calls=(replace(call, desc=f"{what}: {call.desc}"),))
+
+
+def _batch_orders(segs: tuple[ViewSegment, ...]) -> list[tuple[ViewSegment, ...]]:
+    """The orders of the batch segments a copy plan tries: as listed, and outermost first by each operand's
+    strides (an operand in place needs its own order: its strides must chain in it)."""
+    orders = [tuple(segs)]
+    for op in "CAB":
+        order = tuple(sorted(segs, key=lambda s: -s.stride(op)))
+        if order not in orders:
+            orders.append(order)
+    return orders
+
+
+def _copy_option(views: ProblemViews, run_time: str | None, order: tuple[ViewSegment, ...],
+                 copy: dict[str, bool]) -> _CopyOption | None:
+    """The call with these operands through temps and the batch in `order`, or None if it does not fit."""
+    dims: dict[str, tuple[int, dict[str, int]]] = {}
+    flips: dict[str, bool] = {}
+    for x in "ABC":
+        flips[x] = copy[x] and _inner_first(views, x, run_time)
+        got = _dense(views, x, flips[x]) if copy[x] else _direct(views, x, order)
+        if got is None:
+            return None
+        dims[x] = got
+    # A dense temp of A or C holds (batch, m, cols): its batch stride is m * cols.
+    scaled_strides = frozenset(x for x in "AC" if copy[x] and views.batch > 1 and run_time is not None)
+    batch = Dim("".join(s.label for s in order) or "-", views.batch, {x: dims[x][0] for x in "ABC"},
+                scaled_strides=scaled_strides)
+    role = {r: Dim("".join(s.label for s in views.roles[r].segments) or "-", views.roles[r].size,
+                   {x: dims[x][1].get(r, 0) for x in "ABC"}, scaled=r == "m" and run_time is not None)
+            for r in ("m", "n", "k")}
+    call = fit(batch, role["m"], role["n"], role["k"], False) or fit(batch, role["m"], role["n"], role["k"], True)
+    if call is None:
+        return None
+    sizes = {"A": views.m * views.k, "B": views.k * views.n, "C": views.m * views.n * (1 + (views.spec.beta != 0))}
+    cost = (sum(views.batch * sizes[x] for x in "ABC" if copy[x]), sum(copy.values()))
+    return _CopyOption(cost, copy, tuple(_operand_view(views, x, run_time, order, flips[x]) for x in "ABC"), call)
+
+
+def _direct(views: ProblemViews, name: str, order: tuple[ViewSegment, ...]) -> tuple[int, dict[str, int]] | None:
+    """(batch stride, role -> stride) of the operand as it is, its batch segments in `order`, or None if it needs
+    a copy: the batch segments do not chain in it, or a matrix role is several segments or broadcast."""
+    strides = [s.stride(name) for s in order]
+    if any(outer != inner * s.size for outer, inner, s in zip(strides, strides[1:], order[1:])):
+        return None
+    roles = {}
+    for role in MATRIX_ROLES[name]:
         segs = views.roles[role].segments
-        if len(segs) > 1:
+        if len(segs) > 1 or (segs and segs[0].stride(name) == 0):
             return None
-        strides[role] = segs[0].stride(name) if segs else 0
-        if role != "batch" and segs and strides[role] == 0:
-            return None
-    return strides.pop("batch"), strides
+        roles[role] = segs[0].stride(name) if segs else 0
+    return (strides[-1] if strides else 0), roles
 
 
-def _dense(views: ProblemViews, name: str) -> tuple[int, dict[str, int]]:
-    r1, r2 = MATRIX_ROLES[name]
+def _dense(views: ProblemViews, name: str, flip: bool) -> tuple[int, dict[str, int]]:
+    """(batch stride, role -> stride) of the operand's dense temp: batch, then its roles (flipped: the second
+    outer), row-major."""
+    r1, r2 = MATRIX_ROLES[name][::-1] if flip else MATRIX_ROLES[name]
     s1, s2 = views.roles[r1].size, views.roles[r2].size
     return (s1 * s2 if views.batch > 1 else 0), {r1: s2, r2: 1}
+
+
+def _inner_first(views: ProblemViews, name: str, run_time: str | None) -> bool:
+    """Whether the operand's temp puts its first role (m for A and C, k for B) innermost: where its smallest
+    stride lies, so that the gather runs along memory. A and C keep m outer when m is sized at run time (a leading
+    dimension never scales)."""
+    if run_time is not None and name in "AC":
+        return False
+    r1, r2 = MATRIX_ROLES[name]
+
+    def smallest(role: str) -> int | None:
+        strides = [s.stride(name) for s in views.roles[role].segments if s.stride(name) != 0]
+        return min(strides) if strides else None
+
+    first, second = smallest(r1), smallest(r2)
+    return first is not None and (second is None or first < second)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ copying anything:
   - the batch segments must chain into one (size, stride) in A, B and C;
   - C (or C^T, the operand swap C^T = B^T A^T) must be column-major with ldc >= rows, and X, Y
     column-major as they are (N) or transposed (T).
+
+When the batch segments do not chain (several batch letters interleaved with the matrices' letters, as
+`bshd,bthd->bhst` has b and h), no strided-batched call covers them. cublasGemmBatchedEx does: it takes one
+pointer per matrix of X, Y and C from device arrays, so the batch segments may lie anywhere.
+`pointer_formulations` lists those calls, under the same rules but for the chaining.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from itertools import product
 from dgemm_cli.views import INT32_MAX, ProblemViews, ViewSegment
 
 MATRIX_ROLES = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+# The most matrices a pointer-array call batches: the harness keeps three pointers a matrix for each of bench's
+# buffer sets (up to 64), 1.5 MiB a set at this count.
+MAX_POINTER_BATCH = 1 << 16
 # cublasGemmEx type combinations with CUBLAS_COMPUTE_32F that deepgemm's dtypes can hit.
 SUPPORTED = {("f16", "f16"), ("f16", "f32"), ("bf16", "bf16"), ("bf16", "f32"), ("f32", "f32")}
 
@@ -39,8 +47,24 @@ class StridedView:
 
 
 @dataclass(frozen=True)
+class PointerDim:
+    """One batch segment of a pointer-array call: its size and element strides in X, Y and C."""
+
+    label: str
+    size: int
+    stride_x: int
+    stride_y: int
+    stride_c: int
+    scaled: bool = False  # the size is proportional to the run-time letter's (planned at its max)
+
+    def at_size(self, m: int, hi: int) -> PointerDim:
+        return replace(self, size=self.size // hi * m) if self.scaled else self
+
+
+@dataclass(frozen=True)
 class CublasCall:
-    """One cublasGemmStridedBatchedEx call. X is A and Y is B, or with `swap` X is B and Y is A."""
+    """One cublasGemmStridedBatchedEx call, or with `pointers` one cublasGemmBatchedEx call. X is A and Y is B,
+    or with `swap` X is B and Y is A."""
 
     desc: str
     swap: bool
@@ -59,10 +83,15 @@ class CublasCall:
     # Fields proportional to the run-time letter's size (planned at its max): among m, n, k, batch and,
     # for dense temps, the batch strides. Empty for a fixed-size spec.
     scaled: tuple[str, ...] = ()
+    # A pointer-array call: the batch segments, outermost first; matrix i of X, Y and C starts at the views'
+    # first element plus the strides times i's index in each segment (row-major over them). Then `batch` is
+    # their sizes' product, the batch strides are 0, and the call takes every operand in place (no dense temp).
+    pointers: tuple[PointerDim, ...] = ()
 
     def at_size(self, m: int, hi: int) -> CublasCall:
         """The call when the run-time letter planned at `hi` is `m`."""
-        return replace(self, **{f: getattr(self, f) // hi * m for f in self.scaled})
+        return replace(self, **{f: getattr(self, f) // hi * m for f in self.scaled},
+                       pointers=tuple(d.at_size(m, hi) for d in self.pointers))
 
 
 @dataclass(frozen=True)
@@ -175,6 +204,52 @@ def formulations(views: ProblemViews) -> list[CublasCall]:
         for swap in (False, True):
             call = fit(batch, m, n, k, swap)
             if call is not None and all(call_key(call) != call_key(c) for c in calls):
+                calls.append(call)
+                min_moves = sum(moved)
+    return calls
+
+
+NO_BATCH = Dim("-", 1, {"A": 0, "B": 0, "C": 0})
+
+
+def pointer_formulations(views: ProblemViews) -> list[CublasCall]:
+    """The pointer-array formulations of a problem whose batch no strided-batched call covers: the batch
+    segments (with the m or n segments moved there, the fewest that fit, as `formulations` moves them) do not
+    chain into one stride, and what is left fits one column-major GEMM. Empty where they chain (a strided call
+    takes them), where a matrix does not fit, or past MAX_POINTER_BATCH matrices."""
+    roles = views.roles
+    run_time = run_time_letter(views)
+    k = single(roles["k"].segments, run_time)
+    if k is None:
+        return []
+    movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
+    calls: list[CublasCall] = []
+    min_moves = 0
+    for moved in sorted(product((False, True), repeat=len(movable)), key=sum):
+        if calls and sum(moved) > min_moves:
+            break
+        segs = list(roles["batch"].segments) + [s for (_, s), mv in zip(movable, moved) if mv]
+        left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
+        m, n = single(left["m"], run_time), single(left["n"], run_time)
+        if m is None or n is None or len(segs) < 2 or chain(segs, run_time) is not None:
+            continue
+        order = sorted(segs, key=lambda s: -seg_stride(s, "C"))
+        count = 1
+        for s in order:
+            count *= s.size
+        if count > MAX_POINTER_BATCH or any(seg_stride(s, "C") == 0 for s in order):
+            continue
+        for swap in (False, True):
+            call = fit(NO_BATCH, m, n, k, swap)
+            if call is None:
+                continue
+            xo, yo = ("B", "A") if swap else ("A", "B")
+            dims = tuple(PointerDim(s.label, s.size, seg_stride(s, xo), seg_stride(s, yo), seg_stride(s, "C"),
+                                    run_time in s.letters) for s in order)
+            call = replace(call, desc=f"pointer-array batched over {','.join(s.label for s in order)}: {call.desc}",
+                           batch=count, pointers=dims,
+                           scaled=call.scaled + (("batch",) if any(d.scaled for d in dims) else ()))
+            if all(call_key(call) != call_key(c) for c in calls):
                 calls.append(call)
                 min_moves = sum(moved)
     return calls

@@ -141,8 +141,12 @@ def _baseline_lines(views, arch) -> list[str]:
         lead = "timed beside it, the faster is the baseline" if bl.available else "the baseline instead"
         out.append(f"  {lead}: {bl.alternative.why}")
     for call in bl.calls:
-        out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}"
-                   + (f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""))
+        if call.pointers:  # a pointer-array call: each batch segment's strides in X, Y and C
+            batch = "  pointers " + ", ".join(f"{d.label} {d.stride_x}/{d.stride_y}/{d.stride_c}"
+                                              for d in call.pointers)
+        else:
+            batch = f"  batch strides {call.stride_x}/{call.stride_y}/{call.stride_c}" if call.batch > 1 else ""
+        out.append(f"  {call.desc}  ld {call.ldx}/{call.ldy}/{call.ldc}{batch}")
     return out
 
 

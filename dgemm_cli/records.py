@@ -339,11 +339,14 @@ class BaselineCandidate:
     us_passes: tuple[float, ...] = ()
     epilogue: str | None = None
     error: str | None = None
+    # A cuBLAS candidate's output against the kernel's, ||got - want|| / ||want|| (the harness refuses one past its
+    # limit); None for an alternative, one that did not run, or a report that predates the check.
+    rel_diff: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {"formulation": self.formulation, "epilogue": self.epilogue, "us": json_number(self.us),
                "us_passes": [json_number(p) for p in self.us_passes] if self.us is not None else None,
-               "error": self.error}
+               "error": self.error, "rel_diff": json_number(self.rel_diff) if self.rel_diff is not None else None}
         return {k: v for k, v in out.items() if v is not None or k == "us"}
 
 
@@ -385,7 +388,8 @@ class BenchRow:
             baseline_us_passes=f.numbers("baseline_us_passes"), ratio=f.number("ratio"),
             baseline_candidates=tuple(
                 BaselineCandidate(c.get("formulation", str), c.number("us"), c.numbers("us_passes"),
-                                  c.get("epilogue", str, optional=True), c.get("error", str, optional=True))
+                                  c.get("epilogue", str, optional=True), c.get("error", str, optional=True),
+                                  c.number("rel_diff"))
                 for c in f.items("baseline_candidates", optional=True) or []),
             m=f.get("m", int, optional=True), bf16_baseline=f.get("bf16_baseline", str, optional=True),
             bf16_baseline_us=f.number("bf16_baseline_us"), bf16_baseline_tflops=f.number("bf16_baseline_tflops"),

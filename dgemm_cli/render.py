@@ -490,12 +490,15 @@ def _baseline_ctx(bl: CublasPlan) -> dict:
     def scaled(x) -> dict:
         return {"scaled": list(x.scaled)} if x.scaled else {}
 
+    def pointers(c) -> dict:  # a pointer-array call's batch segments; a strided call has none
+        return {"pointers": [{**vars(d), "scaled": int(d.scaled)} for d in c.pointers]} if c.pointers else {}
+
     return {
         "available": int(bl.available), "kind": bl.kind, "why": bl.why,
         "copy": [int(c) for c in bl.copy],
         "views": [{"size": list(v.size), "stride": list(v.stride), **scaled(v)} for v in bl.views],
-        "calls": [{**{f: x for f, x in vars(c).items() if f != "scaled"}, "swap": int(c.swap),
-                   "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c)}
+        "calls": [{**{f: x for f, x in vars(c).items() if f not in ("scaled", "pointers")}, "swap": int(c.swap),
+                   "trans_x": int(c.trans_x), "trans_y": int(c.trans_y), **scaled(c), **pointers(c)}
                   for c in bl.calls],
         **({"epilogue": bl.epilogue} if bl.epilogue else {}),
         **({"alternative": _alternative_ctx(bl.alternative)} if bl.alternative else {}),

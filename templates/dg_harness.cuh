@@ -20,7 +20,8 @@
 //                   run_time_lo, nedges, edges }
 //   DgStridedView { ndims, {size...}, {stride...} | scaled }
 //   DgGemmCall    { desc, swap, trans_x, trans_y, m, n, k, ldx, ldy, ldc, stride_x, stride_y, stride_c, batch
-//                   | scaled }
+//                   | scaled, npointer_dims, {DgPointerDim...} }   (a strided-batched call leaves the last two out)
+//   DgPointerDim  { size, stride_x, stride_y, stride_c, scaled }
 //   DgBaseline    { available, kind, {copy A, B, out}, {view A, view B, view out}, ncalls, {DgGemmCall...},
 //                   epilogue }      (out: the GEMM's output, D when the problem has one, else C)
 //
@@ -75,6 +76,9 @@
 // Both commands report "dtype" (the inputs' dtype: f32, f16, bf16 or e4m3), "output" ("C" or "D") and "epilogue" (the steps as text, e.g. ["bias[n]", "gelu_tanh"]);
 // bench reports "baseline_epilogue": how the baseline applied the epilogue ("elementwise": the harness's
 // kernel after cuBLAS; an alternative's name when that was faster; null without one).
+// bench's "baseline" names what the fastest candidate ran: "cublas" (a strided-batched call on the views),
+// "copy+cublas" (one over dense temps, the copies timed with it), "cublas-ptr-array" (a pointer-array call on the
+// views), or an alternative's name; when none ran, "unavailable: " and why.
 //
 // A problem with a run-time size reports everything a fixed-size one does, plus
 //   "dynamic": {"letter", "lo", "hi"}, and each run and first_fail names its "m";
@@ -205,8 +209,20 @@ enum {
   DG_SCALE_STRIDE_X = 16, DG_SCALE_STRIDE_Y = 32, DG_SCALE_STRIDE_C = 64,
 };
 
+// One batch segment of a pointer-array call: its size and element strides in X, Y and the GEMM's output.
+struct DgPointerDim {
+  long long size;
+  long long stride_x, stride_y, stride_c;
+  int scaled;                // 1: size is proportional to the run-time size (given for the largest)
+};
+
 // One cublasGemmStridedBatchedEx call, column-major: Cmat(m x n, ldc) = op(X)(m x k) * op(Y)(k x n). Its
 // Cmat is the problem's output view: D when the problem has one (written with beta 0), else C.
+// With npointer_dims > 0 it is one cublasGemmBatchedEx call instead: matrix i of X, Y and Cmat starts at the
+// view's first element plus, for i's index in each of pointer_dims (row-major over them, outermost first), that
+// index times the dim's stride; batch is the product of their sizes, the batch strides are 0, and the call takes
+// every operand in place (DgBaseline's temps serve the strided calls only). bench builds the pointer arrays in
+// device memory once a size, before anything is timed.
 struct DgGemmCall {
   const char* desc;          // how the problem's segments map to cuBLAS's dims, e.g. "C=AB m=hw[3136] n=k[512] k=c[256] batch=n[8]"
   int swap;                  // 0: X is A and Y is B;  1: X is B and Y is A (C^T = B^T A^T)
@@ -216,6 +232,8 @@ struct DgGemmCall {
   long long stride_x, stride_y, stride_c;   // batch strides in elements (0 = broadcast)
   long long batch;
   unsigned scaled;           // DG_SCALE_* bits
+  int npointer_dims;         // 0: a strided-batched call
+  DgPointerDim pointer_dims[DG_MAX_DIMS];
 };
 
 #define DG_MAX_CALLS 8
@@ -223,8 +241,8 @@ struct DgGemmCall {
 enum { DG_GEMM_OUT = 2 };
 struct DgBaseline {
   int available;             // 0: no cuBLAS mapping exists for this problem (e.g. sizes beyond int); `kind` says why
-  const char* kind;          // "cublas" (views taken directly) or "copy+cublas" (some operand goes through a dense temp), or the reason it is unavailable
-  int copy[3];               // 1: operand (A, B, out) goes through a dense row-major temp of view[i]'s shape: A,B gathered into it before the GEMM; the output gathered into it first when the GEMM's beta != 0, scattered back after
+  const char* kind;          // "cublas" (views taken directly), "copy+cublas" (some operand goes through a dense temp), "multi-batch" (pointer-array calls beside a copy+cublas call), or the reason it is unavailable
+  int copy[3];               // 1: operand (A, B, out) goes through a dense row-major temp of view[i]'s shape in the strided calls: A,B gathered into it before the GEMM; the output gathered into it first when the GEMM's beta != 0, scattered back after
   DgStridedView view[3];     // used only where copy[i]
   int ncalls;                // formulations to time; the fastest is the baseline
   DgGemmCall calls[DG_MAX_CALLS];
@@ -752,27 +770,53 @@ static long long dg_reference_chunks(long long count, long long k_terms) {
   return std::max(1LL, std::min((kDgRefThreads + count - 1) / count, k_terms / kDgRefMinRun));
 }
 
-// Element offset, within view v, of the element at dense row-major index i of v's shape.
-__device__ inline long long dg_view_offset(const DgStridedView& v, long long i) {
+// Element offset, within view v, of the element at dense row-major index i of v's shape. Index is the type the
+// divisions run in: 32-bit where the view's count fits one.
+template <typename Index>
+__device__ inline long long dg_view_offset(const DgStridedView& v, Index i) {
   long long off = 0;
   for (int d = v.ndims - 1; d >= 0; --d) {
-    off += (i % v.size[d]) * v.stride[d];
-    i /= v.size[d];
+    const Index size = static_cast<Index>(v.size[d]);
+    off += static_cast<long long>(i % size) * v.stride[d];
+    i /= size;
   }
   return off;
 }
 
-// Baseline copies move bits, not values, so one instantiation per element size serves every dtype.
-template <typename Bits>
+// Baseline copies move bits, not values, so one instantiation per unit size serves every dtype. A unit is one
+// element, or several consecutive ones along a contiguous innermost dim (dg_copy_units).
+template <typename Index, typename Bits>
 __global__ void dg_gather_kernel(const Bits* __restrict__ view_base, DgStridedView v, Bits* __restrict__ dense,
                                  long long n) {
-  for (long long i = dg_thread_index(); i < n; i += dg_thread_stride()) dense[i] = view_base[dg_view_offset(v, i)];
+  for (long long i = dg_thread_index(); i < n; i += dg_thread_stride())
+    dense[i] = view_base[dg_view_offset(v, static_cast<Index>(i))];
 }
 
-template <typename Bits>
+// Sums (got - want)^2 and want^2 over the output view of p (slot x) into sums[0], sums[1]: one atomic a warp.
+__global__ void dg_diff_kernel(DgProblem p, int x, const void* got, const void* want, long long count, double* sums) {
+  double d2 = 0.0, w2 = 0.0;
+  for (long long o = dg_thread_index(); o < count; o += dg_thread_stride()) {
+    long long at[DG_SLOTS];
+    dg_output_addresses(p, o, at, nullptr);
+    const double g = dg_load(got, p.dtype[x], at[x]), w = dg_load(want, p.dtype[x], at[x]);
+    d2 += (g - w) * (g - w);
+    w2 += w * w;
+  }
+  for (int lane = 16; lane > 0; lane /= 2) {
+    d2 += __shfl_down_sync(0xffffffffu, d2, lane);
+    w2 += __shfl_down_sync(0xffffffffu, w2, lane);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&sums[0], d2);
+    atomicAdd(&sums[1], w2);
+  }
+}
+
+template <typename Index, typename Bits>
 __global__ void dg_scatter_kernel(const Bits* __restrict__ dense, DgStridedView v, Bits* __restrict__ view_base,
                                   long long n) {
-  for (long long i = dg_thread_index(); i < n; i += dg_thread_stride()) view_base[dg_view_offset(v, i)] = dense[i];
+  for (long long i = dg_thread_index(); i < n; i += dg_thread_stride())
+    view_base[dg_view_offset(v, static_cast<Index>(i))] = dense[i];
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1058,6 +1102,7 @@ static DgBaseline dg_baseline_at(const DgBaseline& bl, long long m, long long hi
     scale(call.stride_x, call.scaled & DG_SCALE_STRIDE_X);
     scale(call.stride_y, call.scaled & DG_SCALE_STRIDE_Y);
     scale(call.stride_c, call.scaled & DG_SCALE_STRIDE_C);
+    for (int d = 0; d < call.npointer_dims; ++d) scale(call.pointer_dims[d].size, call.pointer_dims[d].scaled != 0);
   }
   return b;
 }
@@ -1122,6 +1167,8 @@ static void dg_check_run_time(const DgProblem& p, const DgBaseline& bl) {
     check(call.stride_x, call.scaled & DG_SCALE_STRIDE_X, "stride_x");
     check(call.stride_y, call.scaled & DG_SCALE_STRIDE_Y, "stride_y");
     check(call.stride_c, call.scaled & DG_SCALE_STRIDE_C, "stride_c");
+    for (int d = 0; d < call.npointer_dims && d < DG_MAX_DIMS; ++d)
+      check(call.pointer_dims[d].size, call.pointer_dims[d].scaled != 0, "pointer dim size");
   }
 }
 
@@ -1154,6 +1201,40 @@ static void dg_check_steps(const DgProblem& p, const DgBaseline& bl) {
   if (bl.available && elementwise != dg_needs_elementwise(p))
     dg_die(4, dg_format("invalid baseline: epilogue \"%s\" for a problem that %s the elementwise pass",
                         bl.epilogue ? bl.epilogue : "(none)", dg_needs_elementwise(p) ? "needs" : "does not need"));
+}
+
+// A pointer-array call reads and writes its operands in place: every matrix it addresses must lie inside the
+// operand's buffer, and its batch must be the product of its dims.
+static void dg_check_pointer_call(const DgProblem& p, const DgGemmCall& c) {
+  if (c.npointer_dims == 0) return;
+  if (c.npointer_dims < 0 || c.npointer_dims > DG_MAX_DIMS)
+    dg_die(4, dg_format("invalid baseline: '%s' has %d pointer dims", c.desc, c.npointer_dims));
+  if (c.stride_x || c.stride_y || c.stride_c)
+    dg_die(4, dg_format("invalid baseline: '%s' is a pointer-array call with batch strides", c.desc));
+  long long count = 1;
+  long long reach[3] = {0, 0, 0};   // X, Y, Cmat: the farthest matrix's first element past the view's first
+  for (int d = 0; d < c.npointer_dims; ++d) {
+    const DgPointerDim& dim = c.pointer_dims[d];
+    if (dim.size < 1 || dim.stride_x < 0 || dim.stride_y < 0 || dim.stride_c < 1)
+      dg_die(4, dg_format("invalid baseline: '%s' has pointer dim %d of size %lld, strides %lld/%lld/%lld", c.desc, d,
+                          dim.size, dim.stride_x, dim.stride_y, dim.stride_c));
+    count *= dim.size;
+    reach[0] += (dim.size - 1) * dim.stride_x;
+    reach[1] += (dim.size - 1) * dim.stride_y;
+    reach[2] += (dim.size - 1) * dim.stride_c;
+  }
+  if (count != c.batch) dg_die(4, dg_format("invalid baseline: '%s' batches %lld, its pointer dims %lld", c.desc, c.batch, count));
+  // Column-major extents: op(X) is m x k, op(Y) k x n, Cmat m x n; a transposed operand is stored the other way.
+  const long long rows[3] = {c.trans_x ? c.k : c.m, c.trans_y ? c.n : c.k, c.m};
+  const long long cols[3] = {c.trans_x ? c.m : c.k, c.trans_y ? c.k : c.n, c.n};
+  const long long ld[3] = {c.ldx, c.ldy, c.ldc};
+  const int slots[3] = {c.swap ? DG_B : DG_A, c.swap ? DG_A : DG_B, dg_out_slot(p)};
+  for (int i = 0; i < 3; ++i) {
+    const long long last = p.offset[slots[i]] + reach[i] + (rows[i] - 1) + (cols[i] - 1) * ld[i];
+    if (ld[i] < rows[i] || last >= p.span[slots[i]])
+      dg_die(4, dg_format("invalid baseline: '%s' reaches element %lld of %s (span %lld, ld %lld)", c.desc, last,
+                          kDgSlotNames[slots[i]], p.span[slots[i]], ld[i]));
+  }
 }
 
 static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
@@ -1223,6 +1304,7 @@ static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
       dg_die(4, dg_format("invalid baseline: view of %s reaches [%lld, %lld], span %lld", kDgSlotNames[x], lo, hi,
                           p.span[x]));
   }
+  for (int c = 0; bl.available && c < bl.ncalls; ++c) dg_check_pointer_call(p, bl.calls[c]);
   dg_check_steps(p, bl);
   dg_check_run_time(p, bl);
 }
@@ -2101,11 +2183,16 @@ struct DgCublas {
                                         const void* B, int b_type, int ldb, long long stride_b, const void* beta,
                                         void* C, int c_type, int ldc, long long stride_c, int batch_count,
                                         int compute_type, int algo);
+  typedef int (*GemmBatchedExFn)(void* handle, int transa, int transb, int m, int n, int k, const void* alpha,
+                                 const void* const A[], int a_type, int lda, const void* const B[], int b_type, int ldb,
+                                 const void* beta, void* const C[], int c_type, int ldc, int batch_count,
+                                 int compute_type, int algo);
   CreateFn create = nullptr;
   SetStreamFn set_stream = nullptr;
   DestroyFn destroy = nullptr;
   SetWorkspaceFn set_workspace = nullptr;   // optional (cuBLAS >= 11): a fixed workspace keeps graph capture free of allocations
   GemmStridedBatchedExFn gemm = nullptr;
+  GemmBatchedExFn gemm_batched = nullptr;   // the pointer-array calls'; a cuBLAS without it reports them unavailable
 };
 
 enum { DG_CUDA_R_32F = 0, DG_CUDA_R_16F = 2, DG_CUDA_R_16BF = 14, DG_CUBLAS_COMPUTE_32F = 68, DG_CUBLAS_GEMM_DEFAULT = -1 };
@@ -2159,6 +2246,7 @@ static bool dg_load_cublas(DgCublas* cb, std::string* why) {
     return false;
   }
   cb->set_workspace = reinterpret_cast<DgCublas::SetWorkspaceFn>(dlsym(lib, "cublasSetWorkspace_v2"));
+  cb->gemm_batched = reinterpret_cast<DgCublas::GemmBatchedExFn>(dlsym(lib, "cublasGemmBatchedEx"));
   return dg_cublas_symbol(lib, "cublasCreate_v2", &cb->create, why) &&
          dg_cublas_symbol(lib, "cublasSetStream_v2", &cb->set_stream, why) &&
          dg_cublas_symbol(lib, "cublasDestroy_v2", &cb->destroy, why) &&
@@ -2176,9 +2264,58 @@ struct DgBenchSets {
   }
 };
 
+// How a baseline copy moves a view: in units of `unit` bytes, the view counted in them.
+struct DgCopyUnits {
+  int unit;
+  DgStridedView v;
+};
+
+// The widest unit (16, 8 or 4 bytes, else the element) a copy of view v (elements of es bytes) between `base` and
+// a dense temp at `temp` moves: one that the innermost dim (stride 1) holds a whole number of, every other stride
+// a whole number of, and both addresses are aligned to. The copy then reads and writes 16-byte vectors along a
+// contiguous innermost dim, and divides its index once a unit.
+static DgCopyUnits dg_copy_units(const DgStridedView& v, int es, const void* base, const void* temp) {
+  const int last = v.ndims - 1;
+  for (int unit = 16; unit > es; unit /= 2) {
+    const long long per = unit / es;
+    bool fits = v.stride[last] == 1 && v.size[last] % per == 0 &&
+                reinterpret_cast<uintptr_t>(base) % unit == 0 && reinterpret_cast<uintptr_t>(temp) % unit == 0;
+    for (int d = 0; d < last; ++d) fits = fits && (v.size[d] == 1 || v.stride[d] % per == 0);
+    if (!fits) continue;
+    DgCopyUnits u = {unit, v};
+    u.v.size[last] /= per;
+    for (int d = 0; d < last; ++d) u.v.stride[d] /= per;
+    return u;
+  }
+  return {es, v};
+}
+
+template <typename Bits>
+static void dg_launch_copy(bool gather, const DgStridedView& v, char* base, char* temp, cudaStream_t stream) {
+  const long long n = dg_view_count(v);
+  const Bits* from = reinterpret_cast<const Bits*>(gather ? base : temp);
+  Bits* to = reinterpret_cast<Bits*>(gather ? temp : base);
+  if (n <= static_cast<long long>(UINT_MAX)) {
+    if (gather) dg_gather_kernel<unsigned><<<dg_grid(n), kDgBlock, 0, stream>>>(from, v, to, n);
+    else dg_scatter_kernel<unsigned><<<dg_grid(n), kDgBlock, 0, stream>>>(from, v, to, n);
+  } else {
+    if (gather) dg_gather_kernel<long long><<<dg_grid(n), kDgBlock, 0, stream>>>(from, v, to, n);
+    else dg_scatter_kernel<long long><<<dg_grid(n), kDgBlock, 0, stream>>>(from, v, to, n);
+  }
+}
+
+// Why a baseline call did not run, from run()'s status: cuBLAS's, or one of these.
+enum { DG_CALL_TOO_BIG = -1, DG_CALL_NO_BATCHED = -2 };
+static std::string dg_call_error(int status) {
+  if (status == DG_CALL_TOO_BIG) return "a cuBLAS dimension exceeds int";
+  if (status == DG_CALL_NO_BATCHED) return "cuBLAS lacks cublasGemmBatchedEx";
+  return "cuBLAS returned " + dg_cublas_status(status);
+}
+
 // The baseline: gathers into dense temps where Python asked for them, one cuBLAS call into the output view
 // (D when the problem has one, with beta 0), the scatter of the output, then the elementwise pass when the
-// problem needs one (beta * C with D, and the steps).
+// problem needs one (beta * C with D, and the steps). A pointer-array call takes the views in place, its
+// pointer arrays built by set_pointers for the size under test.
 struct DgBaselineRunner {
   const DgProblem* p;
   const DgBaseline* bl;
@@ -2186,6 +2323,10 @@ struct DgBaselineRunner {
   DgCublas cublas;
   void* handle = nullptr;
   DgDeviceBuffer temp[3];    // A, B and the GEMM's output, where copied
+  // Per pointer-array call: for each set, the device pointers of X's matrices, then Y's, then Cmat's (batch each,
+  // for the largest size).
+  DgDeviceBuffer pointers[DG_MAX_CALLS];
+  long long pointer_capacity[DG_MAX_CALLS] = {};   // matrices a set's arrays hold
   cudaStream_t stream;
   bool elementwise = false;  // the elementwise pass follows the GEMM
   DgElementwise ew;          // its plan, for the size under test
@@ -2202,19 +2343,15 @@ struct DgBaselineRunner {
   }
 
   void copy(bool gather, int i, int set) const {
-    const DgStridedView& v = bl->view[i];
-    const long long n = dg_view_count(v);
-    char* base = view_base(i, set);
     const int es = dg_elem_size(p->dtype[slot(i)]);
-    if (es == 1) {
-      if (gather) dg_gather_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint8_t*>(base), v, reinterpret_cast<uint8_t*>(temp[i].ptr), n);
-      else dg_scatter_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint8_t*>(temp[i].ptr), v, reinterpret_cast<uint8_t*>(base), n);
-    } else if (es == 4) {
-      if (gather) dg_gather_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint32_t*>(base), v, reinterpret_cast<uint32_t*>(temp[i].ptr), n);
-      else dg_scatter_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint32_t*>(temp[i].ptr), v, reinterpret_cast<uint32_t*>(base), n);
-    } else {
-      if (gather) dg_gather_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint16_t*>(base), v, reinterpret_cast<uint16_t*>(temp[i].ptr), n);
-      else dg_scatter_kernel<<<dg_grid(n), kDgBlock, 0, stream>>>(reinterpret_cast<const uint16_t*>(temp[i].ptr), v, reinterpret_cast<uint16_t*>(base), n);
+    char* base = view_base(i, set);
+    const DgCopyUnits u = dg_copy_units(bl->view[i], es, base, temp[i].ptr);
+    switch (u.unit) {
+      case 16: dg_launch_copy<uint4>(gather, u.v, base, temp[i].ptr, stream); break;
+      case 8: dg_launch_copy<uint2>(gather, u.v, base, temp[i].ptr, stream); break;
+      case 4: dg_launch_copy<uint32_t>(gather, u.v, base, temp[i].ptr, stream); break;
+      case 2: dg_launch_copy<uint16_t>(gather, u.v, base, temp[i].ptr, stream); break;
+      default: dg_launch_copy<uint8_t>(gather, u.v, base, temp[i].ptr, stream); break;
     }
     DG_CUDA(cudaGetLastError());
   }
@@ -2222,21 +2359,76 @@ struct DgBaselineRunner {
   // The pointer cuBLAS gets for operand i: its temp, or the view's first element.
   void* operand(int i, int set) const { return bl->copy[i] ? temp[i].ptr : view_base(i, set); }
 
-  // One baseline product with formulation `c` on set `set`, its epilogue included; returns the cuBLAS status.
-  int run(const DgGemmCall& c, int set) const {
+  // Allocates the pointer arrays of each pointer-array call of `b` (the baseline at the largest size).
+  void allocate_pointers(const DgBaseline& b) {
+    for (int c = 0; c < b.ncalls; ++c) {
+      if (b.calls[c].npointer_dims == 0) continue;
+      pointer_capacity[c] = b.calls[c].batch;
+      pointers[c] = dg_device_alloc(static_cast<size_t>(sets->nsets) * 3 * b.calls[c].batch * sizeof(void*), 256);
+    }
+  }
+
+  // Fills every set's pointer arrays for the calls of *bl (the size under test): synchronous, before any timing.
+  void set_pointers() const {
+    for (int c = 0; c < bl->ncalls; ++c) {
+      const DgGemmCall& call = bl->calls[c];
+      if (call.npointer_dims == 0) continue;
+      if (call.batch > pointer_capacity[c]) dg_die(4, dg_format("invalid baseline: '%s' grows past its largest size", call.desc));
+      const int ops[3] = {call.swap ? DG_B : DG_A, call.swap ? DG_A : DG_B, DG_GEMM_OUT};
+      std::vector<void*> host(static_cast<size_t>(sets->nsets) * 3 * call.batch);
+      for (int set = 0; set < sets->nsets; ++set) {
+        for (int o = 0; o < 3; ++o) {
+          char* base = view_base(ops[o], set);
+          const long long es = dg_elem_size(p->dtype[slot(ops[o])]);
+          void** out = host.data() + (static_cast<size_t>(set) * 3 + o) * call.batch;
+          for (long long b = 0; b < call.batch; ++b) {
+            long long off = 0, rest = b;
+            for (int d = call.npointer_dims - 1; d >= 0; --d) {
+              const DgPointerDim& dim = call.pointer_dims[d];
+              const long long stride = o == 0 ? dim.stride_x : o == 1 ? dim.stride_y : dim.stride_c;
+              off += (rest % dim.size) * stride;
+              rest /= dim.size;
+            }
+            out[b] = base + off * es;
+          }
+        }
+      }
+      DG_CUDA(cudaMemcpy(pointers[c].ptr, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    }
+  }
+
+  // One baseline product with formulation `ci` on set `set`, its epilogue included; returns the cuBLAS status
+  // (or DG_CALL_NO_BATCHED).
+  int run(int ci, int set) const {
+    const DgGemmCall& c = bl->calls[ci];
     const float beta = gemm_beta();
-    for (int i = DG_A; i <= DG_B; ++i)
-      if (bl->copy[i]) copy(true, i, set);
-    if (bl->copy[DG_GEMM_OUT] && beta != 0.0f) copy(true, DG_GEMM_OUT, set);
+    const bool temps = c.npointer_dims == 0;
+    if (temps) {
+      for (int i = DG_A; i <= DG_B; ++i)
+        if (bl->copy[i]) copy(true, i, set);
+      if (bl->copy[DG_GEMM_OUT] && beta != 0.0f) copy(true, DG_GEMM_OUT, set);
+    }
     const int xo = c.swap ? DG_B : DG_A, yo = c.swap ? DG_A : DG_B, out = slot(DG_GEMM_OUT);
-    const int status = cublas.gemm(handle, c.trans_x, c.trans_y, static_cast<int>(c.m), static_cast<int>(c.n),
-                                   static_cast<int>(c.k), &p->alpha, operand(xo, set), dg_cublas_type(p->dtype[xo]),
-                                   static_cast<int>(c.ldx), c.stride_x, operand(yo, set), dg_cublas_type(p->dtype[yo]),
-                                   static_cast<int>(c.ldy), c.stride_y, &beta, operand(DG_GEMM_OUT, set),
-                                   dg_cublas_type(p->dtype[out]), static_cast<int>(c.ldc), c.stride_c,
-                                   static_cast<int>(c.batch), DG_CUBLAS_COMPUTE_32F, DG_CUBLAS_GEMM_DEFAULT);
+    int status;
+    if (temps) {
+      status = cublas.gemm(handle, c.trans_x, c.trans_y, static_cast<int>(c.m), static_cast<int>(c.n),
+                           static_cast<int>(c.k), &p->alpha, operand(xo, set), dg_cublas_type(p->dtype[xo]),
+                           static_cast<int>(c.ldx), c.stride_x, operand(yo, set), dg_cublas_type(p->dtype[yo]),
+                           static_cast<int>(c.ldy), c.stride_y, &beta, operand(DG_GEMM_OUT, set),
+                           dg_cublas_type(p->dtype[out]), static_cast<int>(c.ldc), c.stride_c,
+                           static_cast<int>(c.batch), DG_CUBLAS_COMPUTE_32F, DG_CUBLAS_GEMM_DEFAULT);
+    } else {
+      if (!cublas.gemm_batched) return DG_CALL_NO_BATCHED;
+      void** arrays = reinterpret_cast<void**>(pointers[ci].ptr) + static_cast<size_t>(set) * 3 * c.batch;
+      status = cublas.gemm_batched(handle, c.trans_x, c.trans_y, static_cast<int>(c.m), static_cast<int>(c.n),
+                                   static_cast<int>(c.k), &p->alpha, arrays, dg_cublas_type(p->dtype[xo]),
+                                   static_cast<int>(c.ldx), arrays + c.batch, dg_cublas_type(p->dtype[yo]),
+                                   static_cast<int>(c.ldy), &beta, arrays + 2 * c.batch, dg_cublas_type(p->dtype[out]),
+                                   static_cast<int>(c.ldc), static_cast<int>(c.batch), DG_CUBLAS_COMPUTE_32F,
+                                   DG_CUBLAS_GEMM_DEFAULT);
+    }
     if (status != 0) return status;
-    if (bl->copy[DG_GEMM_OUT]) copy(false, DG_GEMM_OUT, set);
+    if (temps && bl->copy[DG_GEMM_OUT]) copy(false, DG_GEMM_OUT, set);
     if (elementwise) {
       void* bufs[DG_SLOTS];
       sets->bases(set, bufs);
@@ -2244,6 +2436,12 @@ struct DgBaselineRunner {
       DG_CUDA(cudaGetLastError());
     }
     return 0;
+  }
+
+  // What bench calls the baseline when call `ci` is the fastest.
+  const char* kind(int ci) const {
+    if (bl->calls[ci].npointer_dims > 0) return "cublas-ptr-array";
+    return bl->copy[DG_A] || bl->copy[DG_B] || bl->copy[DG_GEMM_OUT] ? "copy+cublas" : "cublas";
   }
 };
 
@@ -2345,11 +2543,13 @@ static void dg_add_pass(DgTiming& t, const DgTiming& again) {
 // One way to run the baseline: a cuBLAS formulation (with the elementwise pass where the problem needs
 // one), or the alternative epilogue baseline.
 struct DgBaselineCandidate {
+  std::string kind;                 // what bench calls the baseline when this one is the fastest ("baseline")
   std::string formulation;
   std::string epilogue;             // how it applies the epilogue: "elementwise", the alternative's name, or none ("")
   bool alternative = false;         // the alternative epilogue baseline, not cuBLAS
   DgTiming time;
-  std::string error;                // why it did not run; empty when it did
+  std::string error;                // why it did not run, or why its result was refused; empty when it ran
+  double rel_diff = NAN;            // a cuBLAS candidate's output against the kernel's (dg_output_diff); NaN unchecked
 };
 
 // One run-time size's timings (the whole problem's, for a fixed-size one).
@@ -2442,11 +2642,64 @@ static void dg_json_bench_row(DgJson& j, const DgBenchRow& r) {
     } else {
       j.null("us");
     }
+    if (!c.alternative && !std::isnan(c.rel_diff)) j.num("rel_diff", c.rel_diff);
     if (!c.error.empty()) j.str("error", c.error.c_str());
     j.end();
   }
   j.end_array();
 }
+
+// bench checks each cuBLAS candidate's result before timing it: its output on set 0 against the kernel's on the same
+// inputs (which verify checks against the reference), as ||got - want|| / ||want|| over the output view. Two
+// float32-accumulated results of one product differ by their roundings (under 1e-2 at 16-bit outputs); a wrong
+// layout or batch differs by about 1. A candidate past the limit is refused, not timed. The alternatives are not
+// checked: cuBLASLt FP8's nearest scale mode computes another product by design.
+static const double kDgBaselineMaxDiff = 5e-2;
+
+struct DgBaselineCheck {
+  int slot = -1;             // the output's slot
+  DgDeviceBuffer start;      // set 0's output before any run: each run starts from it (beta reads it)
+  DgDeviceBuffer want;       // the kernel's output
+  DgDeviceBuffer sums;       // dg_diff_kernel's two sums
+  size_t bytes = 0;
+
+  // Fresh data in set 0's output, the kernel's result from it kept, and the output put back as it was.
+  void prepare(const DgProblem& at, const DgBenchSets& sets, const std::function<void(int)>& run_ours,
+               cudaStream_t stream) {
+    if (slot < 0) {
+      slot = dg_out_slot(at);
+      bytes = dg_buffer_bytes(at, slot);
+      start = dg_device_alloc(bytes, 256);
+      want = dg_device_alloc(bytes, 256);
+      sums = dg_device_alloc(2 * sizeof(double), 256);
+    }
+    char* out = sets.buf[slot][0].ptr;
+    dg_device_fill_random(out, slot, at.dtype[slot], at.span[slot], 0xC4EC0000ULL, slot, stream);
+    DG_CUDA(cudaMemcpyAsync(start.ptr, out, bytes, cudaMemcpyDeviceToDevice, stream));
+    run_ours(0);
+    DG_CUDA(cudaMemcpyAsync(want.ptr, out, bytes, cudaMemcpyDeviceToDevice, stream));
+    restore(sets, stream);
+  }
+
+  void restore(const DgBenchSets& sets, cudaStream_t stream) const {
+    DG_CUDA(cudaMemcpyAsync(sets.buf[slot][0].ptr, start.ptr, bytes, cudaMemcpyDeviceToDevice, stream));
+    DG_CUDA(cudaStreamSynchronize(stream));
+  }
+
+  // The relative difference of set 0's output from the kernel's (NaN where either holds NaN), then the output
+  // put back as it was.
+  double diff(const DgProblem& at, const DgBenchSets& sets, cudaStream_t stream) const {
+    const long long count = dg_c_count(at);
+    DG_CUDA(cudaMemsetAsync(sums.ptr, 0, 2 * sizeof(double), stream));
+    dg_diff_kernel<<<static_cast<unsigned>(std::min<long long>((count + kDgBlock - 1) / kDgBlock, 1024)), kDgBlock, 0,
+                     stream>>>(at, slot, sets.buf[slot][0].ptr, want.ptr, count, reinterpret_cast<double*>(sums.ptr));
+    DG_CUDA(cudaGetLastError());
+    double host[2];
+    DG_CUDA(cudaMemcpyAsync(host, sums.ptr, sizeof(host), cudaMemcpyDeviceToHost, stream));
+    restore(sets, stream);
+    return host[1] > 0.0 ? std::sqrt(host[0] / host[1]) : (host[0] == 0.0 ? 0.0 : INFINITY);
+  }
+};
 
 // The hook for an alternative epilogue baseline (DgAltBaseline, e.g. cuBLASLt's fused epilogue): prepared for
 // the size under test, one trial run, then timed the same way as everything else; it joins the row's
@@ -2463,6 +2716,7 @@ static std::function<void(int)> dg_time_alternative(DgAltBaseline& alt, const Dg
   DG_CUDA(cudaStreamSynchronize(stream));
   // Asked after prepare and the trial run, which may settle them.
   cand.epilogue = alt.epilogue();
+  cand.kind = cand.epilogue;
   cand.formulation = alt.formulation();
   std::function<void(int)> run_set;
   if (cand.error.empty()) {
@@ -2568,6 +2822,8 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
   size_t set_bytes = 0, temp_bytes = 0;
   for (int x = 0; x < DG_SLOTS; ++x)
     if (p.present[x]) set_bytes += dg_buffer_bytes(p, x) + p.align[x];
+  for (int c = 0; opt.baseline && bl.available && c < bl.ncalls; ++c)   // a pointer-array call's arrays, a set's
+    if (bl.calls[c].npointer_dims > 0) set_bytes += 3 * static_cast<size_t>(bl.calls[c].batch) * sizeof(void*);
   for (int i = 0; i < 3; ++i) {
     const int x = i == DG_GEMM_OUT ? dg_out_slot(p) : i;
     if (bl.available && bl.copy[i]) temp_bytes += dg_view_count(bl.view[i]) * dg_elem_size(p.dtype[x]);
@@ -2614,6 +2870,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
       for (int i = 0; i < 3; ++i)
         if (bl.copy[i])
           runner.temp[i] = dg_device_alloc(dg_view_count(bl.view[i]) * dg_elem_size(p.dtype[runner.slot(i)]), 256);
+      runner.allocate_pointers(bl);
       setup_status = runner.cublas.set_stream(runner.handle, stream);
       if (setup_status == 0 && runner.cublas.set_workspace) {
         const size_t ws_bytes = 64u << 20;
@@ -2626,6 +2883,7 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
   const std::vector<long long> sizes = dg_sizes(p, opt, false);
   const long long hi = dg_run_time_hi(p);
   std::vector<DgBenchRow> rows;
+  DgBaselineCheck check;
   for (const long long m : sizes) {
     const DgProblem at = dg_problem_at(p, m);
     const DgBaseline bl_at = dg_baseline_at(bl, m, hi);
@@ -2655,22 +2913,29 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
       runner.bl = &bl_at;
       runner.elementwise = dg_needs_elementwise(at);
       if (runner.elementwise) runner.ew = dg_elementwise_plan(at);
+      runner.set_pointers();   // outside every timed region: the pointer-array calls time the call alone
+      check.prepare(at, sets, run_ours, stream);
       for (int c = 0; c < bl_at.ncalls; ++c) {
         const DgGemmCall& call = bl_at.calls[c];
         DgBaselineCandidate cand;
+        cand.kind = runner.kind(c);
         cand.formulation = call.desc;
         if (runner.elementwise) cand.epilogue = "elementwise";
         int cs = setup_status;
         if (cs == 0 && std::max({call.m, call.n, call.k, call.ldx, call.ldy, call.ldc, call.batch}) > INT_MAX)
-          cs = -1;
-        if (cs == 0) cs = runner.run(call, 0);   // a trial call: cuBLAS may reject the types or the layout
+          cs = DG_CALL_TOO_BIG;
+        if (cs == 0) cs = runner.run(c, 0);   // a trial call: cuBLAS may reject the types or the layout
         DG_CUDA(cudaStreamSynchronize(stream));
         std::function<void(int)> run_set;
+        if (cs == 0) cand.rel_diff = check.diff(at, sets, stream);
         if (cs != 0) {
-          cand.error = cs < 0 ? "a cuBLAS dimension exceeds int" : "cuBLAS returned " + dg_cublas_status(cs);
+          cand.error = dg_call_error(cs);
+        } else if (!(cand.rel_diff <= kDgBaselineMaxDiff)) {
+          cand.error = dg_format("its result differs from the kernel's: relative difference %.3g (limit %g)",
+                                 cand.rel_diff, kDgBaselineMaxDiff);
         } else {
-          run_set = [&runner, &call](int i) {
-            if (const int s = runner.run(call, i)) dg_die(4, "cublasGemmStridedBatchedEx returned " + dg_cublas_status(s));
+          run_set = [&runner, c](int i) {
+            if (const int s = runner.run(c, i)) dg_die(4, "the baseline's cuBLAS call: " + dg_call_error(s));
           };
           cand.time = dg_time(stream, sets.nsets, opt, run_set);
         }
@@ -2691,9 +2956,9 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
       if (cand.error.empty() && (row.best < 0 || cand.time.graph_us < row.candidates[row.best].time.graph_us))
         row.best = static_cast<int>(c);
     }
-    if (row.best >= 0 && row.candidates[row.best].alternative)
-      row.baseline = row.candidates[row.best].epilogue;   // the alternative won
-    else if (row.best < 0 && !row.candidates.empty())
+    if (row.best >= 0)
+      row.baseline = row.candidates[row.best].kind;
+    else if (!row.candidates.empty())
       row.baseline = "unavailable: " + row.candidates[0].error;
     const double us = row.ours.graph_us, baseline_us = row.best < 0 ? NAN : row.candidates[row.best].time.graph_us;
     fprintf(stderr, "dg_harness: bench %s%s: %.3f us (graph), %.3f us (stream), %.2f TFLOP/s; baseline %s: %s us\n",

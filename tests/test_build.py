@@ -214,26 +214,29 @@ def test_deepgemm_builds_with_the_wheels_when_system_cuda_is_hidden(tmp_path):
 
 
 @pytest.mark.slow
-def test_harness_selftest_compiles_warning_free(tmp_path):
-    """dg_harness.cuh on its own (hand-written kernel, no generator): -Wall clean, and without a GPU the
-    binary says so in JSON and exits 3. tests/harness_selftest/run_on_gpu.sh runs its cases on a GPU."""
-    import json
-
+@pytest.mark.parametrize("case,defines,exit_code,error", [
+    ("1", [], 3, "no CUDA GPU"),
+    ("10", [], 3, "no CUDA GPU"),  # the multi-batch baseline: a copy call and a pointer-array call
+    ("10", ["-DSELFTEST_BAD_BASELINE"], 4, "'pointer-array batched over b[2],h[3]: C^T=B^TA' reaches element"),
+], ids=["case1", "case10", "case10_bad_pointers"])
+def test_harness_selftest_compiles_warning_free(tmp_path, case, defines, exit_code, error):
+    """dg_harness.cuh on its own (hand-written kernel, no generator): -Wall clean; the problem and baseline checks
+    run before the GPU is looked for, so with no GPU visible a valid case says so in JSON and exits 3, and a
+    pointer-array call reaching past its buffer exits 4. tests/harness_selftest/run_on_gpu.sh runs its cases on a
+    GPU."""
     nvcc = nvcc_or_skip()
     repo = Path(__file__).resolve().parent.parent
     exe = tmp_path / "selftest"
     cmd = [*nvcc.compile_prefix(), "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-Wall",
-           "-I", str(repo / "templates"), str(repo / "tests" / "harness_selftest" / "selftest_harness.cu"),
-           "-o", str(exe), "-ldl"]
+           f"-DSELFTEST_CASE={case}", *defines, "-I", str(repo / "templates"),
+           str(repo / "tests" / "harness_selftest" / "selftest_harness.cu"), "-o", str(exe), "-ldl"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=nvcc.run_env(os.environ), check=False)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr.lower(), proc.stderr
-    from .conftest import gpu_present
-
-    if not gpu_present():
-        run = subprocess.run([str(exe), "verify"], capture_output=True, text=True, check=False)
-        assert run.returncode == 3
-        assert "no CUDA GPU" in json.loads(run.stdout)["error"]
+    run = subprocess.run([str(exe), "bench"], capture_output=True, text=True, check=False,
+                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert run.returncode == exit_code, run.stdout + run.stderr
+    assert error in json.loads(run.stdout)["error"], run.stdout
 
 
 # ------------------------------------------------------------------------------------------ build cache

@@ -165,7 +165,7 @@ def test_a_malformed_harness_report_names_the_key_and_the_rebuild(report, words)
 BENCH_ROW = {"us": 3.0, "tflops": 0.5, "gbps": 50.0, "us_stream": 3.4, "us_passes": [2.9, 3.1], "baseline": "cublas",
              "baseline_formulation": "C^T=B^TA", "baseline_epilogue": None, "baseline_us": 4.0,
              "baseline_tflops": 0.37, "baseline_us_stream": 4.4, "baseline_us_passes": [4.0, 4.0], "ratio": 1.33,
-             "baseline_candidates": [{"formulation": "C^T=B^TA", "us": 4.0, "us_passes": [4.0, 4.0]},
+             "baseline_candidates": [{"formulation": "C^T=B^TA", "us": 4.0, "us_passes": [4.0, 4.0], "rel_diff": 2e-3},
                                      {"formulation": "copy", "us": None, "error": "no memory"}]}
 BENCH = {"command": "bench", "name": "dyn", "arch": "sm_90a", "device": "NVIDIA H200", "output": "C", "epilogue": [],
          "method": "graph", **BENCH_ROW, "copy_gbps": "nan", "sets": 4, "reps": 50, "m": 16,
@@ -178,6 +178,7 @@ def test_bench_report_rows_are_named_and_round_trip():
     assert b.row.us == 3.0 and b.row.m == 16 and b.row.baseline_formulation == "C^T=B^TA"
     assert [(r.m, r.us, r.ratio) for r in b.rows] == [(1, 2.0, 2.0), (16, 3.0, 1.33)]
     assert b.row.baseline_candidates[1].us is None and b.row.baseline_candidates[1].error == "no memory"
+    assert b.row.baseline_candidates[0].rel_diff == 2e-3 and b.row.baseline_candidates[1].rel_diff is None
     assert math.isnan(b.copy_gbps) and b.to_dict()["copy_gbps"] == "nan"
     again = BenchReport.from_dict(json.loads(json.dumps(b.to_dict())))
     assert again.to_dict() == b.to_dict() and again.rows == b.rows  # NaN != NaN: the whole records differ only there

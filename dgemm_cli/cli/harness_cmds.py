@@ -225,7 +225,12 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
 
     The baseline is cuBLAS on the same views without copies: every formulation that exists (operand
     swap, transpose flags, which segment becomes the batch dim) is timed and the fastest is reported
-    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS. With a fused
+    (`baseline_formulation`). Only when none exists is it copy to contiguous + cuBLAS; when only the batch
+    letters keep one strided-batched call from the views (`bshd,bthd->bhst`: b and h do not chain), a
+    pointer-array call (cublasGemmBatchedEx over the views in place) is timed beside the copy, and the faster
+    is the baseline (`baseline`: cublas, copy+cublas or cublas-ptr-array). Each cuBLAS candidate's output is
+    compared with the kernel's before it is timed (`rel_diff` in `baseline_candidates`; one past 5e-2 is
+    refused). With a fused
     epilogue the baseline is the cheapest a user would run: cuBLAS then one elementwise kernel
     (`baseline_epilogue: elementwise`), or cuBLASLt with the epilogue fused where it has it
     (BIAS / RELU_BIAS / GELU_BIAS), whichever is faster.
@@ -260,7 +265,7 @@ def bench(dirs: tuple[Path, ...], arch: str | None, reps: int | None, warmup: in
     roof = ["--roof", "1"] if plot_path is not None else []
     total, runs = _run_harnesses(dirs, arch, ["bench", *counts, *roof], sizes)
     if not as_json:
-        click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<14} "
+        click.echo(f"{'kernel':<24} {'arch':<7} {'µs':>10} {'TFLOP/s':>9} {'GB/s':>8}   {'baseline':<16} "
                    f"{'µs':>10} {'ratio':>7}  {'passes':>11}")
     for i, run in enumerate(runs, 1):
         r = run.report
@@ -330,5 +335,5 @@ def _bench_line(name: str, arch: str, r: BenchReport, size: BenchRow) -> str:
     """One size's times, as the table's columns; `passes` is the ratio of each of the two passes."""
     label = f"{name} {r.dynamic.letter}={size.m}" if r.dynamic and size.m is not None else name
     return (f"{label:<24} {arch:<7} {fmt(size.us):>10} {fmt(size.tflops):>9} {fmt(size.gbps):>8}   "
-            f"{str(size.baseline)[:14]:<14} {fmt(size.baseline_us):>10} {fmt(size.ratio):>7}  "
+            f"{str(size.baseline)[:16]:<16} {fmt(size.baseline_us):>10} {fmt(size.ratio):>7}  "
             f"{passes_text(row_stability(size)):>11}")

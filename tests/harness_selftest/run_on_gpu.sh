@@ -18,7 +18,7 @@ for v in "case1:1:" "case2:2:" "case3:3:" "case4:4:" "case5:5:" "case6:6:" "case
          "broken7:6:-DSELFTEST_BROKEN=7" "broken8:6:-DSELFTEST_BROKEN=8" "broken8_run_time:7:-DSELFTEST_BROKEN=8" \
          "broken9:6:-DSELFTEST_BROKEN=9" "dependent:3:-DSELFTEST_DEPENDENT" \
          "broken10:3:-DSELFTEST_DEPENDENT -DSELFTEST_BROKEN=10" "broken11:9:-DSELFTEST_BROKEN=11" \
-         "broken12:9:-DSELFTEST_BROKEN=12"; do
+         "broken12:9:-DSELFTEST_BROKEN=12" "case10:10:" "bad_pointers:10:-DSELFTEST_BAD_BASELINE"; do
   IFS=: read -r name c d <<<"$v"
   [ -n "${SELFTEST_PREBUILT:-}" ] || nvcc $flags -DSELFTEST_CASE=$c $d $src -o "$out/$name" 2>"$out/$name.build.log" &
 done
@@ -59,6 +59,9 @@ check 0 "$out/case8" verify --repeat 2
 check 0 "$out/case8" bench --reps 10
 check 0 "$out/case9" verify --repeat 2
 check 0 "$out/case9" bench --reps 10
+check 0 "$out/case10" verify --repeat 2
+check 0 "$out/case10" bench --reps 10   # both candidates run: "baseline_candidates" has no "error"
+check 4 "$out/bad_pointers" bench --reps 5
 check 2 "$out/case4" verify --m 41
 check 2 "$out/case1" bench --m 4
 check 1 "$out/broken1" verify
@@ -95,5 +98,6 @@ if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case7" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck7b.txt"; echo "memcheck case7 bench rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case8" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck8b.txt"; echo "memcheck case8 bench rc=$?"
   compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case9" verify --seeds 1 >/dev/null 2>"$out/memcheck9.txt"; echo "memcheck case9 verify rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$out/case10" bench --warmup 1 --reps 2 >/dev/null 2>"$out/memcheck10b.txt"; echo "memcheck case10 bench rc=$?"
   tail -n 3 "$out"/memcheck*.txt
 fi

@@ -18,6 +18,9 @@
 //     scale[n]; the baseline is one batched GEMM with beta 1, then the elementwise pass.
 //   9  e4m3 A and B with f32 scales over blocks (fp8_problem.inc): two summed letters, A's scales blocked along m
 //     and j by 2 (a tail block) in a padded view, B's along j by 4 and whole along n; no cuBLAS baseline.
+//   10 bf16 attention scores S[b=2, h=3, s=64, t=48] = sum_d Q[b, s, h, d=32] K[b, t, h, d] + 0.5 S, every view
+//     dense in its letter order: b and h chain in neither input, so the baseline's candidates are Q and K copied
+//     to [b, h, s|t, d] + one strided-batched call, and a pointer-array call over b, h on the views in place.
 // Planted bugs, each of which the harness must catch (verify exits 1, or 4 for the fault):
 //   -DSELFTEST_BROKEN=1  drop the last summed term and write one hole of the output
 //   -DSELFTEST_BROKEN=2  read C even when beta == 0 (the NaN poison must show up)
@@ -35,7 +38,9 @@
 //   -DSELFTEST_BROKEN=11 (case 9) leave out B's scales
 //   -DSELFTEST_BROKEN=12 (case 9) index A's scales along the summed letters by B's blocks (4, not 2): a kernel
 //                        that assumes one K block for both inputs
-// -DSELFTEST_BAD_BASELINE gives case 1's baseline ldc < m: bench must report the baseline unavailable.
+// -DSELFTEST_BAD_BASELINE gives case 1's baseline ldc < m: bench must report the baseline unavailable; case 10's
+// pointer-array call a b stride in C twice the real one, which reaches past C: the harness refuses it (exit 4)
+// before it looks for a GPU.
 // -DSELFTEST_DEPENDENT launches the kernel as a programmatic dependent launch (sm_90), as the generated small-M
 // kernels are: it waits (griddepcontrol.wait) before it touches memory.
 //
@@ -160,6 +165,33 @@ static const DgBaseline kBaseline = {
 #elif SELFTEST_CASE == 9
 #define FP8_NAME "selftest_fp8"
 #include "fp8_problem.inc"
+#elif SELFTEST_CASE == 10
+// Strides: Q [b, s, h, d] (6144, 96, 32, 1), K [b, t, h, d] (4608, 96, 32, 1), S [b, h, s, t] (9216, 3072, 48, 1).
+static const DgProblem kProblem = {
+    "selftest_multi_batch", "sm_90a", 5,
+    {{'b', DG_BATCH, 2, {6144, 4608, 9216}},
+     {'h', DG_BATCH, 3, {32, 32, 3072}},
+     {'s', DG_M, 64, {96, 0, 48}},
+     {'t', DG_N, 48, {0, 96, 1}},
+     {'d', DG_K, 32, {1, 1, 0}}},
+    4, {1, 1, 1}, {0, 0, 0}, {12288, 9216, 18432}, {DG_BF16, DG_BF16, DG_BF16}, {16, 16, 16}, 1.0f, 0.5f, 1e-2};
+#ifdef SELFTEST_BAD_BASELINE
+static const long long kPointerStrideC = 2 * 9216;
+#else
+static const long long kPointerStrideC = 9216;
+#endif
+// Row-major S[b, h] (s x t, ld 48) is column-major (t x s): swap, Smat(48 x 64) = K^T Q, K (t x d, ld 96 in place,
+// 32 in its temp) transposed. The copy call gathers Q and K into [b, h, s|t, d] temps (d innermost, as they lie);
+// the pointer-array call takes matrix (b, h) at b * 4608 + h * 32 in K, b * 6144 + h * 32 in Q, b * 9216 + h * 3072
+// in S.
+static const DgBaseline kBaseline = {
+    1, "multi-batch", {1, 1, 0},
+    {{4, {2, 3, 64, 32}, {6144, 32, 96, 1}}, {4, {2, 3, 48, 32}, {4608, 32, 96, 1}}, {}},
+    2,
+    {{"copy+strided-batched (dense A, B): C^T=B^TA batch=b[2]h[3]", 1, 1, 0, 48, 64, 32, 32, 32, 48, 1536, 2048, 3072,
+      6},
+     {"pointer-array batched over b[2],h[3]: C^T=B^TA", 1, 1, 0, 48, 64, 32, 96, 96, 48, 0, 0, 0, 6, 0u, 2,
+      {{2, 4608, 6144, kPointerStrideC, 0}, {3, 32, 32, 3072, 0}}}}};
 #else
 #error "unknown SELFTEST_CASE"
 #endif
