@@ -22,8 +22,12 @@ from deepgemm.torch.problem import (
     spec_document,
 )
 
+_ADDRESSES = iter(range(1 << 30, 1 << 62, 1 << 30))  # a buffer of its own for each tensor, 16-byte aligned
 
-def meta(shape, strides=None, dtype="f32", address=4096):
+
+def meta(shape, strides=None, dtype="f32", address=None):
+    if address is None:
+        address = next(_ADDRESSES)
     if strides is None:
         strides, step = [], 1
         for n in reversed(shape):
@@ -230,7 +234,8 @@ def test_the_canonical_contraction_computes_the_same_product_over_the_same_memor
     rng = np.random.default_rng(0)
     bufs = [rng.standard_normal(n) for n in (na, nb)]
     eq = parse_equation(equation, len(sa), len(sb))
-    c = contraction_of(eq, TensorMeta(sa, ta, "f32", 0), TensorMeta(sb, tb, "f32", 0), TensorMeta(so, to, "f32", 0))
+    c = contraction_of(eq, TensorMeta(sa, ta, "f32", 0), TensorMeta(sb, tb, "f32", 1 << 30),
+                       TensorMeta(so, to, "f32", 2 << 30))
     want = np.einsum(equation, *(as_strided(buf, s, [x * 8 for x in t]) for buf, s, t in
                                  ((bufs[0], sa, ta), (bufs[1], sb, tb))))
     sizes = dict(c.sizes)
@@ -240,3 +245,11 @@ def test_the_canonical_contraction_computes_the_same_product_over_the_same_memor
     as_strided(got_out, [sizes[x] for x in c.c.letters], [x * 8 for x in c.c.strides])[...] = np.einsum(
         c.equation, *views)
     np.testing.assert_allclose(as_strided(got_out, so, [x * 8 for x in to]), want, rtol=1e-12, atol=1e-12)
+
+
+def test_an_out_that_overlaps_an_input_is_refused():
+    eq = parse_equation("mk,kn->mn", 2, 2)
+    a = meta((4, 4), address=4096)
+    with pytest.raises(TensorArgumentError, match="out overlaps a"):
+        contraction_of(eq, a, meta((4, 4), address=1 << 20), meta((4, 4), address=4096 + 4 * 15))
+    contraction_of(eq, a, meta((4, 4), address=1 << 20), meta((4, 4), address=4096 + 4 * 16))  # just past a

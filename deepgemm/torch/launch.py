@@ -83,16 +83,13 @@ def run(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
     if rows not in ROW_POLICIES:
         raise TensorArgumentError(f"rows={rows!r}: use one of {', '.join(ROW_POLICIES)}")
     eq = equation_of(equation, a.dim(), b.dim())
-    tensors = [("a", a), ("b", b), ("out", out)] + [(f"epilogue {k}", v) for k, v in epilogue
-                                                     if isinstance(v, torch.Tensor)]
-    metas = {what: tensor_meta(t, what) for what, t in tensors}
     device = out.device
-    for what, t in tensors:
-        if t.device != device:
+    for what, t in [("a", a), ("b", b), *((f"epilogue {k}", v) for k, v in epilogue if isinstance(v, torch.Tensor))]:
+        if isinstance(t, torch.Tensor) and t.device != device:
             raise TensorArgumentError(f"{what} is on {t.device}, out on {device}. Fix: put every tensor on one "
                                       "device")
     steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v) for k, v in epilogue)
-    contraction = contraction_of(eq, metas["a"], metas["b"], metas["out"], steps)
+    contraction = contraction_of(eq, tensor_meta(a, "a"), tensor_meta(b, "b"), tensor_meta(out, "out"), steps)
     if out.numel() == 0:
         return
     if any(n == 0 for _, n in contraction.sizes):  # an empty sum: t = beta * out, then the epilogue

@@ -208,6 +208,10 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
         if n > 1 and s == 0:
             raise TensorArgumentError(f"out: a dim of size {n} has stride 0, so its elements alias. Fix: pass an out "
                                       "whose elements are distinct (e.g. torch.empty)")
+    for what, t in (("a", a), ("b", b), *((f"epilogue {k}", v) for k, v in epilogue if isinstance(v, TensorMeta))):
+        if _overlap(t, out):
+            raise TensorArgumentError(f"out overlaps {what} in memory: a kernel reads {what} while it writes out. "
+                                      "Fix: pass an out of its own (or none)")
     views["C"] = (tuple(eq.out), tuple(out.strides), out.dtype, out.align)
     steps: list[tuple[str, Any]] = []
     for i, (kind, value) in enumerate(epilogue):
@@ -226,6 +230,20 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
                else EpilogueStepOf(kind, value=value) for kind, value in steps)
     return Contraction(final["A"], final["B"], final["C"],
                        tuple((rename[x], canonical_size) for x, canonical_size in letters.items()), ep)
+
+
+def _overlap(t: TensorMeta, u: TensorMeta) -> bool:
+    """Whether the byte ranges the two views span meet (an empty view spans nothing)."""
+    if 0 in t.shape or 0 in u.shape:
+        return False
+    (t0, t1), (u0, u1) = (_byte_span(x) for x in (t, u))
+    return t0 < u1 and u0 < t1
+
+
+def _byte_span(t: TensorMeta) -> tuple[int, int]:
+    """[first byte, past the last byte] of the view (torch's strides are never negative)."""
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.strides))
+    return t.address, t.address + ELEMENT_BYTES[t.dtype] * (last + 1)
 
 
 View = tuple[tuple[str, ...], tuple[int, ...], str, int]  # letters, strides, dtype, align: a view being canonicalized
