@@ -5,6 +5,9 @@ indexing. Skipped where torch is not installed (`pip install ".[torch]"`; CI ins
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+
+from .test_torch_problem import calls
 
 torch = pytest.importorskip("torch")
 
@@ -302,3 +305,22 @@ def test_a_cuda_graph_captures_and_replays_forward_and_backward():
     close(y, yr, torch.float32)
     close(x.grad, xr.grad, torch.float32)
     close(model[0].weight.grad, ref[0].weight.grad, torch.float32)
+
+
+# ------------------------------------------------------------------------------- random views, on the host
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls())
+def test_random_views_match_torch_einsum_on_the_cpu(call):
+    """Random equations over random views (permuted, padded, broadcast, size-1 dims), each operand a strided view
+    into a buffer of its own, out included: deepgemm's host kernel against torch.einsum."""
+    equation, ((sa, ta, na), (sb, tb, nb), (so, to, no)) = call
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(na, generator=g).as_strided(sa, ta)
+    b = torch.randn(nb, generator=g).as_strided(sb, tb)
+    out = torch.full((no,), float("nan")).as_strided(so, to)
+    dgt.einsum(equation, a, b, out=out)
+    want = torch.einsum(equation, a, b)
+    assert not torch.isnan(out).any()
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
