@@ -177,46 +177,10 @@ def fit(batch: Dim, m: Dim, n: Dim, k: Dim, swap: bool) -> CublasCall | None:
                       batch.stride[xo], batch.stride[yo], batch.stride["C"], batch.size, scaled)
 
 
-def formulations(views: ProblemViews) -> list[CublasCall]:
-    """The no-copy cuBLAS formulations of the problem that move the fewest segments into the batch,
-    without duplicates."""
-    roles = views.roles
-    run_time = run_time_letter(views)
-    k = single(roles["k"].segments, run_time)
-    if k is None:
-        return []
-    movable = [("m", s) for s in roles["m"].segments] + [("n", s) for s in roles["n"].segments]
-    calls: list[CublasCall] = []
-    min_moves = 0
-    # Fewest segments moved into the batch first: moving one that need not move turns a GEMM into a
-    # batch of GEMVs (valid, and far slower), so only the smallest number of moves that fits is kept.
-    for moved in sorted(product((False, True), repeat=len(movable)), key=sum):
-        if calls and sum(moved) > min_moves:
-            break
-        to_batch = [s for (_, s), mv in zip(movable, moved) if mv]
-        left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
-        batch = chain(list(roles["batch"].segments) + to_batch, run_time)
-        m, n = single(left["m"], run_time), single(left["n"], run_time)
-        if batch is None or m is None or n is None or batch.size > INT32_MAX:
-            continue
-        if batch.size > 1 and batch.stride["C"] == 0:
-            continue
-        for swap in (False, True):
-            call = fit(batch, m, n, k, swap)
-            if call is not None and all(call_key(call) != call_key(c) for c in calls):
-                calls.append(call)
-                min_moves = sum(moved)
-    return calls
-
-
-NO_BATCH = Dim("-", 1, {"A": 0, "B": 0, "C": 0})
-
-
-def pointer_formulations(views: ProblemViews) -> list[CublasCall]:
-    """The pointer-array formulations of a problem whose batch no strided-batched call covers: the batch
-    segments (with the m or n segments moved there, the fewest that fit, as `formulations` moves them) do not
-    chain into one stride, and what is left fits one column-major GEMM. Empty where they chain (a strided call
-    takes them), where a matrix does not fit, or past MAX_POINTER_BATCH matrices."""
+def _fewest_moves(views: ProblemViews, calls_of) -> list[CublasCall]:
+    """The calls `calls_of(batch_segments, m, n, k, run_time)` gives for each choice of m and n segments moved into
+    the batch, the fewest moves that give any call, without duplicates. Moving a segment that need not move turns a
+    GEMM into a batch of GEMVs (valid, and far slower), so only the smallest number of moves that fits is kept."""
     roles = views.roles
     run_time = run_time_letter(views)
     k = single(roles["k"].segments, run_time)
@@ -231,14 +195,45 @@ def pointer_formulations(views: ProblemViews) -> list[CublasCall]:
         segs = list(roles["batch"].segments) + [s for (_, s), mv in zip(movable, moved) if mv]
         left = {r: tuple(s for (rr, s), mv in zip(movable, moved) if rr == r and not mv) for r in ("m", "n")}
         m, n = single(left["m"], run_time), single(left["n"], run_time)
-        if m is None or n is None or len(segs) < 2 or chain(segs, run_time) is not None:
+        if m is None or n is None:
             continue
+        for call in calls_of(segs, m, n, k, run_time):
+            if all(call_key(call) != call_key(c) for c in calls):
+                calls.append(call)
+                min_moves = sum(moved)
+    return calls
+
+
+def formulations(views: ProblemViews) -> list[CublasCall]:
+    """The no-copy cuBLAS formulations of the problem that move the fewest segments into the batch,
+    without duplicates."""
+    def strided(segs, m, n, k, run_time):
+        batch = chain(segs, run_time)
+        if batch is None or batch.size > INT32_MAX or (batch.size > 1 and batch.stride["C"] == 0):
+            return []
+        return [c for c in (fit(batch, m, n, k, swap) for swap in (False, True)) if c is not None]
+
+    return _fewest_moves(views, strided)
+
+
+NO_BATCH = Dim("-", 1, {"A": 0, "B": 0, "C": 0})
+
+
+def pointer_formulations(views: ProblemViews) -> list[CublasCall]:
+    """The pointer-array formulations of a problem whose batch no strided-batched call covers: the batch
+    segments (with the m or n segments moved there, the fewest that fit, as `formulations` moves them) do not
+    chain into one stride, and what is left fits one column-major GEMM. Empty where they chain (a strided call
+    takes them), where a matrix does not fit, or past MAX_POINTER_BATCH matrices."""
+    def pointers(segs, m, n, k, run_time):
+        if len(segs) < 2 or chain(segs, run_time) is not None:
+            return []
         order = sorted(segs, key=lambda s: -seg_stride(s, "C"))
         count = 1
         for s in order:
             count *= s.size
         if count > MAX_POINTER_BATCH or any(seg_stride(s, "C") == 0 for s in order):
-            continue
+            return []
+        out = []
         for swap in (False, True):
             call = fit(NO_BATCH, m, n, k, swap)
             if call is None:
@@ -246,13 +241,12 @@ def pointer_formulations(views: ProblemViews) -> list[CublasCall]:
             xo, yo = ("B", "A") if swap else ("A", "B")
             dims = tuple(PointerDim(s.label, s.size, seg_stride(s, xo), seg_stride(s, yo), seg_stride(s, "C"),
                                     run_time in s.letters) for s in order)
-            call = replace(call, desc=f"pointer-array batched over {','.join(s.label for s in order)}: {call.desc}",
-                           batch=count, pointers=dims,
-                           scaled=call.scaled + (("batch",) if any(d.scaled for d in dims) else ()))
-            if all(call_key(call) != call_key(c) for c in calls):
-                calls.append(call)
-                min_moves = sum(moved)
-    return calls
+            out.append(replace(call, desc=f"pointer-array batched over {','.join(s.label for s in order)}: "
+                                          f"{call.desc}", batch=count, pointers=dims,
+                               scaled=call.scaled + (("batch",) if any(d.scaled for d in dims) else ())))
+        return out
+
+    return _fewest_moves(views, pointers)
 
 
 def call_key(c: CublasCall) -> tuple:
