@@ -324,3 +324,24 @@ def test_random_views_match_torch_einsum_on_the_cpu(call):
     want = torch.einsum(equation, a, b)
     assert not torch.isnan(out).any()
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_spec_for_is_the_spec_einsum_builds_and_it_generates_a_folder(tmp_path):
+    import deepgemm
+
+    q, k = torch.randn(2, 9, 4, 16), torch.randn(2, 11, 4, 16)
+    spec = dgt.spec_for("bshd,bthd->bhst", q, k, arch="sm_90a", name="attn_scores")
+    assert spec.name == "attn_scores" and spec.arch == "sm_90a"
+    assert spec.A.strides == tuple(q.stride()) and spec.B.strides == tuple(k.stride())  # the views as they are
+    eq = launch.equation_of("bshd,bthd->bhst", 4, 4)
+    out = torch.empty(2, 4, 9, 11)
+    c = dgt.problem.contraction_of(eq, launch.tensor_meta(q, "a"), launch.tensor_meta(k, "b"),
+                                   launch.tensor_meta(out, "out"))
+    same = launch.spec_of(c, "sm_90a", reads_c=False, name="attn_scores")
+    assert same == spec
+    generated = deepgemm.generate(spec, tmp_path)
+    assert "attn_scores(const float* A, const float* B, float* C" in generated.prototype
+    dynamic = dgt.spec_for("mk,nk->mn", torch.randn(5, 64), torch.randn(32, 64), rows="dynamic", arch="sm_90a")
+    assert dynamic.run_time_letter[1:] == (1, 64)
+    with pytest.raises(dgt.TensorArgumentError, match="2 row letters"):
+        dgt.spec_for("bmk,nk->bmn", torch.randn(3, 5, 64)[:, :4], torch.randn(32, 64), rows="dynamic")

@@ -17,9 +17,10 @@ from __future__ import annotations
 import torch
 
 from deepgemm.torch import ops
-from deepgemm.torch.launch import ROW_POLICIES, arch_of, kernel_for
+from deepgemm.torch.launch import ROW_POLICIES, arch_of, equation_of, kernel_for, spec_of, tensor_meta
 from deepgemm.torch.linear import Linear, linear, replace_linear
-from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError
+from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError, TensorMeta, contraction_of, output_shape, row_range
+from dgemm_cli.spec import Spec
 
 
 def einsum(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
@@ -55,5 +56,40 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
     return einsum(f"{left},{right}->{result}", a, b, out=out, alpha=alpha, beta=beta, epilogue=epilogue, rows=rows)
 
 
+def spec_for(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, beta: float = 0.0,
+             epilogue: list | None = None, rows: str = "static", arch: str | None = None,
+             name: str | None = None) -> Spec:
+    """The spec `einsum` builds for these tensors: its kernel, generated into a folder of its own
+    (`deepgemm.generate(spec, "generated")`), is the standalone CUDA (or C++) a C++ project can vendor. `out`
+    defaults to a new contiguous, 16-byte aligned tensor, as einsum allocates it; `rows="dynamic"` sizes the one row
+    letter at run time over the range that holds its size; `arch` defaults to the tensors' device's."""
+    if rows not in ("static", "dynamic"):
+        raise TensorArgumentError(f"rows={rows!r}: a spec is static or dynamic")
+    eq = equation_of(equation, a.dim(), b.dim())
+    a_meta, b_meta = tensor_meta(a, "a"), tensor_meta(b, "b")
+    if out is None:
+        shape = output_shape(eq, a_meta, b_meta)
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= max(n, 1)
+        out_meta = TensorMeta(shape, tuple(strides), a_meta.dtype, 0)
+    else:
+        out_meta = tensor_meta(out, "out")
+    steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v)
+                  for step in epilogue or () for k, v in step.items())
+    c = contraction_of(eq, a_meta, b_meta, out_meta, steps)
+    span = None
+    if rows == "dynamic":
+        if len(c.row_letters) != 1:
+            raise TensorArgumentError(f"rows='dynamic': the product has {len(c.row_letters)} row letters (in a and the "
+                                      "output, not in b); a run-time size takes exactly one. Fix: rows='static'")
+        span = row_range(c.size(c.row_letters))
+        if span is None:
+            raise TensorArgumentError(f"rows='dynamic': {c.size(c.row_letters)} rows are past the largest range "
+                                      f"({ROW_RANGES[-1][1]}). Fix: rows='static'")
+    return spec_of(c, arch or arch_of(a.device), reads_c=beta != 0.0, rows=span, name=name)
+
+
 __all__ = ["Linear", "ROW_POLICIES", "ROW_RANGES", "TensorArgumentError", "arch_of", "einsum", "kernel_for",
-           "linear", "matmul", "replace_linear"]
+           "linear", "matmul", "replace_linear", "spec_for"]

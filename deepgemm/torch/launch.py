@@ -30,6 +30,7 @@ from deepgemm.torch.problem import (
     row_range,
     spec_document,
 )
+from dgemm_cli.spec import Spec
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # A CUDA device's compute capability -> the arch deepgemm generates for it.
@@ -128,12 +129,17 @@ def kernel_for(c: Contraction, arch: str, *, reads_c: bool, rows: str = "auto") 
     key = (_without_size(c, row) if row else c, arch, reads_c, span)
     found = _KERNELS.get(key)
     if found is None:
-        doc = spec_document(c, arch, rows=span, reads_c=reads_c)
-        spec = spec_from_dict({"name": default_name("torch", doc), **doc}, source="<deepgemm.torch>")
-        found = (get_kernel(spec, arch), row)
+        found = (get_kernel(spec_of(c, arch, reads_c=reads_c, rows=span), arch), row)
         with _GUARD:
             found = _KERNELS.setdefault(key, found)
     return found
+
+
+def spec_of(c: Contraction, arch: str, *, reads_c: bool, rows: tuple[int, int] | None = None,
+            name: str | None = None) -> Spec:
+    """The spec of contraction `c` (named after a hash of its document unless `name` is given)."""
+    doc = spec_document(c, arch, rows=rows, reads_c=reads_c)
+    return spec_from_dict({"name": name or default_name("torch", doc), **doc}, source="<deepgemm.torch>")
 
 
 def _without_size(c: Contraction, letter: str) -> Contraction:
