@@ -99,7 +99,12 @@ class Kernel:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise TypeError(f"{self.name}(): {p.name} is an address or a count, an int; got {value!r}")
             call.append(value)
-        status = self._function(*call)
+        self.call_ordered(call)
+
+    def call_ordered(self, values: list[Any] | tuple[Any, ...]) -> None:
+        """The C function on `values`, one a parameter in the prototype's order, checked only by ctypes and by the
+        status: for a caller that builds them from `parameters` itself (deepgemm.torch, once a call's shape)."""
+        status = self._function(*values)
         if status != 0:
             table = _HOST_STATUS if self.arch == "cpu" else _STATUS
             raise KernelCallError(f"{self.name} returned {status} ({table.get(status, 'see the CUDA runtime API')}). "

@@ -345,3 +345,19 @@ def test_spec_for_is_the_spec_einsum_builds_and_it_generates_a_folder(tmp_path):
     assert dynamic.run_time_letter[1:] == (1, 64)
     with pytest.raises(dgt.TensorArgumentError, match="2 row letters"):
         dgt.spec_for("bmk,nk->bmn", torch.randn(3, 5, 64)[:, :4], torch.randn(32, 64), rows="dynamic")
+
+
+def test_a_call_of_a_known_shape_skips_the_analysis_but_not_the_overlap_check(device, monkeypatch):
+    buf = rand(64, device=device)
+    a, w = buf[:16].view(4, 4), rand(3, 4, device=device)
+    out = torch.empty(4, 3, device=device)
+    dgt.einsum("mk,nk->mn", a, w, out=out)
+    monkeypatch.setattr(launch, "kernel_for", lambda *args, **kw: pytest.fail("the memoized call analysed again"))
+    fresh = torch.empty(4, 3, device=device)
+    dgt.einsum("mk,nk->mn", a, w, out=fresh)
+    close(fresh, a @ w.t(), torch.float32)
+    inside = buf[32:44].view(4, 3)  # same shape, strides and alignment as out, inside buf but apart from a
+    dgt.einsum("mk,nk->mn", a, w, out=inside)
+    close(inside, a @ w.t(), torch.float32)
+    with pytest.raises(dgt.TensorArgumentError, match="overlaps"):
+        dgt.einsum("mk,nk->mn", a, w, out=buf[4:16].view(4, 3))

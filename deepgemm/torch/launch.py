@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -21,10 +21,12 @@ from deepgemm.api import default_name, spec_from_dict
 from deepgemm.cache import get_kernel
 from deepgemm.kernel import Kernel
 from deepgemm.torch.problem import (
+    MAX_ALIGN,
     Contraction,
     Equation,
     TensorArgumentError,
     TensorMeta,
+    byte_extent,
     contraction_of,
     parse_equation,
     row_range,
@@ -77,10 +79,53 @@ def equation_of(equation: str, a_ndim: int, b_ndim: int) -> Equation:
     return parse_equation(equation, a_ndim, b_ndim)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a call of one shape needs at run time: its kernel, each parameter's source in the prototype's order
+    (a tensor's name, or a scalar's), the run-time size, and each tensor's byte extent (the overlap check)."""
+
+    kernel: Kernel
+    sources: tuple[str, ...]  # "a", "b", "out", "bias", ... (pointers), "m", "alpha", "beta", "stream", "threads"
+    m: int | None
+    extents: tuple[int, ...]  # a, b, then each epilogue tensor's bytes from its data pointer
+
+
+_PREPARED: dict[tuple, Prepared] = {}  # a call's shapes, strides, dtypes, alignments and options -> Prepared
+_POINTER_SOURCES = {"A": "a", "B": "b", "C": "out"}
+
+
 def run(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
         epilogue: tuple[tuple[str, object], ...] = (), *, alpha: float = 1.0, beta: float = 0.0,
         rows: str = "auto") -> None:
-    """out = epilogue(alpha * einsum(equation, a, b) + beta * out), in place, by a deepgemm kernel."""
+    """out = epilogue(alpha * einsum(equation, a, b) + beta * out), in place, by a deepgemm kernel. A call of a
+    shape seen before (shapes, strides, dtypes, pointers' alignment, epilogue, options) skips the analysis: its
+    kernel and argument order are memoized (`Prepared`); only the overlap of out with the inputs is checked again."""
+    tensors = (a, b, out, *(v for _, v in epilogue if isinstance(v, torch.Tensor)))
+    key = None
+    if all(isinstance(t, torch.Tensor) for t in (a, b, out)):
+        key = (equation, rows, beta != 0.0, out.device, *(_signature(t) for t in tensors),
+               tuple(k if isinstance(v, torch.Tensor) else (k, v) for k, v in epilogue))
+        prepared = _PREPARED.get(key)
+        if prepared is not None:
+            _check_overlap(prepared, tensors)
+            _launch(prepared, tensors, epilogue, alpha, beta, out.device)
+            return
+    prepared = _prepare(equation, a, b, out, epilogue, beta, rows)
+    if prepared is None:  # nothing to launch: an empty output or an empty sum, done already
+        return
+    if key is not None:
+        _PREPARED[key] = prepared
+    _launch(prepared, tensors, epilogue, alpha, beta, out.device)
+
+
+def _signature(t: torch.Tensor) -> tuple:
+    return t.dtype, t.device, tuple(t.shape), t.stride(), t.data_ptr() % MAX_ALIGN
+
+
+def _prepare(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+             epilogue: tuple[tuple[str, object], ...], beta: float, rows: str) -> Prepared | None:
+    """The analysis of a call (every check), its kernel and argument order; None where there is nothing to launch
+    (then out is already written)."""
     if rows not in ROW_POLICIES:
         raise TensorArgumentError(f"rows={rows!r}: use one of {', '.join(ROW_POLICIES)}")
     eq = equation_of(equation, a.dim(), b.dim())
@@ -89,25 +134,46 @@ def run(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
         if isinstance(t, torch.Tensor) and t.device != device:
             raise TensorArgumentError(f"{what} is on {t.device}, out on {device}. Fix: put every tensor on one "
                                       "device")
+    metas = [tensor_meta(a, "a"), tensor_meta(b, "b")]
     steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v) for k, v in epilogue)
-    contraction = contraction_of(eq, tensor_meta(a, "a"), tensor_meta(b, "b"), tensor_meta(out, "out"), steps)
+    contraction = contraction_of(eq, *metas, tensor_meta(out, "out"), steps)
     if out.numel() == 0:
-        return
+        return None
     if any(n == 0 for _, n in contraction.sizes):  # an empty sum: t = beta * out, then the epilogue
         _empty_sum(out, epilogue, beta)
-        return
+        return None
     arch = arch_of(device)
     kernel, row = kernel_for(contraction, arch, reads_c=beta != 0.0, rows=rows)
-    pointers = {"A": a.data_ptr(), "B": b.data_ptr(), "C": out.data_ptr()}
+    sources = tuple(_POINTER_SOURCES.get(p.name, p.name) for p in kernel.parameters)
+    extents = tuple(byte_extent(m) for m in (*metas, *(v for _, v in steps if isinstance(v, TensorMeta))))
+    return Prepared(kernel, sources, contraction.size(row) if row is not None else None, extents)
+
+
+def _check_overlap(prepared: Prepared, tensors: tuple[torch.Tensor, ...]) -> None:
+    """out (tensors[2]) against every other tensor, as contraction_of checks it, from the memoized extents."""
+    out = tensors[2]
+    lo = out.data_ptr()
+    hi = lo + byte_extent(TensorMeta(tuple(out.shape), out.stride(), DTYPES[out.dtype], lo))
+    others = (tensors[0], tensors[1], *tensors[3:])
+    for t, extent in zip(others, prepared.extents):
+        start = t.data_ptr()
+        if extent and hi > lo and start < hi and lo < start + extent:
+            raise TensorArgumentError("out overlaps an input in memory: a kernel reads it while it writes out. Fix: "
+                                      "pass an out of its own (or none)")
+
+
+def _launch(prepared: Prepared, tensors: tuple[torch.Tensor, ...], epilogue: tuple[tuple[str, object], ...],
+            alpha: float, beta: float, device: torch.device) -> None:
+    pointers = {"a": tensors[0].data_ptr(), "b": tensors[1].data_ptr(), "out": tensors[2].data_ptr()}
     pointers.update((k, v.data_ptr()) for k, v in epilogue if isinstance(v, torch.Tensor))
-    scalars: dict[str, object] = {"alpha": float(alpha), "beta": float(beta)}
-    if row is not None:
-        scalars["m"] = contraction.size(row)
-    if arch == "cpu":
-        kernel(**pointers, **scalars, threads=torch.get_num_threads())
-    else:
-        with torch.cuda.device(device):
-            kernel(**pointers, **scalars, stream=torch.cuda.current_stream(device).cuda_stream)
+    scalars = {"m": prepared.m, "alpha": float(alpha), "beta": float(beta)}
+    if device.type == "cpu":
+        scalars["threads"] = torch.get_num_threads()
+        prepared.kernel.call_ordered([pointers[s] if s in pointers else scalars[s] for s in prepared.sources])
+        return
+    with torch.cuda.device(device):
+        scalars["stream"] = torch.cuda.current_stream(device).cuda_stream
+        prepared.kernel.call_ordered([pointers[s] if s in pointers else scalars[s] for s in prepared.sources])
 
 
 def kernel_for(c: Contraction, arch: str, *, reads_c: bool, rows: str = "auto") -> tuple[Kernel, str | None]:

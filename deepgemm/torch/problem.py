@@ -234,16 +234,15 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
 
 def _overlap(t: TensorMeta, u: TensorMeta) -> bool:
     """Whether the byte ranges the two views span meet (an empty view spans nothing)."""
-    if 0 in t.shape or 0 in u.shape:
-        return False
-    (t0, t1), (u0, u1) = (_byte_span(x) for x in (t, u))
-    return t0 < u1 and u0 < t1
+    t_bytes, u_bytes = byte_extent(t), byte_extent(u)
+    return bool(t_bytes and u_bytes) and t.address < u.address + u_bytes and u.address < t.address + t_bytes
 
 
-def _byte_span(t: TensorMeta) -> tuple[int, int]:
-    """[first byte, past the last byte] of the view (torch's strides are never negative)."""
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.strides))
-    return t.address, t.address + ELEMENT_BYTES[t.dtype] * (last + 1)
+def byte_extent(t: TensorMeta) -> int:
+    """The bytes from the view's first element past its last (torch's strides are never negative); 0 when empty."""
+    if 0 in t.shape:
+        return 0
+    return ELEMENT_BYTES[t.dtype] * (1 + sum((n - 1) * s for n, s in zip(t.shape, t.strides)))
 
 
 View = tuple[tuple[str, ...], tuple[int, ...], str, int]  # letters, strides, dtype, align: a view being canonicalized
