@@ -361,3 +361,18 @@ def test_a_call_of_a_known_shape_skips_the_analysis_but_not_the_overlap_check(de
     close(inside, a @ w.t(), torch.float32)
     with pytest.raises(dgt.TensorArgumentError, match="overlaps"):
         dgt.einsum("mk,nk->mn", a, w, out=buf[4:16].view(4, 3))
+
+
+def test_only_eager_calls_on_plain_tensors_without_gradients_skip_the_op():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from deepgemm.torch import ops
+
+    x, w = torch.randn(2, 3), torch.nn.Parameter(torch.randn(4, 3))
+    assert not ops.eager(x, w)  # w records a gradient
+    with torch.no_grad():
+        assert ops.eager(x, w, None)
+    assert ops.eager(x, w.detach())
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(x)
+        assert not ops.eager(fake)

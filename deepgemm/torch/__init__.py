@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from deepgemm.torch import ops
-from deepgemm.torch.launch import ROW_POLICIES, arch_of, equation_of, kernel_for, spec_of, tensor_meta
+from deepgemm.torch.launch import ROW_POLICIES, arch_of, equation_of, kernel_for, run, spec_of, tensor_meta
 from deepgemm.torch.linear import Linear, linear, replace_linear
 from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError, TensorMeta, contraction_of, output_shape, row_range
 from dgemm_cli.spec import Spec
@@ -32,11 +32,18 @@ def einsum(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor
     letter (in a and the output, not in b: the tokens) at run time once it has changed between calls, "dynamic"
     always, "static" never."""
     tensors, code = ops.encode_epilogue(epilogue)
+    direct = ops.eager(a, b, out, *tensors)  # no tracer and no autograd: the kernel without the op's dispatch
     if out is None:
         if beta != 0.0:
             raise TensorArgumentError(f"beta={beta} scales out, and no out was given. Fix: pass out=, or beta=0")
+        if direct:
+            return ops.einsum_result(equation, a, b, tensors, code, float(alpha), rows)
         return torch.ops.deepgemm.einsum(equation, a, b, tensors, code, float(alpha), rows)
-    torch.ops.deepgemm.einsum_out(equation, a, b, out, tensors, code, float(alpha), float(beta), rows)
+    if direct:
+        run(equation, a, b, out, ops.decode_epilogue(code, tensors), alpha=float(alpha), beta=float(beta),
+                rows=rows)
+    else:
+        torch.ops.deepgemm.einsum_out(equation, a, b, out, tensors, code, float(alpha), float(beta), rows)
     return out
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from deepgemm.torch import ops
 from deepgemm.torch.launch import ACTIVATIONS
 from deepgemm.torch.problem import TensorArgumentError
 
@@ -20,6 +21,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     after the product as a torch op (its backward needs the product, which the fused kernel does not keep)."""
     if activation is not None and activation not in ACTIVATIONS:
         raise TensorArgumentError(f"activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    if ops.eager(x, weight, bias):  # no tracer and no autograd: the kernel without the op's dispatch
+        return ops.linear_result(x, weight, bias, activation or "")
     if activation and torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in (x, weight, bias)):
         return ACTIVATIONS[activation](torch.ops.deepgemm.linear(x, weight, bias, ""))

@@ -69,17 +69,36 @@ def decode_epilogue(code: str, tensors: list[torch.Tensor]) -> tuple[tuple[str, 
     return tuple(steps)
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def eager(*tensors: torch.Tensor | None) -> bool:
+    """Whether a call may run its kernel without the custom op: no compiler is tracing, no gradient is recorded,
+    and the tensors are plain (a tracer's fake or functional tensors, and other subclasses, go through the op).
+    The op's dispatch costs more than the launch itself on small problems."""
+    if torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    return all(type(t) in _PLAIN and not (grad and t.requires_grad) for t in tensors if t is not None)
+
+
 def _result(equation: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     shape = output_shape(equation_of(equation, a.dim(), b.dim()), tuple(a.shape), tuple(b.shape))
     return a.new_empty(shape)
 
 
-@torch.library.custom_op("deepgemm::einsum", mutates_args=())
-def einsum_op(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tensors: list[torch.Tensor],
-              epilogue: str, alpha: float, rows: str) -> torch.Tensor:
+def einsum_result(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tensors: list[torch.Tensor],
+                  epilogue: str, alpha: float, rows: str) -> torch.Tensor:
+    """deepgemm::einsum's implementation: a new output, written by the kernel."""
     out = _result(equation, a, b)
     run(equation, a, b, out, decode_epilogue(epilogue, epilogue_tensors), alpha=alpha, rows=rows)
     return out
+
+
+@torch.library.custom_op("deepgemm::einsum", mutates_args=())
+def einsum_op(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tensors: list[torch.Tensor],
+              epilogue: str, alpha: float, rows: str) -> torch.Tensor:
+    return einsum_result(equation, a, b, epilogue_tensors, epilogue, alpha, rows)
 
 
 @einsum_op.register_fake
@@ -150,12 +169,17 @@ def grad_equations(eq) -> tuple[str, str] | None:
 einsum_op.register_autograd(_einsum_backward, setup_context=_einsum_setup)
 
 
-@torch.library.custom_op("deepgemm::linear", mutates_args=())
-def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+def linear_result(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    """deepgemm::linear's implementation: y = activation(x W^T + b), a new output."""
     out = x.new_empty((*x.shape[:-1], weight.shape[0]))
     steps = (() if bias is None else (("bias", bias),)) + ((("activation", activation),) if activation else ())
     run(LINEAR_EQUATION, x, weight, out, steps)
     return out
+
+
+@torch.library.custom_op("deepgemm::linear", mutates_args=())
+def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, activation: str) -> torch.Tensor:
+    return linear_result(x, weight, bias, activation)
 
 
 @linear_op.register_fake
