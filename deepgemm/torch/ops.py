@@ -12,6 +12,8 @@ tensor in `epilogue_tensors`, since an op's schema takes tensors, numbers and st
 
 from __future__ import annotations
 
+from typing import List  # noqa: UP035 (torch.library's schema inference before 2.7 knows typing.List, not list)
+
 import torch
 
 from deepgemm.torch.launch import ACTIVATIONS, equation_of, run
@@ -96,7 +98,7 @@ def einsum_result(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tens
 
 
 @torch.library.custom_op("deepgemm::einsum", mutates_args=())
-def einsum_op(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tensors: list[torch.Tensor],
+def einsum_op(equation: str, a: torch.Tensor, b: torch.Tensor, epilogue_tensors: List[torch.Tensor],  # noqa: UP006
               epilogue: str, alpha: float, rows: str) -> torch.Tensor:
     return einsum_result(equation, a, b, epilogue_tensors, epilogue, alpha, rows)
 
@@ -108,7 +110,8 @@ def _einsum_fake(equation, a, b, epilogue_tensors, epilogue, alpha, rows):
 
 @torch.library.custom_op("deepgemm::einsum_out", mutates_args=("out",))
 def einsum_out_op(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
-                  epilogue_tensors: list[torch.Tensor], epilogue: str, alpha: float, beta: float, rows: str) -> None:
+                  epilogue_tensors: List[torch.Tensor],  # noqa: UP006
+                  epilogue: str, alpha: float, beta: float, rows: str) -> None:
     run(equation, a, b, out, decode_epilogue(epilogue, epilogue_tensors), alpha=alpha, beta=beta, rows=rows)
 
 
