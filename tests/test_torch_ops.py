@@ -269,6 +269,8 @@ def test_errors_name_the_argument_and_the_fix(device):
                    torch.zeros(3, 2, dtype=torch.float64, device=device))
     with pytest.raises(dgt.TensorArgumentError, match="beta=1.0 scales out"):
         dgt.einsum("mk,kn->mn", rand(2, 3, device=device), rand(3, 2, device=device), beta=1.0)
+    with pytest.raises(dgt.TensorArgumentError, match="b: expected a torch.Tensor, got list"):
+        dgt.einsum("mk,kn->mn", rand(2, 3, device=device), [[1.0, 2.0]] * 3)
     with pytest.raises(dgt.TensorArgumentError, match="rows='sometimes'"):
         dgt.einsum("mk,kn->mn", rand(2, 3, device=device), rand(3, 2, device=device), rows="sometimes")
 

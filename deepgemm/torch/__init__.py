@@ -31,6 +31,9 @@ def einsum(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor
     in place (any strides; its dtype may differ from the inputs'); beta needs it. `rows`: "auto" sizes the one row
     letter (in a and the output, not in b: the tokens) at run time once it has changed between calls, "dynamic"
     always, "static" never."""
+    for what, t in (("a", a), ("b", b), ("out", out)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TensorArgumentError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
     tensors, code = ops.encode_epilogue(epilogue)
     direct = ops.eager(a, b, out, *tensors)  # no tracer and no autograd: the kernel without the op's dispatch
     if out is None:
