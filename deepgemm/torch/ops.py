@@ -17,7 +17,7 @@ from typing import List  # noqa: UP035 (torch.library's schema inference before 
 import torch
 
 from deepgemm.torch.launch import ACTIVATIONS, equation_of, run
-from deepgemm.torch.problem import EPILOGUE_VIEW_STEPS, TensorArgumentError, output_shape
+from deepgemm.torch.problem import CANONICAL_LETTERS, EPILOGUE_VIEW_STEPS, TensorArgumentError, output_shape
 
 LINEAR_EQUATION = "...k,nk->...n"  # y = x W^T: W is nn.Linear's [out_features, in_features]
 GRAD_INPUT_EQUATION = "...n,nk->...k"  # dX = dY W
@@ -157,7 +157,7 @@ def grad_equations(eq) -> tuple[str, str] | None:
     """(dA's, dB's) equations: dA = einsum(out, b -> a) with grad in out's place, and dB likewise; None where
     that rule does not hold (a letter in one input only, a diagonal)."""
     names: dict[str, str] = {}
-    free = iter(x for x in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if x not in eq.a + eq.b)
+    free = iter(x for x in CANONICAL_LETTERS if x not in eq.a + eq.b)
     for x in (*eq.a, *eq.b):
         if x not in names:
             names[x] = next(free) if x.startswith("…") else x
