@@ -378,3 +378,14 @@ def test_only_eager_calls_on_plain_tensors_without_gradients_skip_the_op():
     with FakeTensorMode() as mode:
         fake = mode.from_tensor(x)
         assert not ops.eager(fake)
+
+
+def test_autocast_regions_cast_the_inputs_as_for_f_linear(device):
+    x, w, b = rand(3, 16, device=device), rand(8, 16, device=device), rand(8, device=device)
+    dtype = torch.bfloat16
+    with torch.autocast(device, dtype=dtype):
+        got = dgt.linear(x, w, b)
+        want = torch.nn.functional.linear(x, w, b)
+        scores = dgt.einsum("mk,nk->mn", x, w)
+    assert got.dtype == want.dtype == scores.dtype == dtype
+    close(got, want.float(), dtype)

@@ -34,6 +34,8 @@ def einsum(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor
     for what, t in (("a", a), ("b", b), ("out", out)):
         if t is not None and not isinstance(t, torch.Tensor):
             raise TensorArgumentError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
+    if out is None:  # an out given fixes the result's dtype; without one, autocast picks it as for torch.einsum
+        a, b = ops.autocast(a, b)
     tensors, code = ops.encode_epilogue(epilogue)
     direct = ops.eager(a, b, out, *tensors)  # no tracer and no autograd: the kernel without the op's dispatch
     if out is None:

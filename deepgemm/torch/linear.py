@@ -21,6 +21,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     after the product as a torch op (its backward needs the product, which the fused kernel does not keep)."""
     if activation is not None and activation not in ACTIVATIONS:
         raise TensorArgumentError(f"activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    x, weight, bias = ops.autocast(x, weight, bias)
     if ops.eager(x, weight, bias):  # no tracer and no autograd: the kernel without the op's dispatch
         return ops.linear_result(x, weight, bias, activation or "")
     if activation and torch.is_grad_enabled() and any(

@@ -84,6 +84,16 @@ def eager(*tensors: torch.Tensor | None) -> bool:
     return all(type(t) in _PLAIN and not (grad and t.requires_grad) for t in tensors if t is not None)
 
 
+def autocast(*tensors: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+    """The tensors as torch.autocast would hand them to a matmul: inside an autocast region of their device, every
+    floating tensor in the region's dtype (as F.linear and torch.einsum take them); outside, as they are."""
+    first = next((t for t in tensors if isinstance(t, torch.Tensor)), None)
+    if first is None or not torch.is_autocast_enabled(first.device.type):
+        return tensors
+    dtype = torch.get_autocast_dtype(first.device.type)
+    return tuple(t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors)
+
+
 def _result(equation: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     shape = output_shape(equation_of(equation, a.dim(), b.dim()), tuple(a.shape), tuple(b.shape))
     return a.new_empty(shape)
