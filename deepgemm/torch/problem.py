@@ -221,10 +221,10 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
         else:
             steps.append((kind, value))
     letters, canonical = _canonical(views, sizes)
-    rename = {x: CANONICAL_LETTERS[i] for i, x in enumerate(letters)}
     if len(letters) > len(CANONICAL_LETTERS):
         raise TensorArgumentError(f"{len(letters)} distinct dims; a spec names at most {len(CANONICAL_LETTERS)}. Fix: "
                                   "merge dims (reshape) before the call")
+    rename = {x: CANONICAL_LETTERS[i] for i, x in enumerate(letters)}
     final = {name: ViewOf("".join(rename[x] for x in ls), st, dt, al) for name, (ls, st, dt, al) in canonical.items()}
     ep = tuple(EpilogueStepOf(kind, view=final[value]) if kind in EPILOGUE_VIEW_STEPS
                else EpilogueStepOf(kind, value=value) for kind, value in steps)
