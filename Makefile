@@ -5,7 +5,7 @@ ARCH ?= sm_90a
 .PHONY: install test test-fast examples lint gpu-suite einsum-suite clean
 
 install:
-	$(PYTHON) -m pip install ".[dev]"
+	$(PYTHON) -m pip install ".[dev,torch,plot]"
 
 test:
 	$(PYTHON) -m pytest -q -n auto
