@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 
 from deepgemm.torch import ops
-from deepgemm.torch.launch import ROW_POLICIES, arch_of, equation_of, kernel_for, run, spec_of, tensor_meta
+from deepgemm.torch.launch import ROW_POLICIES, arch_of, contraction_for, kernel_for, run, spec_of
 from deepgemm.torch.linear import Linear, linear, replace_linear
-from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError, TensorMeta, contraction_of, output_shape, row_range
+from deepgemm.torch.problem import ROW_RANGES, TensorArgumentError, run_time_span
 from dgemm_cli.spec import Spec
 
 
@@ -77,29 +77,17 @@ def spec_for(equation: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tens
     letter at run time over the range that holds its size; `arch` defaults to the tensors' device's."""
     if rows not in ("static", "dynamic"):
         raise TensorArgumentError(f"rows={rows!r}: a spec is static or dynamic")
-    eq = equation_of(equation, a.dim(), b.dim())
-    a_meta, b_meta = tensor_meta(a, "a"), tensor_meta(b, "b")
-    if out is None:
-        shape = output_shape(eq, a_meta, b_meta)
-        strides, step = [], 1
-        for n in reversed(shape):
-            strides.insert(0, step)
-            step *= max(n, 1)
-        out_meta = TensorMeta(shape, tuple(strides), a_meta.dtype, 0)
-    else:
-        out_meta = tensor_meta(out, "out")
-    steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v)
-                  for step in epilogue or () for k, v in step.items())
-    c = contraction_of(eq, a_meta, b_meta, out_meta, steps)
+    c = contraction_for(equation, a, b, out, tuple(kv for step in epilogue or () for kv in step.items()))
     span = None
     if rows == "dynamic":
         if len(c.row_letters) != 1:
             raise TensorArgumentError(f"rows='dynamic': the product has {len(c.row_letters)} row letters (in a and the "
                                       "output, not in b); a run-time size takes exactly one. Fix: rows='static'")
-        span = row_range(c.size(c.row_letters))
-        if span is None:
+        found = run_time_span(c)
+        if found is None:
             raise TensorArgumentError(f"rows='dynamic': {c.size(c.row_letters)} rows are past the largest range "
                                       f"({ROW_RANGES[-1][1]}). Fix: rows='static'")
+        span = found[1]
     return spec_of(c, arch or arch_of(a.device), reads_c=beta != 0.0, rows=span, name=name)
 
 

@@ -28,8 +28,10 @@ from deepgemm.torch.problem import (
     TensorMeta,
     byte_extent,
     contraction_of,
+    output_shape,
     parse_equation,
-    row_range,
+    ranges_meet,
+    run_time_span,
     spec_document,
 )
 from dgemm_cli.spec import Spec
@@ -122,42 +124,56 @@ def _signature(t: torch.Tensor) -> tuple:
     return t.dtype, t.device, tuple(t.shape), t.stride(), t.data_ptr() % MAX_ALIGN
 
 
+def contraction_for(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+                    epilogue: tuple[tuple[str, object], ...] = ()) -> Contraction:
+    """The canonical contraction of einsum(equation, a, b) into `out` (None: a new dense result, 16-byte aligned,
+    in a's dtype, as einsum allocates it), every tensor on one device."""
+    eq = equation_of(equation, a.dim(), b.dim())
+    a_meta, b_meta = tensor_meta(a, "a"), tensor_meta(b, "b")
+    device = out.device if out is not None else a.device
+    for what, t in [("a", a), ("b", b), *((f"epilogue {k}", v) for k, v in epilogue if isinstance(v, torch.Tensor))]:
+        if t.device != device:
+            raise TensorArgumentError(f"{what} is on {t.device}, out on {device}. Fix: put every tensor on one "
+                                      "device")
+    if out is None:
+        shape = output_shape(eq, a_meta, b_meta)
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= max(n, 1)
+        out_meta = TensorMeta(shape, tuple(strides), a_meta.dtype, 0)
+    else:
+        out_meta = tensor_meta(out, "out")
+    steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v) for k, v in epilogue)
+    return contraction_of(eq, a_meta, b_meta, out_meta, steps)
+
+
 def _prepare(equation: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
              epilogue: tuple[tuple[str, object], ...], beta: float, rows: str) -> Prepared | None:
     """The analysis of a call (every check), its kernel and argument order; None where there is nothing to launch
     (then out is already written)."""
     if rows not in ROW_POLICIES:
         raise TensorArgumentError(f"rows={rows!r}: use one of {', '.join(ROW_POLICIES)}")
-    eq = equation_of(equation, a.dim(), b.dim())
-    device = out.device
-    for what, t in [("a", a), ("b", b), *((f"epilogue {k}", v) for k, v in epilogue if isinstance(v, torch.Tensor))]:
-        if isinstance(t, torch.Tensor) and t.device != device:
-            raise TensorArgumentError(f"{what} is on {t.device}, out on {device}. Fix: put every tensor on one "
-                                      "device")
-    metas = [tensor_meta(a, "a"), tensor_meta(b, "b")]
-    steps = tuple((k, tensor_meta(v, f"epilogue {k}") if isinstance(v, torch.Tensor) else v) for k, v in epilogue)
-    contraction = contraction_of(eq, *metas, tensor_meta(out, "out"), steps)
+    contraction = contraction_for(equation, a, b, out, epilogue)
     if out.numel() == 0:
         return None
     if any(n == 0 for _, n in contraction.sizes):  # an empty sum: t = beta * out, then the epilogue
         _empty_sum(out, epilogue, beta)
         return None
-    arch = arch_of(device)
-    kernel, row = kernel_for(contraction, arch, reads_c=beta != 0.0, rows=rows)
+    kernel, row = kernel_for(contraction, arch_of(out.device), reads_c=beta != 0.0, rows=rows)
     sources = tuple(_POINTER_SOURCES.get(p.name, p.name) for p in kernel.parameters)
-    extents = tuple(byte_extent(m) for m in (*metas, *(v for _, v in steps if isinstance(v, TensorMeta))))
+    inputs = (("a", a), ("b", b), *((f"epilogue {k}", v) for k, v in epilogue if isinstance(v, torch.Tensor)))
+    extents = tuple(byte_extent(tensor_meta(t, what)) for what, t in inputs)
     return Prepared(kernel, sources, contraction.size(row) if row is not None else None, extents)
 
 
 def _check_overlap(prepared: Prepared, tensors: tuple[torch.Tensor, ...]) -> None:
     """out (tensors[2]) against every other tensor, as contraction_of checks it, from the memoized extents."""
     out = tensors[2]
-    lo = out.data_ptr()
-    hi = lo + byte_extent(TensorMeta(tuple(out.shape), out.stride(), DTYPES[out.dtype], lo))
-    others = (tensors[0], tensors[1], *tensors[3:])
-    for t, extent in zip(others, prepared.extents):
-        start = t.data_ptr()
-        if extent and hi > lo and start < hi and lo < start + extent:
+    start = out.data_ptr()
+    size = byte_extent(TensorMeta(tuple(out.shape), out.stride(), DTYPES[out.dtype], start))
+    for t, extent in zip((tensors[0], tensors[1], *tensors[3:]), prepared.extents):
+        if ranges_meet(start, size, t.data_ptr(), extent):
             raise TensorArgumentError("out overlaps an input in memory: a kernel reads it while it writes out. Fix: "
                                       "pass an out of its own (or none)")
 
@@ -178,21 +194,17 @@ def _launch(prepared: Prepared, tensors: tuple[torch.Tensor, ...], epilogue: tup
 
 def kernel_for(c: Contraction, arch: str, *, reads_c: bool, rows: str = "auto") -> tuple[Kernel, str | None]:
     """The kernel of `c` and its run-time row letter (None: sized at compile time), built once a process."""
-    row, span = None, None
-    if rows != "static" and len(c.row_letters) == 1:
-        row = c.row_letters
-        size = c.size(row)
-        span = row_range(size)
-        if span is not None and rows == "auto" and (_without_size(c, row), arch, reads_c, span) not in _KERNELS:
-            with _GUARD:
-                seen = _ROW_SIZES.setdefault((_without_size(c, row), arch, reads_c), set())
-                seen.add(size)
-                varies = len(seen) > 1
-            if not varies:
-                span = None
-        if span is None:
-            row = None
-    key = (_without_size(c, row) if row else c, arch, reads_c, span)
+    found_span = run_time_span(c) if rows != "static" else None
+    row, span = found_span if found_span is not None else (None, None)
+    shape_class = _without_size(c, row) if row is not None else c  # the contraction but for its run-time size
+    if span is not None and rows == "auto" and (shape_class, arch, reads_c, span) not in _KERNELS:
+        with _GUARD:
+            seen = _ROW_SIZES.setdefault((shape_class, arch, reads_c), set())
+            seen.add(c.size(row))
+            varies = len(seen) > 1
+        if not varies:
+            row, span, shape_class = None, None, c
+    key = (shape_class, arch, reads_c, span)
     found = _KERNELS.get(key)
     if found is None:
         found = (get_kernel(spec_of(c, arch, reads_c=reads_c, rows=span), arch), row)

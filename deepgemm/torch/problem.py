@@ -233,9 +233,13 @@ def contraction_of(eq: Equation, a: TensorMeta, b: TensorMeta, out: TensorMeta,
 
 
 def _overlap(t: TensorMeta, u: TensorMeta) -> bool:
-    """Whether the byte ranges the two views span meet (an empty view spans nothing)."""
-    t_bytes, u_bytes = byte_extent(t), byte_extent(u)
-    return bool(t_bytes and u_bytes) and t.address < u.address + u_bytes and u.address < t.address + t_bytes
+    """Whether the byte ranges the two views span meet."""
+    return ranges_meet(t.address, byte_extent(t), u.address, byte_extent(u))
+
+
+def ranges_meet(start: int, size: int, other_start: int, other_size: int) -> bool:
+    """Whether two byte ranges [start, start + size) meet; an empty one meets nothing."""
+    return size > 0 and other_size > 0 and start < other_start + other_size and other_start < start + size
 
 
 def byte_extent(t: TensorMeta) -> int:
@@ -354,6 +358,15 @@ ROW_RANGES = ((1, 64), (65, 512), (513, 4096), (4097, 32768), (32769, 262144))
 def row_range(m: int) -> tuple[int, int] | None:
     """The run-time range that holds `m` rows, or None past the last."""
     return next((r for r in ROW_RANGES if r[0] <= m <= r[1]), None)
+
+
+def run_time_span(c: Contraction) -> tuple[str, tuple[int, int]] | None:
+    """The row letter a kernel of `c` may size at run time and the range of ROW_RANGES that holds its size; None
+    where `c` has not exactly one row letter, or its size is past the ranges."""
+    if len(c.row_letters) != 1:
+        return None
+    span = row_range(c.size(c.row_letters))
+    return (c.row_letters, span) if span is not None else None
 
 
 def spec_document(c: Contraction, arch: str, *, rows: tuple[int, int] | None = None, reads_c: bool = False
