@@ -8,6 +8,7 @@ EXIT_FAILED = 1  # a kernel failed verification, or a build failed
 EXIT_USAGE = 2  # bad command line or bad spec (click uses 2 for usage errors too)
 EXIT_NO_GPU = 3  # verify/bench asked for a GPU and none is present
 EXIT_TOOLCHAIN = 4  # no usable nvcc, or the built files are missing
+EXIT_UNPROVED = 5  # verify --formal: nothing failed, but some kernel's family has no index model to prove
 
 
 class DeepGemmError(Exception):

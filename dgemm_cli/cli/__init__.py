@@ -15,12 +15,14 @@ from dgemm_cli.cli.tune_cmd import tune
 
 EPILOG = """\b
 Exit codes: 0 ok, 1 a kernel failed (build or verify), 2 bad spec or command line,
-3 no GPU (verify/bench of GPU folders), 4 no usable nvcc or nothing built.
+3 no GPU (verify/bench of GPU folders), 4 no usable nvcc (or coqc for verify --formal) or nothing
+built, 5 verify --formal proved what it could, but some kernel's family has no index model yet.
 \b
 Typical session:
   deepgemm gen specs/*.yaml            # -> generated/<name>/ (sources, plan.json, build files)
   deepgemm build                       # nvcc for each folder's arch; prints registers / spills per kernel
   deepgemm verify                      # on a GPU: random data, poisoned output, float64 reference
+  deepgemm verify --formal             # no GPU: Coq proves each kernel's addresses in bounds, output once, full K
   deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
   deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
   deepgemm gen specs/conv1x1_nchw.yaml --arch cpu -o host && deepgemm build host && deepgemm verify host

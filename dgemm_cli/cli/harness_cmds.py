@@ -4,6 +4,7 @@ host_harness.py) and print their reports."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from dgemm_cli import plot
 from dgemm_cli.build import built_arches, harness_path, read_plan
 from dgemm_cli.build_host import HOST_ARCH, host_library
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
+from dgemm_cli.cli.formal_cmd import verify_formal
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
@@ -93,9 +95,14 @@ def _require_gpu() -> None:
                    "inside its range (a note names those left out; a size inside no kernel's range is refused). "
                    "Default: 1, 2, 3, 7, 8, 9, 16, 17, 63, 64, min and max, every bucket's first and last size and "
                    "their neighbours, and 3 random sizes, within the range.")
+@click.option("--formal", is_flag=True,
+              help="No GPU: prove each kernel's index maps with Coq instead (in bounds, each output written once, "
+                   "full K, no 32-bit overflow). DIRS may also be spec files. Writes <dir>/build/verify/*.v.")
+@click.option("--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="the CPU count",
+              help="With --formal: kernels proved at once (one coqc each).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
-           as_json: bool) -> None:
+           formal: bool, jobs: int, as_json: bool) -> None:
     """Check built kernels on the GPU against an independent float64 reference.
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
@@ -114,7 +121,18 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     A host folder (generated with --arch cpu) is verified on this machine, no GPU needed: the host harness loads
     its lib<name>.so and checks every output element against numpy.einsum in float64 over the same strided views,
     with the output poisoned with NaN and the rest of its buffer with sentinels; null pointers and sizes out of
-    range must return EINVAL."""
+    range must return EINVAL.
+
+    With --formal, no GPU and no build: for every kernel of each folder (or spec), the index expressions it forms
+    its addresses with are written as a Coq script (<dir>/build/verify/<kernel>.v) and proved by coqc with the
+    spec's sizes concrete and the block, thread, iteration and run-time rows symbolic: every load and store inside
+    its view and aligned to its width, every element a load moves the view's element at its index (and a zero only
+    past the view), every output element stored exactly once, K covered once, no intermediate past its C++ type.
+    A failure names the first lemma Coq could not prove, its statement, and values that break it.
+    docs/design/formal.md says what is and is not proved."""
+    if formal:
+        verify_formal(dirs, arch, jobs, as_json)
+        return
     rows, all_ok = [], True
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
                                  + (["--repeat", str(repeat)] if repeat else []), sizes)

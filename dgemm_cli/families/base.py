@@ -58,3 +58,6 @@ class KernelFamily:
     renderer: str  # the module whose render_body(env, spec, views, plan, base) renders its plans
     e4m3: bool = False  # takes e4m3 inputs with their scales (docs/design/fp8.md); no other input type then
     backend: str = "cuda"  # the arch.Arch backend whose targets it renders for; only those targets see it
+    # The module whose models(views, plan, name) states its kernels' index maps for `verify --formal`
+    # (dgemm_cli.formal.model.KernelModel); "" where the family has none yet.
+    formal: str = ""

@@ -455,4 +455,5 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TilePlan,), "dgemm_cli.families.cta.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TilePlan,), "dgemm_cli.families.cta.render",
+                      formal="dgemm_cli.families.cta.index")

@@ -1,0 +1,312 @@
+"""A kernel's index maps as data, and the obligations that say it is right (pure).
+
+A family describes each kernel it renders as a `KernelModel`: the quantities the kernel does not know at compile time
+(block, thread, iteration, vector lane, the run-time rows) with their ranges, every global access (`Access`: its
+address, how many elements it moves, under which guard, which logical element each lane is), and the maps that must
+be one-to-one and onto (`Bijection`: blocks x threads x fragments onto the output, a loader's walk onto its
+shared-memory tile, k-tiles x tile columns onto K). `obligations` turns a model into the statements the Coq script
+proves and the enumerating check tests:
+
+  in-bounds    every address inside its operand's reachable range, vectors aligned to their width;
+  written-once the output's elements, each stored by exactly one (block, thread, fragment), nothing else stored;
+  full-k       every element a load moves is the view's element at its logical index, nothing in the view is
+               dropped (a zero stands only for an index past the view), the tiles cover K once;
+  64-bit       no intermediate leaves its C++ type's range, no division meets a negative dividend.
+
+The reference each load and store is compared with is `reference_offset`: the spec's own letters, sizes and strides,
+not the merged segments the kernel indexes with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dgemm_cli.formal.expr import (
+    INDEX,
+    INT,
+    INT_BITS,
+    TRUE,
+    Cmp,
+    Const,
+    Expr,
+    Pred,
+    Var,
+    all_of,
+    divisions,
+    int_nodes,
+    lift,
+    readable,
+    substitute,
+)
+from dgemm_cli.views import ProblemViews, letter_stride
+
+PROPERTIES = ("in-bounds", "written-once", "full-k", "64-bit")
+
+
+@dataclass(frozen=True)
+class Range:
+    """lo <= var < hi (hi None: unbounded above)."""
+
+    var: Var
+    lo: Expr
+    hi: Expr | None
+
+    def pred(self) -> Pred:
+        lo = Cmp("<=", self.lo, self.var)
+        return lo if self.hi is None else all_of(lo, Cmp("<", self.var, self.hi))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where an operand's view lies, in elements from the kernel's pointer (the element at index 0), and what its
+    pointer's alignment is known to be: the pointer is `align * j + phase` elements for some j >= 0."""
+
+    operand: str
+    lo: Expr
+    hi: Expr
+    align: int  # elements
+    phase: int  # elements
+
+
+@dataclass(frozen=True)
+class Access:
+    """One global load or store instruction of a kernel, over its ranges.
+
+    `count` elements from `address` move (0 where the guard skips the access); lane e < count is the view's element at
+    `logical(e)`, the role indices (batch, m, n or k) of that element. For loads that fill a shared tile, `width`
+    lanes make a slot of the tile: a lane e >= count holds zero, which is right only where its logical index lies
+    outside the view (`zero_fill`)."""
+
+    ident: str  # a Coq identifier's stem
+    text: str  # "A: 16-byte cp.async (8 elements)"
+    operand: str
+    kind: str  # "load" or "store"
+    ranges: tuple[Range, ...]
+    count: Expr
+    address: Expr
+    width: int  # lanes: the instruction's vector width in elements
+    logical: Mapping[str, Expr]  # role -> the lane's role index (over the ranges and the lane variable LANE)
+    extent: Mapping[str, Expr]  # role -> the view's size along it (a logical index is in the view when below)
+    aligned: int = 1  # elements the address must be a multiple of (from the view's pointer alignment)
+    align_always: bool = False  # the alignment holds even where count == 0 (cp.async's zero-byte copy still aligns)
+    zero_fill: bool = False
+    slot: Pred = TRUE  # the lanes are a slot of the shared tile (the walk's guard: threads past the tile move none)
+    always: tuple[Expr, ...] = ()  # intermediates computed whatever the guard (their range is bounded everywhere)
+
+
+LANE = Var("lane_e")
+
+
+@dataclass(frozen=True)
+class Bijection:
+    """`image` maps the domain (ranges where `guard` holds) one-to-one onto the target box; `inverse` gives each
+    domain variable back from the target's variables (the witness of onto, and with it of one-to-one)."""
+
+    ident: str
+    text: str
+    prop: str  # "written-once" or "full-k"
+    ranges: tuple[Range, ...]
+    guard: Pred
+    image: tuple[Expr, ...]
+    target: tuple[Range, ...]
+    inverse: Mapping[str, Expr]  # domain variable -> its value over the target's variables
+    params: tuple[Range, ...] = ()  # quantified on both sides (the run-time rows)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A plain statement over its ranges."""
+
+    ident: str
+    text: str
+    prop: str
+    ranges: tuple[Range, ...]
+    hyps: Pred
+    goal: Pred
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    kernel: str  # the kernel's namespace and variant, as reports name it
+    family: str
+    index_type: str  # the kernel's index_t: "int" or "long long"
+    reach: Mapping[str, Reach]
+    accesses: tuple[Access, ...]
+    bijections: tuple[Bijection, ...]
+    facts: tuple[Fact, ...] = ()
+    trusted: tuple[str, ...] = ()  # what the proof takes as given, in words
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """One statement: for all `ranges` with `hyps`, `goal`."""
+
+    ident: str
+    prop: str
+    text: str
+    ranges: tuple[Range, ...]
+    hyps: Pred
+    goal: Pred
+
+
+def type_range(ctype: str, index_type: str) -> tuple[int, int]:
+    bits = 32 if ctype == INT else INT_BITS[index_type]
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _conj(ranges: tuple[Range, ...], *preds: Pred) -> Pred:
+    return all_of(*(r.pred() for r in ranges), *preds)
+
+
+def _lane_range(hi: Expr | int) -> Range:
+    return Range(LANE, Const(0), lift(hi))
+
+
+def _in_view(access: Access) -> Pred:
+    return all_of(*(all_of(Cmp("<=", Const(0), i), Cmp("<", i, access.extent[r])) for r, i in access.logical.items()))
+
+
+def obligations(model: KernelModel, references: Mapping[str, object]) -> list[Obligation]:
+    """Every obligation of `model`. `references[operand]` is a function role-indices -> the reference element offset
+    (`reference_offset` bound to the views)."""
+    out: list[Obligation] = []
+    for a in model.accesses:
+        ref = references[a.operand]
+        reach = model.reach[a.operand]
+        moving = Cmp("<", Const(0), a.count)
+        # in-bounds: the elements moved lie inside the view's reach.
+        out.append(Obligation(f"{a.ident}_in_bounds", "in-bounds",
+                              f"{a.text}: every element it {'reads' if a.kind == 'load' else 'writes'} lies inside "
+                              f"{a.operand}'s view ({readable(reach.lo)} .. {readable(reach.hi)} elements from its "
+                              "pointer)",
+                              a.ranges, _conj(a.ranges, moving),
+                              all_of(Cmp("<=", reach.lo, a.address), Cmp("<=", a.address + a.count - 1, reach.hi))))
+        if a.aligned > 1:
+            j = Var("ptr_j")
+            ranges = (*a.ranges, Range(j, Const(0), None))
+            hyps = _conj(ranges) if a.align_always else _conj(ranges, moving)
+            out.append(Obligation(f"{a.ident}_aligned", "in-bounds",
+                                  f"{a.text}: its address is a multiple of {a.aligned} elements (the pointer is "
+                                  f"{reach.align} x j + {reach.phase} elements)",
+                                  ranges, hyps,
+                                  Cmp("==", (j * reach.align + reach.phase + a.address) % a.aligned, Const(0))))
+        # full-k: each lane moved is the view's element at its logical index.
+        lane_ranges = (*a.ranges, _lane_range(a.count))
+        expected = ref(a.logical)  # type: ignore[operator]
+        out.append(Obligation(f"{a.ident}_element", "full-k" if a.kind == "load" else "written-once",
+                              f"{a.text}: lane e of the access is {a.operand}'s element at its logical index, "
+                              "inside the view",
+                              lane_ranges, _conj(lane_ranges),
+                              all_of(_in_view(a), Cmp("==", a.address + LANE, expected))))
+        if a.zero_fill:
+            fill_ranges = (*a.ranges, _lane_range(a.width))
+            out.append(Obligation(f"{a.ident}_zero_fill", "full-k",
+                                  f"{a.text}: a lane of a tile slot left zero (e >= the count moved) has its logical "
+                                  "index outside the view",
+                                  fill_ranges, _conj(fill_ranges, a.slot, _in_view(a)), Cmp("<", LANE, a.count)))
+        out.extend(_safety(model, a))
+    for b in model.bijections:
+        out.extend(bijection_obligations(b))
+    for f in model.facts:
+        out.append(Obligation(f.ident, f.prop, f.text, f.ranges, _conj(f.ranges, f.hyps), f.goal))
+    return out
+
+
+def _safety(model: KernelModel, a: Access) -> list[Obligation]:
+    """64-bit: every intermediate of the access within its type, every division on a non-negative dividend; the
+    guard's and count's intermediates everywhere, the address's where the access happens."""
+    out = []
+    lane_ranges = (*a.ranges, _lane_range(a.count))
+    everywhere = [a.count, *a.always]
+    guarded = [a.address, *a.logical.values()]
+    for label, exprs, ranges, hyps in (("everywhere", everywhere, a.ranges, _conj(a.ranges)),
+                                       ("moved", guarded, lane_ranges, _conj(lane_ranges))):
+        goals = []
+        for e in exprs:
+            for node in int_nodes(e):
+                lo, hi = type_range(node.ctype, model.index_type)
+                goals += [Cmp("<=", Const(lo), node), Cmp("<=", node, Const(hi))]
+            for d in divisions(e):
+                goals.append(Cmp("<=", Const(0), d.a))
+                goals.append(Cmp("<", Const(0), d.b))
+        if goals:
+            what = "its guard and count" if label == "everywhere" else "its address and indices"
+            out.append(Obligation(f"{a.ident}_safe_{label}", "64-bit",
+                                  f"{a.text}: every intermediate of {what} fits its C++ type "
+                                  f"(int: 32 bits, index_t: {model.index_type}), no division of a negative value",
+                                  ranges, hyps, all_of(*_dedupe(goals))))
+    return out
+
+
+def _dedupe(preds: list[Pred]) -> list[Pred]:
+    return list(dict.fromkeys(preds))
+
+
+def bijection_obligations(b: Bijection) -> list[Obligation]:
+    """Into, left inverse, and onto (the inverse lands in the guarded domain and maps back)."""
+    domain = (*b.params, *b.ranges)
+    out = [Obligation(f"{b.ident}_into", b.prop, f"{b.text}: every image lies in the target",
+                      domain, _conj(domain, b.guard),
+                      all_of(*(substitute(t.pred(), {t.var.name: e}) for t, e in zip(b.target, b.image))))]
+    back = {t.var.name: e for t, e in zip(b.target, b.image)}
+    for r in b.ranges:
+        out.append(Obligation(f"{b.ident}_one_to_one_{r.var.name}", b.prop,
+                              f"{b.text}: the image determines {r.var.name} (no two reach one target)",
+                              domain, _conj(domain, b.guard),
+                              Cmp("==", substitute(b.inverse[r.var.name], back), r.var)))
+    target = (*b.params, *b.target)
+    inv = dict(b.inverse)
+    out.append(Obligation(f"{b.ident}_onto_domain", b.prop,
+                          f"{b.text}: every target element has a preimage in the domain",
+                          target, _conj(target),
+                          all_of(*(substitute(r.pred(), inv) for r in b.ranges), substitute(b.guard, inv))))
+    for t, e in zip(b.target, b.image):
+        out.append(Obligation(f"{b.ident}_onto_{t.var.name}", b.prop,
+                              f"{b.text}: the preimage maps back to {t.var.name}",
+                              target, _conj(target), Cmp("==", substitute(e, inv), t.var)))
+    return out
+
+
+# ---- the reference: the spec's own letters
+
+
+def reference_offset(views: ProblemViews, operand: str, index: Mapping[str, Expr]) -> Expr:
+    """The element offset of `operand` at role indices `index`, from the spec's letters: a role's index is its letters'
+    mixed-radix number (the role's letter order, outer first); each letter's index times the operand's stride of it
+    (0 where the operand is broadcast over it). The outermost letter's index takes no remainder: a letter sized at run
+    time is outermost, so its size enters no digit."""
+    spec = views.spec
+    total: Expr = Const(0, ctype=INDEX)
+    for role, i in index.items():
+        rv = views.roles[role]
+        inner = 1
+        for pos, letter in enumerate(reversed(rv.letters)):
+            size = spec.sizes[letter]
+            outermost = pos == len(rv.letters) - 1
+            digit = i // inner if inner > 1 else i
+            if not outermost:
+                digit = digit % size
+            stride = letter_stride(spec, operand, letter)
+            if stride:
+                total = total + digit * stride
+            inner *= size
+    return total
+
+
+def reach_of(views: ProblemViews, operand: str, rows: Expr | None, align_elems: int, phase: int) -> Reach:
+    """`operand`'s reachable elements from its kernel pointer, from the spec's letters: the sum of (size - 1) x stride
+    over its letters, negative strides below 0. `rows`: the run-time letter's size where one is (its letter's size)."""
+    spec = views.spec
+    op = spec.operand(operand)
+    lo: Expr = Const(0, ctype=INDEX)
+    hi: Expr = Const(0, ctype=INDEX)
+    dyn = spec.run_time_letter[0] if spec.run_time_letter else None
+    for letter, size, stride in zip(op.letters, op.sizes, op.strides):
+        extent: Expr = (rows - 1) if (letter == dyn and rows is not None) else Const(size - 1)
+        if stride > 0:
+            hi = hi + extent * stride
+        elif stride < 0:
+            lo = lo + extent * stride
+    return Reach(operand, lo, hi, align_elems, phase)
