@@ -16,9 +16,12 @@ from dgemm_cli.build import build_dir_for, read_plan
 from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, tuning_db
 from dgemm_cli.errors import EXIT_OK, DeepGemmError, NotBuiltError
 from dgemm_cli.explain import explain_text
+from dgemm_cli.formal.dump import index_dump
+from dgemm_cli.plan import make_plan, plan_buckets
 from dgemm_cli.spec import load_spec
 from dgemm_cli.toolchain import doctor_report, find_nvcc, format_doctor
-from dgemm_cli.tune import lookup, tuned_buckets
+from dgemm_cli.tune import lookup, tuned_buckets, tuned_plan
+from dgemm_cli.views import analyse
 
 
 @click.command()
@@ -37,6 +40,9 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("spec_path", type=click.Path(path_type=Path))
 @click.option("--arch", type=ARCH_CHOICE, help="Plan for this arch instead of the spec's.")
+@click.option("--dump-index", is_flag=True,
+              help="Also print each kernel's global loads and stores as the index maps the formal proof is about "
+                   "(verify --formal): the intermediates in the kernel's spelling, the guard, the address.")
 @click.option("--dump-ptx", is_flag=True, help="Also print the PTX of OUT/<name>/<name>.cu (nvcc -ptx).")
 @click.option("--dump-sass", is_flag=True,
               help="Also print the SASS of its build in OUT/<name>/build/<arch> (cuobjdump).")
@@ -46,8 +52,8 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
               help="Where `gen` wrote the spec's directory (for --dump-*).")
 @click.option("--db", "db_path", type=click.Path(path_type=Path),
               help="Tuning database whose measured ranking to show (default: the one gen consults).")
-def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, nvcc_path: str | None,
-            out: Path, db_path: Path | None) -> None:
+def explain(spec_path: Path, arch: str | None, dump_index: bool, dump_ptx: bool, dump_sass: bool,
+            nvcc_path: str | None, out: Path, db_path: Path | None) -> None:
     """Show the view analysis, why this kernel family and not the others, each family's tiling
     constraint graph and the solved plan with the reason for every choice (and, if the spec was
     tuned, the measured ranking)."""
@@ -59,6 +65,11 @@ def explain(spec_path: Path, arch: str | None, dump_ptx: bool, dump_sass: bool, 
         tuned = tuned_buckets(db, spec, target, None) if db.entries and spec.dynamic else {}
         # explain reads the entry in the database's layout
         click.echo(explain_text(spec, target, entry.to_dict() if entry else None, tuned_buckets=tuned))
+        if dump_index:
+            views = analyse(spec)
+            plan = (tuned_plan(views, target, entry) if entry else
+                    plan_buckets(views, target, tuned=tuned) if tuned else make_plan(views, target))
+            click.echo("\nIndex maps (verify --formal proves these):\n" + index_dump(views, plan))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
         if dump_sass:

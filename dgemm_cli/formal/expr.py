@@ -365,6 +365,8 @@ def _cuda(e: Any, outer: int) -> str:
     if isinstance(e, Add):
         if isinstance(e.b, Mul) and isinstance(e.b.b, Const) and e.b.b.value == -1 and e.b.b.name is None:
             text = f"{_cuda(e.a, 1)} - {_cuda(e.b.a, 2)}"
+        elif isinstance(e.b, Const) and e.b.name is None and e.b.value < 0:
+            text = f"{_cuda(e.a, 1)} - {-e.b.value}"
         else:
             text = f"{_cuda(e.a, 1)} + {_cuda(e.b, 1)}"
         return f"({text})" if outer > 1 else text
@@ -452,31 +454,31 @@ def split_ite(p: Pred) -> list[tuple[Pred, Pred]]:
         return [(TRUE, p)]
     cases = []
     for cond, branch in ((ite.cond, ite.a), (Not(ite.cond), ite.b)):
-        replaced = _replace(p, ite, branch)
+        replaced = replace(p, ite, branch)
         for c2, q in split_ite(replaced):
             cases.append((all_of(cond, c2), q))
     return cases
 
 
-def _replace(e: Any, old: Any, new: Any) -> Any:
+def replace(e: Any, old: Any, new: Any) -> Any:
     if e is old or e == old:
         return new
     if isinstance(e, (Var, Const)):
         return e
     if isinstance(e, (Add, Mul, Div, Mod, Min)):
-        return type(e)(_replace(e.a, old, new), _replace(e.b, old, new), e.ctype)
+        return type(e)(replace(e.a, old, new), replace(e.b, old, new), e.ctype)
     if isinstance(e, Cast):
-        return Cast(_replace(e.a, old, new), e.ctype)
+        return Cast(replace(e.a, old, new), e.ctype)
     if isinstance(e, Let):
-        return Let(e.name, _replace(e.value, old, new), e.ctype)
+        return Let(e.name, replace(e.value, old, new), e.ctype)
     if isinstance(e, Ite):
-        return Ite(_replace(e.cond, old, new), _replace(e.a, old, new), _replace(e.b, old, new), e.ctype)
+        return Ite(replace(e.cond, old, new), replace(e.a, old, new), replace(e.b, old, new), e.ctype)
     if isinstance(e, Cmp):
-        return Cmp(e.op, _replace(e.a, old, new), _replace(e.b, old, new))
+        return Cmp(e.op, replace(e.a, old, new), replace(e.b, old, new))
     if isinstance(e, (And, Or)):
-        return type(e)(tuple(_replace(x, old, new) for x in e.parts))
+        return type(e)(tuple(replace(x, old, new) for x in e.parts))
     if isinstance(e, Not):
-        return Not(_replace(e.p, old, new))
+        return Not(replace(e.p, old, new))
     raise TypeError(f"not an expression: {e!r}")
 
 

@@ -2,8 +2,9 @@
 plan, as a `formal.model.KernelModel` per kernel instantiation the launcher can take (the primary loaders, and the
 fallback loaders where a pointer check picks them).
 
-Each intermediate is a `Let` named and spelled as the header declares it; tests/test_formal.py checks that the header
-holds each declaration (`HEADER_LETS`), so that the model and the kernel say the same thing."""
+Each intermediate is a `Let` named as the header declares it. tests/test_formal.py checks that the header spells each
+one's value as the model prints it, or, where the header picks a branch at compile time or names a view's offset
+(`SPELLED`), that the header still holds those lines: the model and the kernel say the same thing."""
 
 from __future__ import annotations
 
@@ -32,6 +33,23 @@ from dgemm_cli.views import ProblemViews
 HEADER = "dg/cta.cuh"
 
 
+# The header's text of the intermediates the model resolves for one plan (a constexpr branch taken, a Role's offset
+# printed whole): a change to these lines is a change the model must follow.
+SPELLED = {
+    "tile": "tile /= Shape<T>::TILES_N;",
+    "go": "const index_t go = S::K_INNER ? o0 + row : o0 + col, gk = S::K_INNER ? k0 + col : k0 + row;",
+    "gk": "const index_t go = S::K_INNER ? o0 + row : o0 + col, gk = S::K_INNER ? k0 + col : k0 + row;",
+    "left": "const index_t left = S::K_INNER ? T::K - gk : extent - go;",
+    "o0": "load_a.issue(As + s * A_TILE, A, m0, kt0 + s, M);",
+    "extent": "load_b.issue(Bs + s * B_TILE, B, n0, kt0 + s, T::N);",
+    # A view's offset: the Role types (checked against the rendered traits) and dg/view.cuh's Role::offset.
+    "A_offset": "S::Other::offset(go) + S::View::k::offset(gk)",
+    "B_offset": "S::Other::offset(go) + S::View::k::offset(gk)",
+    "gm": "T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep);",
+    "gn": "T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep);",
+}
+
+
 def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
     return Const(int(value), name, ctype)
 
@@ -48,7 +66,7 @@ class Rows:
 def rows_of(views: ProblemViews) -> Rows:
     rt = views.spec.run_time_letter
     if rt is None or rt[1] == rt[2]:
-        return Rows(_c(views.m, "T::M", INDEX), (), None)
+        return Rows(_c(views.m, "M", INDEX), (), None)
     _, lo, hi = rt
     unit = views.m // hi
     m = Var("mrows", INDEX)
@@ -73,7 +91,7 @@ def tile_origin(views: ProblemViews, plan: TilePlan, rows: Rows) -> Origin:
     block = Var("tile", INDEX, "tile")
     tiles_n = _c(plan.tiles_n, "Shape<T>::TILES_N", INDEX)
     bm, bn = _c(plan.block_m, "T::BM", INDEX), _c(plan.block_n, "T::BN", INDEX)
-    tiles_m = Let("tiles_m", (rows.M + (bm - 1)) // bm, INDEX)
+    tiles_m = Let("tiles_m", (rows.M + bm - 1) // bm, INDEX)
     n0 = Let("n0", (block % tiles_n) * bn, INDEX)
     t1 = Let("tile", block // tiles_n, INDEX)  # `tile /= Shape<T>::TILES_N`
     m0 = Let("m0", (t1 % tiles_m) * bm, INDEX)
@@ -99,8 +117,8 @@ def loader_access(views: ProblemViews, plan: TilePlan, ld: LoaderPlan, rows: Row
     it = Var("i", INT)
     kt = Var("kt", INT)
     K = _c(views.k, "T::K", INDEX)
-    extent: Expr = rows.M if is_a else _c(views.n, "T::N", INDEX)
-    o0 = o.m0 if is_a else o.n0
+    extent = Let("extent", rows.M if is_a else _c(views.n, "T::N", INDEX), INDEX)  # issue()'s: M or N
+    o0 = Let("o0", o.m0 if is_a else o.n0, INDEX)  # issue()'s argument: the tile's origin along `other`
     other = "m" if is_a else "n"
     vec = ld.vector_elems
     V = _c(vec, "VEC")
@@ -203,8 +221,9 @@ def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -
         g, q = Let("g", lane // _c(4)), Let("q", lane % _c(4))
         warp_m0 = Let("warp_m0", (warp // _c(plan.warps_n, "T::WARPS_N")) * _c(wm, "WM"))
         warp_n0 = Let("warp_n0", (warp % _c(plan.warps_n, "T::WARPS_N")) * _c(wn, "WN"))
-        r = warp_m0 + mi * _c(16) + g + (fe // _c(2)) * _c(8)
-        cc = warp_n0 + ni * _c(8) + _c(2) * q + fe % _c(2)
+        # at(row, col), at(row, col + 1), at(row + 8, col), at(row + 8, col + 1): accumulator acc_e.
+        r = Let("row", warp_m0 + mi * _c(16) + g) + (fe // _c(2)) * _c(8)
+        cc = Let("col", warp_n0 + ni * _c(8) + _c(2) * q) + fe % _c(2)
         frag = (Range(mi, _c(0), _c(wm // 16, "MI")), Range(ni, _c(0), _c(wn // 8, "NI")), Range(fe, _c(0), _c(4)))
 
         def inverse_frag(y_r: Expr, y_c: Expr) -> dict[str, Expr]:
@@ -217,12 +236,14 @@ def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -
         tm, tn = plan.thread_m, plan.thread_n
         vm, vn = plan.frag_m, plan.frag_n
         across_n = plan.block_n // tn
-        fi, fj = Var("fi"), Var("fj")
+        fi, fj = Var("fi", INT, "i"), Var("fj", INT, "j")
         tx = Let("tx", thread % _c(across_n, "(T::BN / TN)"))
         ty = Let("ty", thread // _c(across_n, "(T::BN / TN)"))
         step_m, step_n = plan.block_m // tm * vm, plan.block_n // tn * vn
-        r = (fi // _c(vm, "VM")) * _c(step_m, "(T::BM / TM * VM)") + ty * _c(vm, "VM") + fi % _c(vm, "VM")
-        cc = (fj // _c(vn, "VN")) * _c(step_n, "(T::BN / TN * VN)") + tx * _c(vn, "VN") + fj % _c(vn, "VN")
+        r = Let("row(i)", (fi // _c(vm, "VM")) * _c(step_m, "(T::BM / TM * VM)") + ty * _c(vm, "VM")
+                + fi % _c(vm, "VM"))
+        cc = Let("col(j)", (fj // _c(vn, "VN")) * _c(step_n, "(T::BN / TN * VN)") + tx * _c(vn, "VN")
+                 + fj % _c(vn, "VN"))
         frag = (Range(fi, _c(0), _c(tm, "TM")), Range(fj, _c(0), _c(tn, "TN")))
 
         def inverse_frag(y_r: Expr, y_c: Expr) -> dict[str, Expr]:

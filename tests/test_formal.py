@@ -1,0 +1,349 @@
+"""Formal verification (dgemm_cli/formal, the cta family's model): the expressions, the models checked by exhaustive
+enumeration at small sizes (which guards the proof generator), the Coq proofs, the mutations Coq must reject, the
+model against the kernel's text, and `verify --formal`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dgemm_cli.arch import ARCHES
+from dgemm_cli.cli import main
+from dgemm_cli.families.cta import index as cta_index
+from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
+from dgemm_cli.formal.coq import find_coqc
+from dgemm_cli.formal.expr import (
+    INDEX,
+    Cmp,
+    Const,
+    Ite,
+    Let,
+    Var,
+    coq,
+    cuda,
+    evaluate,
+    replace,
+    split_ite,
+    walk,
+)
+from dgemm_cli.formal.model import obligations
+from dgemm_cli.formal.search import enumerate_points, exhaust, search
+from dgemm_cli.formal.views import view_type
+from dgemm_cli.pipeline import plan_spec
+from dgemm_cli.render import render_sources
+from dgemm_cli.spec import load_spec, parse_spec
+from dgemm_cli.views import analyse
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
+
+
+def _spec(name: str, **doc) -> dict:
+    return {"name": name, "arch": "sm_80", **doc}
+
+
+# Small problems the cta family plans in each of its variants: tails in every role, column-major and strided views,
+# a batch with a broadcast input, an NCHW view (merged segments), rows sized at run time, f32 (FFMA, transposing
+# loads), an epilogue with D, vector loads behind a pointer check.
+SMALL = [
+    _spec("tails_f16", dtype="f16", gemm={"m": 37, "n": 21, "k": 19},
+          operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}),
+    _spec("vec_f16", dtype="f16", gemm={"m": 40, "n": 72, "k": 48},
+          operands={"A": {"layout": "row", "align": 16}, "B": {"layout": "row", "align": 16},
+                    "C": {"layout": "row"}}),
+    _spec("vec_checked_bf16", dtype="bf16", gemm={"m": 33, "n": 64, "k": 40},
+          operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "col"}}),
+    _spec("batch_bcast", dtype="f16", gemm={"batch": 3, "m": 20, "n": 24, "k": 16},
+          operands={"A": {"layout": "row", "align": 16}, "B": {"strides": [0, 24, 1], "align": 16},
+                    "C": {"layout": "row"}}),
+    _spec("nchw", dtype="f16", contraction="nchw,kc->nkhw", sizes={"n": 2, "c": 16, "h": 3, "w": 5, "k": 24},
+          operands={"A": {"strides": [240, 15, 5, 1]}, "B": {"strides": [16, 1]},
+                    "C": {"strides": [360, 15, 5, 1]}}),
+    _spec("dyn_rows", dtype="f16", gemm={"m": {"min": 1, "max": 40}, "n": 24, "k": 32},
+          operands={"A": {"layout": "row"}, "B": {"layout": "row"}, "C": {"layout": "row"}}),
+    _spec("f32_tn", dtype="f32", gemm={"m": 19, "n": 36, "k": 23},
+          operands={"A": {"layout": "col"}, "B": {"layout": "row"}, "C": {"layout": "row"}}),
+    _spec("f32_nt_k_aligned", dtype="f32", gemm={"m": 24, "n": 20, "k": 32},
+          operands={"A": {"layout": "row", "align": 16}, "B": {"layout": "col", "align": 16},
+                    "C": {"layout": "col"}}),
+    _spec("epilogue_d", dtype="f16", gemm={"m": 21, "n": 18, "k": 24}, beta=0.5,
+          operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}, "D": {"layout": "col"}},
+          epilogue=[{"scale": {"letters": "m"}}, {"bias": {"letters": "n", "dtype": "f32"}},
+                    {"residual": {"strides": [20, 1]}}]),
+    _spec("padded_offset_view", dtype="f32", contraction="mk,kn->mn", sizes={"m": 9, "k": 7, "n": 6},
+          operands={"A": {"strides": [9, 1], "offset": 5}, "B": {"strides": [6, 1]}, "C": {"strides": [1, 11]}}),
+]
+
+
+def _models(doc: dict, family: str = "cta"):
+    spec = parse_spec(doc, f"<{doc['name']}>")
+    planned = plan_spec(spec, ARCHES[doc.get("arch", "sm_80")], family)
+    out = []
+    for label, views, fp in kernel_plans(planned.plan, planned.views):
+        found = models_of(views, fp, label)
+        assert not isinstance(found, str), found
+        out.extend((views, m) for m in found)
+    return out
+
+
+# ---- expressions
+
+
+def test_printing_and_evaluation():
+    c, k = Var("c"), Const(4, "kPerRow")
+    row, col = Let("row", c // k), Let("col", (c % k) * Const(8, "VEC"))
+    assert cuda(row.value) == "c / kPerRow" and cuda(col.value) == "(c % kPerRow) * VEC"
+    assert cuda(Var("m") + Const(128, "T::BM") - 1) == "m + T::BM - 1"
+    assert coq(col) == "((c mod 4) * 8)" and coq(Const(3) * Const(5) + 1) == "16"  # constants folded
+    assert evaluate((Var("x") - 7) // 4, {"x": 0}) == -2  # floor, as Z.div: the obligations require x >= 0
+    assert evaluate(Ite(c < 3, c, Const(0)), {"c": 2}) == 2
+    cases = split_ite(Ite(c < 3, c, Const(9)) < 5)
+    assert [cuda(p) for _, p in cases] == ["c < 5", "9 < 5"]
+
+
+# ---- the models, by exhaustive enumeration at small sizes
+
+
+@pytest.mark.parametrize("doc", SMALL, ids=[d["name"] for d in SMALL])
+def test_every_obligation_holds_at_every_point(doc):
+    """Each obligation holds at every point of its ranges, and its hypotheses hold somewhere (none is vacuous)."""
+    checked = 0
+    for views, model in _models(doc):
+        for ob in obligations(model, references(views)):
+            found = exhaust(ob)
+            if found is None:
+                continue  # too many points (a pointer-alignment multiple times the grid): Coq's alone
+            assert found.failing is None, f"{model.kernel}: {ob.ident} fails at {found.failing}"
+            assert found.satisfying, f"{model.kernel}: {ob.ident}: no point satisfies its hypotheses"
+            checked += 1
+    assert checked > 30
+
+
+def _view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
+    """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (numpy)."""
+    op = views.spec.operand(operand)
+    dyn = views.spec.run_time_letter
+    sizes = [rows if (dyn and x == dyn[0] and rows is not None) else s for x, s in zip(op.letters, op.sizes)]
+    if not sizes:
+        return np.zeros(1, dtype=np.int64)
+    grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
+    return sum(g.astype(np.int64) * st for g, st in zip(grids, op.strides)).ravel()
+
+
+@pytest.mark.parametrize("doc", SMALL, ids=[d["name"] for d in SMALL])
+def test_maps_enumerated_store_each_output_once_and_load_inside_views(doc):
+    """The maps themselves, enumerated: the output's store addresses are its view's, each exactly once, and every
+    element a load moves is an element of its view (computed by numpy from the spec's letters)."""
+    for views, model in _models(doc):
+        rows_range = [r for a in model.accesses for r in a.ranges if r.var.name == "mrows"][:1]
+        sizes = range(int(rows_range[0].lo.value), int(rows_range[0].hi.value)) if rows_range else [None]
+        for rows in sizes:
+            for a in model.accesses:
+                pts = enumerate_points(a.ranges if rows is None else
+                                       tuple(dataclasses.replace(r, lo=Const(rows), hi=Const(rows + 1))
+                                             if r.var.name == "mrows" else r for r in a.ranges))
+                assert pts is not None
+                count = np.asarray(evaluate(a.count, pts))
+                address = np.asarray(evaluate(a.address, pts))
+                moved = np.concatenate([address[count > e] + e for e in range(a.width)])
+                view = _view_addresses(views, a.operand, rows)
+                if a.kind == "store":
+                    assert np.array_equal(np.sort(moved), np.sort(view)), f"{model.kernel}: {a.text}"
+                else:
+                    assert np.isin(moved, view).all(), f"{model.kernel}: {a.text}"
+
+
+# ---- Coq
+
+
+@needs_coq
+@pytest.mark.parametrize("doc", [SMALL[0], SMALL[3], SMALL[5], SMALL[8]], ids=lambda d: d["name"])
+def test_coq_proves_the_small_models(doc, tmp_path):
+    for views, model in _models(doc):
+        r = prove_model(views, model, tmp_path)
+        assert r.status == PROVED, (r.failed, r.obligation, r.counterexample, r.reason)
+        assert "Proof completed" in _coqc_output(Path(r.script))
+
+
+def _coqc_output(script: Path) -> str:
+    import subprocess
+
+    return subprocess.run([find_coqc(), "-q", script.name], cwd=script.parent, capture_output=True, text=True).stdout
+
+
+@needs_coq
+def test_coq_proves_a_spec_of_the_repository(tmp_path):
+    spec = load_spec(ROOT / "specs" / "conv1x1_nchw.yaml")
+    planned = plan_spec(spec, ARCHES["sm_80"], "cta")
+    for label, views, fp in kernel_plans(planned.plan, planned.views):
+        for model in models_of(views, fp, label):
+            r = prove_model(views, model, tmp_path)
+            assert r.status == PROVED, (r.failed, r.obligation, r.reason)
+
+
+# ---- mutations: each must be rejected, with a readable obligation and the values that break it
+
+
+def _mutated(doc: dict, mutate) -> tuple:
+    views, model = _models(doc)[0]
+    return views, mutate(model)
+
+
+def _replace_in_access(model, ident_prefix: str, field: str, old, new):
+    accesses = []
+    for a in model.accesses:
+        if a.ident.startswith(ident_prefix):
+            a = dataclasses.replace(a, **{field: replace(getattr(a, field), old, new)})
+        accesses.append(a)
+    return dataclasses.replace(model, accesses=tuple(accesses))
+
+
+def _node(expr, pred):
+    return next(x for x in walk(expr) if pred(x))
+
+
+def _off_by_one_guard(model):
+    a = next(a for a in model.accesses if a.ident.startswith("a_"))
+    guard = _node(a.count, lambda x: isinstance(x, Cmp) and x.op == "<" and isinstance(x.a, Let) and x.a.name == "go")
+    return _replace_in_access(model, "a_", "count", guard, Cmp("<=", guard.a, guard.b))
+
+
+def _missing_tail_mask(model):
+    a = next(a for a in model.accesses if a.ident.startswith("a_"))
+    guard = _node(a.count, lambda x: isinstance(x, Cmp) and isinstance(x.a, Let) and x.a.name == "gk")
+    return _replace_in_access(model, "a_", "count", guard, Cmp("<=", Const(0), Const(0)))
+
+
+def _wrong_stride(model):
+    a = next(a for a in model.accesses if a.ident.startswith("b_"))
+    stride = _node(a.address, lambda x: isinstance(x, Const) and x.ctype == INDEX and x.value > 1)
+    return _replace_in_access(model, "b_", "address", stride, Const(stride.value + 1, ctype=INDEX))
+
+
+MUTATIONS = {
+    # m = 37 is no multiple of the tile: the guard `go <= extent` lets row 37 load.
+    "off_by_one_guard": (SMALL[0], _off_by_one_guard, ("a_gather1_in_bounds", "a_gather1_element")),
+    # k = 19 is no multiple of the k-tile: without `gk < K` the last k-tile reads past A's rows.
+    "missing_tail_mask": (SMALL[0], _missing_tail_mask, ("a_gather1_in_bounds", "a_gather1_element")),
+    "wrong_stride": (SMALL[0], _wrong_stride, ("b_gather1_in_bounds", "b_gather1_element")),
+}
+
+
+@needs_coq
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_mutations_are_rejected(name, tmp_path):
+    doc, mutate, lemmas = MUTATIONS[name]
+    views, model = _mutated(doc, mutate)
+    r = prove_model(views, model, tmp_path)
+    assert r.status == FAILED
+    assert r.failed.startswith(lemmas), r.failed
+    assert r.obligation and r.counterexample, r
+
+
+def _overflowing_plan():
+    """A spec whose A spans more than 2^31 - 1 elements, rendered (wrongly) with a 32-bit index_t."""
+    doc = _spec("big", dtype="f16", gemm={"m": 70000, "n": 64, "k": 40000},
+                operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}})
+    spec = parse_spec(doc, "<big>")
+    planned = plan_spec(spec, ARCHES["sm_80"], "cta")
+    assert planned.plan.primary.index_type == "long long"
+    plan32 = dataclasses.replace(planned.plan.primary, index_type="int")
+    return planned.views, cta_index.models(planned.views, plan32, "big")[0]
+
+
+@needs_coq
+def test_a_32_bit_index_that_overflows_is_rejected(tmp_path):
+    views, model = _overflowing_plan()
+    r = prove_model(views, model, tmp_path)
+    assert r.status == FAILED and "_safe_" in r.failed and r.obligation.startswith("64-bit"), r
+    assert r.counterexample
+
+
+def test_the_search_finds_each_mutation_without_coq():
+    for name, (doc, mutate, lemmas) in MUTATIONS.items():
+        views, model = _mutated(doc, mutate)
+        broken = [ob for ob in obligations(model, references(views)) if ob.ident.startswith(lemmas)]
+        assert any(search(ob, tries=5000) for ob in broken), name
+    views, model = _overflowing_plan()
+    safe = [ob for ob in obligations(model, references(views)) if "_safe_" in ob.ident]
+    assert any(search(ob, tries=5000) for ob in safe)
+
+
+# ---- the model against the kernel's text
+
+
+@pytest.mark.parametrize("doc", SMALL, ids=[d["name"] for d in SMALL])
+def test_rendered_views_are_the_models(doc):
+    """Each dg::View the .cu's traits declare is the one the model's offsets are built from."""
+    spec = parse_spec(doc, f"<{doc['name']}>")
+    planned = plan_spec(spec, ARCHES["sm_80"], "cta")
+    cu = render_sources(spec, planned.views, planned.plan, planned.baseline, planned.arch)[f"{spec.name}.cu"]
+    declared = {m["op"]: re.sub(r"\s+", "", m["view"])
+                for m in re.finditer(r"using (?P<op>\w+)_view = (?P<view>dg::View<.*?>);", cu, re.DOTALL)}
+    views = analyse(spec)
+    for op in ("A", "B", "C", *(o.name for o in spec.extra_operands)):
+        assert declared[op] == view_type(views, op), op
+
+
+def test_view_header_offsets_are_the_models():
+    text = (ROOT / "templates" / "dg" / "view.cuh").read_text()
+    assert "return S::stride == 1 ? i : i * I(S::stride);" in text
+    assert "return (i % I(S::size)) * I(S::stride) + Role<I, Next, Outer...>::offset(i / I(S::size));" in text
+
+
+def test_cta_header_spells_each_intermediate_as_the_model():
+    header = (ROOT / "templates" / "dg" / "cta.cuh").read_text()
+    seen = set()
+    for doc in SMALL:
+        for _, model in _models(doc):
+            for a in model.accesses:
+                for e in (a.count, a.address, *a.logical.values(), *a.always):
+                    for x in walk(e):
+                        if isinstance(x, Let) and x.name not in seen:
+                            seen.add(x.name)
+                            if x.name in cta_index.SPELLED:
+                                assert cta_index.SPELLED[x.name] in header, x.name
+                            elif not x.name.endswith("_offset") and x.name != "M":
+                                assert cuda(x.value) in header, f"{x.name} = {cuda(x.value)}"
+    assert {"c", "row", "col", "go", "gk", "k0", "m0", "n0", "tiles_m", "warp_m0", "row(i)"} <= seen
+
+
+# ---- verify --formal
+
+
+@needs_coq
+def test_verify_formal_on_a_spec_and_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "t.yaml"
+    spec.write_text(json.dumps(SMALL[0]))
+    runner = CliRunner()
+    r = runner.invoke(main, ["verify", "--formal", str(spec), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert rows and all(x["status"] == PROVED for x in rows)
+    assert Path(rows[0]["script"]).is_file() and "build/verify/tails_f16" in rows[0]["script"]
+    r = runner.invoke(main, ["gen", str(spec), "-o", "gen", "--family", "cta"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["verify", "--formal", "gen/tails_f16"])
+    assert r.exit_code == 0 and "Proof completed" in r.output, r.output
+    assert list((tmp_path / "gen" / "tails_f16" / "build" / "verify").glob("*.v"))
+
+
+@needs_coq
+def test_verify_formal_says_what_it_cannot_prove(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["verify", "--formal", str(ROOT / "specs" / "square_bf16.yaml")])
+    assert r.exit_code == 5, r.output  # the hopper family has no model yet
+    assert "not proved: the hopper family has no index model yet" in r.output
+
+
+def test_verify_formal_without_coq_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    r = CliRunner().invoke(main, ["verify", "--formal", str(ROOT / "specs" / "odd_tails.yaml")])
+    assert r.exit_code == 4 and "apt-get install coq" in r.output
