@@ -68,7 +68,8 @@ def verify_formal(paths: tuple[Path, ...], arch: str | None, jobs: int, as_json:
             found = models_of(views, family_plan, label)
             if isinstance(found, str):
                 results.append((len(work) + len(results), KernelProof(
-                    views.spec.name, f"{views.spec.name} {label}", family_plan.family, UNMODELED, reason=found)))
+                    views.spec.name, f"{views.spec.name} {label}".strip(), family_plan.family, UNMODELED,
+                    reason=found)))
                 continue
             for model in found:
                 work.append((len(work) + len(results), views, out_dir, model))

@@ -47,9 +47,9 @@ def kernel_plans(plan: Plan | BucketPlan, views: ProblemViews) -> list[tuple[str
         out = []
         for b in plan.buckets:
             for label, v, p in kernel_plans(b.plan, b.views):
-                out.append((f"{plan.letter} {b.lo}..{b.hi}: {label}", v, p))
+                out.append((f"{plan.letter} {b.lo}..{b.hi} {label}".strip(), v, p))
         return out
-    out = [("primary", views, plan.primary)]
+    out = [("", views, plan.primary)]
     if plan.fallback is not None:
         out.append(("fallback kernel", views, plan.fallback))
     return out
@@ -61,7 +61,7 @@ def models_of(views: ProblemViews, family_plan: Any, label: str) -> list[KernelM
     if not family.formal:
         return f"the {family.name} family has no index model yet"
     build: Callable[..., list[KernelModel]] = importlib.import_module(family.formal).models
-    return build(views, family_plan, f"{views.spec.name} {label}")
+    return build(views, family_plan, f"{views.spec.name} {label}".strip())
 
 
 def references(views: ProblemViews) -> dict[str, Callable]:
@@ -78,7 +78,8 @@ def prove(views: ProblemViews, plan: Plan | BucketPlan, out_dir: Path, use_coq: 
     for label, v, fp in kernel_plans(plan, views):
         found = models_of(v, fp, label)
         if isinstance(found, str):
-            results.append(KernelProof(v.spec.name, f"{v.spec.name} {label}", fp.family, UNMODELED, reason=found))
+            results.append(KernelProof(v.spec.name, f"{v.spec.name} {label}".strip(), fp.family, UNMODELED,
+                                       reason=found))
             continue
         for model in found:
             if progress:

@@ -428,6 +428,8 @@ def readable(e: Expr | Pred) -> str:
 
 
 def _inline(e: Any) -> Any:
+    if isinstance(e, Expr) and not isinstance(e, Var) and constant(e):
+        return Const(int(evaluate(e, {})))
     if isinstance(e, Let):
         return _inline(e.value)
     if isinstance(e, (Var, Const)):

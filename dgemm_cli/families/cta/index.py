@@ -323,8 +323,8 @@ def models(views: ProblemViews, plan: TilePlan, name: str) -> list[KernelModel]:
             reach[a.operand] = operand_reach(views, a.operand, rows.rows)
         loaders = ", ".join(f"{ld.operand} {ld.kind}{ld.vector_elems if ld.kind in ('cp_async', 'transpose') else ''}"
                             for ld, _ in pair)
-        label = "primary" if variant == 0 else "fallback loaders (pointer check failed)"
-        out.append(KernelModel(f"{name} [{label}: {loaders}]", "cta", plan.index_type, reach, tuple(accesses),
+        label = "cta" if variant == 0 else "cta, fallback loaders"
+        out.append(KernelModel(f"{name} ({label}: {loaders})", "cta", plan.index_type, reach, tuple(accesses),
                                tuple(bijections), tuple(facts), trusted=TRUSTED))
     return out
 
