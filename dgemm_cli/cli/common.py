@@ -9,8 +9,9 @@ import click
 
 from dgemm_cli.arch import TARGETS
 from dgemm_cli.disable import help_text, parse_disable
-from dgemm_cli.errors import DeepGemmError, NotBuiltError
+from dgemm_cli.errors import DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.records import TuningDb
+from dgemm_cli.toolchain import find_gpus
 from dgemm_cli.tune import default_db_path, load_db
 
 DEFAULT_OUT = Path("generated")
@@ -29,6 +30,13 @@ def _parse_disable(ctx: click.Context, param: click.Parameter, value: str | None
 disable_option = click.option(
     "--disable", "disabled", metavar="OPT[,OPT...]", callback=_parse_disable, expose_value=True,
     help="Force these optimizations off in the constraint graphs and re-plan around them: " + help_text())
+
+
+def require_gpu() -> None:
+    """verify, bench and bisect of GPU folders: NoGpuError where no GPU is visible."""
+    if not find_gpus():
+        raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
+                         "gen and build work without")
 
 
 def fail(err: DeepGemmError) -> None:
