@@ -4,12 +4,27 @@ rendering templates/<family>/body.cu.j2 into the namespace `<family>` of <name>.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 # cuTensorMapEncodeTiled's element type of an input, for the families that load through TMA (hopper, fp8_hopper;
 # tcgemv's staged activation).
 TMA_DTYPE = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
              "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # TMA moves e4m3 as bytes: no conversion on the way
+
+
+# A fault seeded on purpose, for tests only (tests/test_bisect.py: `deepgemm bisect` must find it): where this
+# environment variable names a fault (SEEDED_FAULTS), the renderer emits that wrong code. Unset, nothing changes.
+SEEDED_FAULT_ENV = "DEEPGEMM_TEST_SEED_FAULT"
+# "vector-guard": the cta loaders' run-time alignment check tests the promised alignment instead of the vector's,
+# so a pointer the harness shifts off the vector's alignment takes the wide cp.async path (misaligned copies).
+SEEDED_FAULTS = ("vector-guard",)
+
+
+def seeded_fault(name: str) -> bool:
+    """Whether the test-only fault `name` is asked for (SEEDED_FAULT_ENV); False unless a test sets it."""
+    assert name in SEEDED_FAULTS, name
+    return os.environ.get(SEEDED_FAULT_ENV, "") == name
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import jinja2
 
 from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.cta import MMA, REGISTER_CAP, LoaderPlan, TilePlan
-from dgemm_cli.renderers import Body
+from dgemm_cli.renderers import Body, seeded_fault
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews
 
@@ -76,7 +76,8 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
             fallback[i] = fb.struct
             if fb.struct != loaders[i].struct:
                 variants.append(fb)
-            conds.append(f"aligned({ld.operand}, {ld.runtime_align})")
+            guard = ld.promised_align if seeded_fault("vector-guard") else ld.runtime_align  # test-only fault
+            conds.append(f"aligned({ld.operand}, {guard})")
     registers = next((d for d in plan.decisions if d.node == "registers"), None)
     registers_why = registers.summary() if registers else ""
     return {
