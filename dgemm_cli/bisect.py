@@ -34,13 +34,11 @@ class Variant:
         return self.option or BASELINE
 
 
-def _kernels(plan: Plan | BucketPlan) -> Any:
-    """What a variant's kernels are, the switches' record aside: equal for plans that render the same kernels."""
-    data = plan.to_dict()
-    data.pop("disabled", None)
-    for bucket in data.get("buckets", ()):
-        bucket.pop("disabled", None)
-    return data
+def kernels_key(plan: Plan | BucketPlan) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """What a plan's kernels are (every bucket's, fallbacks included): each one's family, summary and tiling values.
+    Equal for plans that render the same kernels, whatever their decisions' reasons say."""
+    plans = [b.plan for b in plan.buckets] if isinstance(plan, BucketPlan) else [plan]
+    return [(k.family, k.summary, sorted(getattr(k, "assignment", {}).items())) for p in plans for k in p.kernels]
 
 
 def variants(views: ProblemViews, arch: Arch) -> list[Variant]:
@@ -53,7 +51,7 @@ def variants(views: ProblemViews, arch: Arch) -> list[Variant]:
         except DeepGemmError as err:
             out.append(Variant(name, None, False, f"cannot plan without it: {err}"))
             continue
-        changed = _kernels(plan) != _kernels(base)
+        changed = kernels_key(plan) != kernels_key(base)
         out.append(Variant(name, plan, changed, "" if changed else "the plan is the baseline's: no family here "
                                                                    "changes without it"))
     return out

@@ -159,6 +159,17 @@ def help_text() -> str:
     return "; ".join(lines) + ". Not disableable: " + ", ".join(REFUSED) + "."
 
 
+def overriding(pins: dict[str, Any], disabled: tuple[str, ...]) -> dict[str, Any]:
+    """A spec's `plan:` pins without those the disabled options decide instead: a pinned node an option restricts;
+    all of them where an option rules out the pinned family (they tune that family). The command line overrides the
+    spec, as `--family` overrides its family."""
+    nodes = {off.node for name in disabled for off in OPTIONS[name].nodes}
+    families = {off.family for name in disabled for off in OPTIONS[name].families}
+    if str(pins.get("family", "")).lower() in families:
+        return {}
+    return {node: value for node, value in pins.items() if node not in nodes}
+
+
 def family_refusals(family: str, views: ProblemViews, arch: Arch, disabled: tuple[str, ...]) -> list[tuple[str, str]]:
     """The (gate, reason) pairs that rule `family` out of a problem: the disabled optimizations it cannot run
     without."""

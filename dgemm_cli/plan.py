@@ -164,7 +164,7 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None,
     gated = family_gates(views, arch, disabled)
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
-    pins = target_pins(views, arch)
+    pins = disable.overriding(target_pins(views, arch), disabled)
     spec_family = pins.pop("family", None)
     # --family overrides the spec's family; the family it names keeps the pins of its own decisions.
     spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
