@@ -6,6 +6,7 @@ The API plans by the cost model alone: unlike `deepgemm gen`, it does not consul
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from dgemm_cli.arch import get_arch
 from dgemm_cli.build import KernelResources, build_dir_for, read_plan, unbuildable_reason
 from dgemm_cli.build import build as build_cuda
 from dgemm_cli.build_host import HOST_ARCH, build_host, find_cxx
+from dgemm_cli.disable import parse_disable
 from dgemm_cli.errors import BuildError, NotBuiltError
 from dgemm_cli.pipeline import Artifact
 from dgemm_cli.pipeline import generate as pipeline_generate
@@ -55,15 +57,21 @@ class Built:
     kernels: tuple[KernelResources, ...]
 
 
-def generate(spec: Spec, out_dir: str | Path, *, arch: str | None = None, family: str | None = None) -> Generated:
+def generate(spec: Spec, out_dir: str | Path, *, arch: str | None = None, family: str | None = None,
+             disable: str | Iterable[str] | None = None) -> Generated:
     """Plan `spec` for `arch` (default: the spec's) and write its folder to `out_dir/<name>/`, as
-    `deepgemm gen SPEC -o out_dir --untuned [--arch A] [--family F]` does."""
-    return generate_into(spec, arch or spec.arch, Path(out_dir) / spec.name, family)
+    `deepgemm gen SPEC -o out_dir --untuned [--arch A] [--family F] [--disable OPT,...]` does. `disable`: the
+    optimizations to force off, "tma,multicast" or a list of names (dgemm_cli.disable.OPTIONS); DisableError for
+    one that is not an option."""
+    return generate_into(spec, arch or spec.arch, Path(out_dir) / spec.name, family, disable)
 
 
-def generate_into(spec: Spec, arch: str, directory: Path, family: str | None = None) -> Generated:
+def generate_into(spec: Spec, arch: str, directory: Path, family: str | None = None,
+                  disable: str | Iterable[str] | None = None) -> Generated:
     """generate, into `directory` itself."""
-    return _generated(pipeline_generate(spec, get_arch(arch), directory.parent, family, directory=directory))
+    disabled = parse_disable(disable, "disable=")
+    return _generated(pipeline_generate(spec, get_arch(arch), directory.parent, family, directory=directory,
+                                        disabled=disabled))
 
 
 def _generated(artifact: Artifact) -> Generated:

@@ -3,11 +3,12 @@ solved plan, as text (pure)."""
 
 from __future__ import annotations
 
+from dgemm_cli import disable
 from dgemm_cli.arch import Arch
 from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.constraints import ConstraintGraph
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.plan import BucketPlan, Plan, plan_buckets, plan_detail
+from dgemm_cli.plan import BucketPlan, Plan, PlanDetail, plan_buckets, plan_detail
 from dgemm_cli.spec import Spec
 from dgemm_cli.views import analyse, classify_letters
 
@@ -51,9 +52,10 @@ def _epilogue_lines(spec: Spec) -> list[str]:
 
 
 def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
-                 tuned_buckets: dict[tuple[int, int], Plan] | None = None) -> str:
+                 tuned_buckets: dict[tuple[int, int], Plan] | None = None, disabled: tuple[str, ...] = ()) -> str:
     """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it; `tuned_buckets`: for a
-    spec sized at run time, the measured plans of its buckets."""
+    spec sized at run time, the measured plans of its buckets; `disabled`: optimizations forced off (gen
+    --disable)."""
     views = analyse(spec)
     out = [f"# {spec.name}: {spec.contraction} on {arch.name} ({arch.part})", ""]
     out.append("## Letters")
@@ -95,10 +97,14 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         if family.backend == arch.backend:  # another backend's families never run on this target
             out.append(f"  {name:<10} {family.summary}")
     if spec.dynamic:
-        out.extend(_bucket_lines(plan_buckets(views, arch, tuned=tuned_buckets)))
+        buckets = plan_buckets(views, arch, tuned=tuned_buckets, disabled=disabled)
+        out.extend(_disabled_lines(disabled, [(b.sizes(buckets.letter), plan_detail(b.views, arch, disabled=disabled))
+                                              for b in buckets.buckets]))
+        out.extend(_bucket_lines(buckets))
         out.extend(_baseline_lines(views, arch))
         return "\n".join(out)
-    detail = plan_detail(views, arch)
+    detail = plan_detail(views, arch, disabled=disabled)
+    out.extend(_disabled_lines(disabled, [("", detail)]))
     plan = detail.plan
     d = plan.family_decision
     out.append(f"  {d.summary()}")
@@ -127,6 +133,22 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.extend(_tuned_lines(tuned))
     out.extend(_baseline_lines(views, arch))
     return "\n".join(out)
+
+
+def _disabled_lines(disabled: tuple[str, ...], details: list[tuple[str, PlanDetail]]) -> list[str]:
+    """What `--disable` did to each kernel's planning, a line an option; for a run-time spec, each line names the
+    buckets (`details`' labels) it holds for where it does not hold for all."""
+    if not disabled:
+        return []
+    held: dict[str, list[str]] = {}
+    for label, detail in details:
+        graphs = {name: solved[1] for name, solved in detail.family_plans.items() if solved is not None}
+        for line in disable.effect_lines(disabled, detail.gated, graphs):
+            held.setdefault(line, []).append(label)
+    out = [f"  built with --disable {','.join(disabled)} (forced off in every family's graph):"]
+    for line, labels in held.items():
+        out.append(f"    {line}" + ("" if len(labels) == len(details) else f"  [{', '.join(labels)}]"))
+    return out
 
 
 def _baseline_lines(views, arch) -> list[str]:

@@ -52,12 +52,12 @@ class Artifact:
 
 
 def plan_spec(spec: Spec, arch: Arch, family: str | None = None, plan: Plan | BucketPlan | None = None,
-              views: ProblemViews | None = None) -> PlannedSpec:
+              views: ProblemViews | None = None, disabled: tuple[str, ...] = ()) -> PlannedSpec:
     """Analyse and plan one spec. `family`: take this kernel family (a PlanError where its gates refuse the
     problem); `plan`: a plan made elsewhere (a tuned one, a tune candidate); `views`: the analysis, when the caller
-    has it."""
+    has it; `disabled`: optimizations forced off (disable.OPTIONS, checked by disable.parse_disable)."""
     views = views or analyse(spec)
-    return PlannedSpec(spec, views, arch, plan or make_plan(views, arch, family), plan_baseline(views))
+    return PlannedSpec(spec, views, arch, plan or make_plan(views, arch, family, disabled), plan_baseline(views))
 
 
 def emit(planned: PlannedSpec, directory: Path) -> Artifact:
@@ -76,6 +76,7 @@ def emit(planned: PlannedSpec, directory: Path) -> Artifact:
 
 
 def generate(spec: Spec, arch: Arch, out_root: Path, family: str | None = None, plan: Plan | BucketPlan | None = None,
-             directory: Path | None = None, views: ProblemViews | None = None) -> Artifact:
+             directory: Path | None = None, views: ProblemViews | None = None,
+             disabled: tuple[str, ...] = ()) -> Artifact:
     """plan_spec then emit, into `out_root/<name>/` unless `directory` is given."""
-    return emit(plan_spec(spec, arch, family, plan, views), directory or out_root / spec.name)
+    return emit(plan_spec(spec, arch, family, plan, views, disabled), directory or out_root / spec.name)

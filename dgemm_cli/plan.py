@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from dgemm_cli import disable
 from dgemm_cli.arch import Arch, get_arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, Unsatisfiable, solve
 from dgemm_cli.errors import PlanError, SpecError
@@ -28,6 +29,7 @@ class Plan:
     fallback: FamilyPlan | None  # the `cta` plan taken at run time when the primary's pointer checks fail
     family_decision: Decision
     tuned: dict[str, Any] | None = None  # what `deepgemm tune` measured for this plan (tune.summary)
+    disabled: tuple[str, ...] = ()  # the optimizations `--disable` forced off (disable.OPTIONS), in its order
 
     @property
     def family(self) -> str:
@@ -50,6 +52,7 @@ class Plan:
             "runtime_align": dict(self.primary.runtime_align) if self.fallback is not None else {},
             "smem_bytes": self.smem_bytes,
             "tuned": self.tuned,
+            **({"disabled": list(self.disabled)} if self.disabled else {}),
         }
 
 
@@ -60,6 +63,7 @@ class PlanDetail:
     plan: Plan
     family_graph: ConstraintGraph
     family_plans: dict[str, tuple[FamilyPlan, ConstraintGraph] | None]  # None: gated out
+    gated: dict[str, list[tuple[str, str]]]  # each family's gates on the problem, the pins' and switches' among them
 
 
 # How a message names each backend's code and targets (arch.Arch.backend, families.base.KernelFamily.backend).
@@ -67,8 +71,9 @@ BACKEND_CODE = {"cuda": "CUDA kernels", "cpu": "C++ for the host"}
 BACKEND_TARGET = {"cuda": "a CUDA target", "cpu": "the host"}
 
 
-def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, str]]]:
-    """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it."""
+def family_gates(views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()) -> dict[str, list[tuple[str, str]]]:
+    """Each family's gates on this problem: (constraint, reason) pairs; [] where it can run it. `disabled`: the
+    optimizations forced off (disable.OPTIONS); a family that cannot run without one is gated by it."""
     # A family of another backend is not asked: its gates read the facts of its own kind of target.
     gated = {name: family.gates(views, arch) if family.backend == arch.backend else
              [("backend", f"{name} renders {BACKEND_CODE[family.backend]}, and {arch.name} is "
@@ -87,6 +92,9 @@ def family_gates(views: ProblemViews, arch: Arch) -> dict[str, list[tuple[str, s
             if not family.runtime_rows:
                 gated[name].append(("rows at run time", f"{name} kernels are compiled for one M; the family serves "
                                                         "only buckets of one size"))
+    for name, family in FAMILIES.items():
+        if family.backend == arch.backend:
+            gated[name].extend(disable.family_refusals(name, views, arch, disabled))
     return gated
 
 
@@ -147,19 +155,22 @@ def _refused_family(views: ProblemViews, family: str, why: str, gated: dict[str,
                      + (f" ({', '.join(allowed)})" if allowed else ""))
 
 
-def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> PlanDetail:
+def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None,
+                disabled: tuple[str, ...] = ()) -> PlanDetail:
     """`prefer`: take this family (gen --family) instead of the cheapest; a PlanError with its gates' reasons
-    when they refuse the problem."""
+    when they refuse the problem. `disabled`: optimizations forced off (gen --disable, disable.OPTIONS)."""
     if prefer is not None and prefer not in FAMILIES:
         raise PlanError(f"unknown kernel family '{prefer}': use one of {', '.join(FAMILIES)}")
-    gated = family_gates(views, arch)
+    gated = family_gates(views, arch, disabled)
     if prefer is not None and gated[prefer]:
         raise _refused_family(views, prefer, refusals(gated, prefer), gated)
-    pins = target_pins(views, arch)
+    pins = disable.overriding(target_pins(views, arch), disabled)
     spec_family = pins.pop("family", None)
     # --family overrides the spec's family; the family it names keeps the pins of its own decisions.
     spec_family = _spec_family(views, spec_family, gated) if prefer is None else None
-    solved = _solve_families(views, arch, gated, pins, prefer)
+    solved = _solve_families(views, arch, gated, pins, prefer, disabled)
+    if prefer is not None and gated[prefer]:  # the switches left the family no plan
+        raise _refused_family(views, prefer, refusals(gated, prefer), gated)
     graph = _family_graph(gated, prefer, spec_family, arch.backend)
     try:
         sol = solve(graph, lambda a: solved[a["family"]][0].cost_us)
@@ -176,8 +187,8 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None) -> P
     if needs_fallback(primary):
         cta = solved[FALLBACK]
         unpinned = cta is not None and not any(n.name in pins for n in cta[1].nodes)
-        fallback = as_fallback(cta[0]) if unpinned else fallback_plan(views, arch)
-    return PlanDetail(Plan(primary, fallback, sol.decisions[0]), graph, solved)
+        fallback = as_fallback(cta[0]) if unpinned else fallback_plan(views, arch, disabled)
+    return PlanDetail(Plan(primary, fallback, sol.decisions[0], disabled=disabled), graph, solved, gated)
 
 
 def target_pins(views: ProblemViews, arch: Arch) -> dict[str, Any]:
@@ -189,10 +200,12 @@ def target_pins(views: ProblemViews, arch: Arch) -> dict[str, Any]:
 
 
 def _solve_families(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple[str, str]]], pins: dict[str, Any],
-                    prefer: str | None) -> dict[str, tuple[FamilyPlan, ConstraintGraph] | None]:
-    """Each family's best plan within the spec's pinned decisions (None where gated out). A family without a pinned
-    decision, or whose graph the pins leave no assignment, is gated out with that reason (added to `gated`); a pin no
-    family that can run the problem has is a SpecError."""
+                    prefer: str | None, disabled: tuple[str, ...] = ()
+                    ) -> dict[str, tuple[FamilyPlan, ConstraintGraph] | None]:
+    """Each family's best plan within the spec's pinned decisions and without the disabled optimizations (None where
+    gated out). A family without a pinned decision, or whose graph the pins leave no assignment, is gated out with
+    that reason (added to `gated`), and so is one whose graph the disabled optimizations leave none; a pin no family
+    that can run the problem has is a SpecError."""
     solved: dict[str, tuple[FamilyPlan, ConstraintGraph] | None] = {name: None for name in FAMILIES}
     nodes: set[str] = set()  # the decisions of the families that can run the problem
     for name, family in FAMILIES.items():
@@ -201,10 +214,19 @@ def _solve_families(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple
         problem = family.problem(views, arch)
         own = {n.name for n in problem.graph.nodes}
         nodes |= own
+        switched = disable.constrained(problem, disabled)
         here = {node: v for node, v in pins.items() if node in own or prefer is None}
-        if not here:
+        if not here and switched is problem:
             solved[name] = best(problem)
             continue
+        if not here:  # the switches may leave the graph no assignment: the family is gated by them
+            found = best_or_why(switched)
+            if isinstance(found, str):
+                gated[name] = [(disable.gate_name(name, problem.graph, disabled), f"no plan is left ({found})")]
+            else:
+                solved[name] = found
+            continue
+        problem = switched
         problem, refused = pinned(problem, here)
         lacking = [node for node in here if node not in own]
         if lacking:
@@ -244,9 +266,9 @@ def needs_fallback(primary: FamilyPlan) -> bool:
     return primary.family != FALLBACK and bool(primary.runtime_align)
 
 
-def fallback_plan(views: ProblemViews, arch: Arch) -> FamilyPlan:
-    """The cta family's best plan, as a run-time fallback."""
-    return as_fallback(best(FAMILIES[FALLBACK].problem(views, arch))[0])
+def fallback_plan(views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()) -> FamilyPlan:
+    """The cta family's best plan (without the `disabled` optimizations), as a run-time fallback."""
+    return as_fallback(best(disable.constrained(FAMILIES[FALLBACK].problem(views, arch), disabled))[0])
 
 
 def as_fallback(plan: Any) -> Any:
@@ -255,12 +277,13 @@ def as_fallback(plan: Any) -> Any:
     return dataclasses.replace(plan, min_blocks_per_sm=1, runtime_fallback=True)
 
 
-def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None) -> Plan | BucketPlan:
+def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None,
+              disabled: tuple[str, ...] = ()) -> Plan | BucketPlan:
     """The plan of a spec: one kernel (and its run-time fallback), or for a spec with a letter sized at
-    run time, a kernel for each bucket of that size."""
+    run time, a kernel for each bucket of that size. `disabled`: optimizations forced off (disable.OPTIONS)."""
     if views.spec.dynamic:
-        return plan_buckets(views, arch, prefer)
-    return plan_detail(views, arch, prefer).plan
+        return plan_buckets(views, arch, prefer, disabled=disabled)
+    return plan_detail(views, arch, prefer, disabled).plan
 
 
 # Run-time sizes up to this get a kernel each: the gemv family keeps its rows in registers sized at
@@ -301,6 +324,7 @@ class BucketPlan:
     hi: int
     buckets: tuple[RowsBucket, ...]  # in order of size, covering lo..hi; a tuned bucket's plan says so
     why: str  # how the sizes were cut into buckets
+    disabled: tuple[str, ...] = ()  # the optimizations `--disable` forced off in every bucket
 
     @property
     def family(self) -> str:
@@ -322,6 +346,7 @@ class BucketPlan:
             "buckets": [{"min": b.lo, "max": b.hi, **b.plan.to_dict()} for b in self.buckets],
             "smem_bytes": self.smem_bytes,
             "tuned": [b.plan.tuned for b in self.buckets if b.plan.tuned] or None,
+            **({"disabled": list(self.disabled)} if self.disabled else {}),
         }
 
 
@@ -339,7 +364,7 @@ def row_buckets(lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
-                 tuned: dict[tuple[int, int], Plan] | None = None) -> BucketPlan:
+                 tuned: dict[tuple[int, int], Plan] | None = None, disabled: tuple[str, ...] = ()) -> BucketPlan:
     """Plan each bucket of the run-time letter: a size of its own is an ordinary fixed-size problem
     (every family may take it); a range is planned at its largest size among the families whose
     kernels take M at run time. `tuned`: measured plans of some buckets (deepgemm tune), which replace
@@ -350,13 +375,13 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
     x, lo, hi = run_time
     tuned = tuned or {}
     if prefer is not None and prefer in FAMILIES:
-        _check_every_bucket(views, arch, prefer)
+        _check_every_bucket(views, arch, prefer, disabled)
     buckets: list[RowsBucket] = []
     # The host's engine takes the rows at run time whatever their count: one kernel serves the whole range.
     cuts = [(lo, hi)] if arch.backend == "cpu" else row_buckets(lo, hi)
     for blo, bhi in cuts:
         bucket_views = analyse(spec.rows_bucket(blo, bhi))
-        plan = tuned.get((blo, bhi)) or plan_detail(bucket_views, arch, prefer).plan
+        plan = tuned.get((blo, bhi)) or plan_detail(bucket_views, arch, prefer, disabled).plan
         bucket = RowsBucket(blo, bhi, bucket_views, plan)
         prev = buckets[-1] if buckets else None
         if prev is not None and not prev.exact and not bucket.exact and _same_kernels(prev.plan, bucket.plan):
@@ -373,24 +398,24 @@ def plan_buckets(views: ProblemViews, arch: Arch, prefer: str | None = None,
              "time; neighbouring ranges whose best plans agree share one kernel")
     if tuned:
         why += f"; {len(tuned)} of {len(row_buckets(lo, hi))} buckets measured (deepgemm tune)"
-    return BucketPlan(x, lo, hi, tuple(buckets), why)
+    return BucketPlan(x, lo, hi, tuple(buckets), why, disabled)
 
 
-def _check_every_bucket(views: ProblemViews, arch: Arch, family: str) -> None:
+def _check_every_bucket(views: ProblemViews, arch: Arch, family: str, disabled: tuple[str, ...] = ()) -> None:
     """A PlanError naming each bucket of the run-time letter whose problem `family`'s gates refuse."""
     run_time = views.spec.run_time_letter
     assert run_time is not None
     x, lo, hi = run_time
     refused = []
     for blo, bhi in row_buckets(lo, hi):
-        gated = family_gates(analyse(views.spec.rows_bucket(blo, bhi)), arch)
+        gated = family_gates(analyse(views.spec.rows_bucket(blo, bhi)), arch, disabled)
         if gated[family]:
             sizes = f"{x} = {blo}" if blo == bhi else f"{x} in {blo}..{bhi}"
             refused.append((sizes, refusals(gated, family)))
     if refused:
         why = (f"{len(refused)} of {len(row_buckets(lo, hi))} buckets of {x} in {lo}..{hi} refused: "
                + "; ".join(f"{sizes}: {reason}" for sizes, reason in refused))
-        raise _refused_family(views, family, why, family_gates(views, arch))
+        raise _refused_family(views, family, why, family_gates(views, arch, disabled))
 
 
 def _same_kernels(a: Plan, b: Plan) -> bool:

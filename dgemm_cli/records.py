@@ -180,6 +180,9 @@ class PlanRecord:
     requires_arch: tuple[str, ...]  # the first arch with all of it; empty when any arch has it
     kernel_smem: Mapping[str, int]  # each kernel namespace of the .cu -> the dynamic shared memory its launch asks for
     cxx_flags: tuple[str, ...] = ()  # the host compiler's flags (arch cpu; build_host.py)
+    # `gen --disable`'s options (plan.disabled; absent when none: an optional key, which schema version 1 readers
+    # without it skip, and which changes nothing `build`, `verify` or `bench` read: they re-plan nothing)
+    disabled: tuple[str, ...] = ()
     source: str = field(default="plan.json", compare=False)
     schema_version: int = PLAN_SCHEMA_VERSION
 
@@ -214,7 +217,8 @@ class PlanRecord:
                    spec=spec.data, family=plan.get("family", str), smem_bytes=plan.get("smem_bytes", int),
                    nvcc_flags=build.strings("nvcc_flags"), arch_features=build.strings("arch_features"),
                    requires_arch=build.strings("requires_arch"), kernel_smem=dict(kernel_smem),
-                   cxx_flags=build.strings("cxx_flags", optional=True) or (), source=source)
+                   cxx_flags=build.strings("cxx_flags", optional=True) or (),
+                   disabled=plan.strings("disabled", optional=True) or (), source=source)
 
     @classmethod
     def load(cls, path: Path) -> PlanRecord:
@@ -229,7 +233,8 @@ class PlanRecord:
                  **({"cxx_flags": list(self.cxx_flags)} if self.cxx_flags else {})}
         return {"schema_version": self.schema_version, "generator": self.generator, "arch": self.arch,
                 "content_hash": self.content_hash, "spec": dict(self.spec),
-                "plan": {"family": self.family, "smem_bytes": self.smem_bytes}, "build": build}
+                "plan": {"family": self.family, "smem_bytes": self.smem_bytes,
+                         **({"disabled": list(self.disabled)} if self.disabled else {})}, "build": build}
 
 
 # ------------------------------------------------------------------------------------------------ harness reports

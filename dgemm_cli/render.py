@@ -375,6 +375,7 @@ def kernel_context(spec: Spec, views: ProblemViews, plan: Plan | BucketPlan, bas
     return {
         **base,
         "family": plan.family, "family_why": family_why, "family_rejected": rejected,
+        "disabled": ",".join(plan.disabled),  # `gen --disable`'s options, which the header comment records
         # The header comment's plans and dispatch lines (each said once), and the .cu's kernel namespaces in order.
         "plans": plans, "dispatch_lines": dispatch_lines, "namespaces": namespaces, "kernel_smem": kernel_smem,
         "bodies": bodies, "routes": routes, "launch": launch_facts(bodies),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from dgemm_cli import __version__
+from dgemm_cli.cli.bisect_cmd import bisect
 from dgemm_cli.cli.build_cmd import build_cmd
 from dgemm_cli.cli.gen_cmd import gen
 from dgemm_cli.cli.harness_cmds import bench, verify
@@ -25,6 +26,7 @@ Typical session:
   deepgemm verify --formal             # no GPU: Coq proves each kernel's addresses in bounds, output once, full K
   deepgemm bench --json                # µs, TFLOP/s, GB/s and the ratio to cuBLAS (graph-timed)
   deepgemm tune specs/*.yaml --level 2 # on a GPU: measure candidates, keep the fastest; gen uses it
+  deepgemm bisect SPEC                 # on a GPU: which --disable option makes a verify failure go away
   deepgemm gen specs/conv1x1_nchw.yaml --arch cpu -o host && deepgemm build host && deepgemm verify host
                                          # the same spec as C++17 + OpenMP for this machine: no GPU needed
 \b
@@ -47,5 +49,5 @@ def main() -> None:
     --arch cpu, C++ for this host, verified and benchmarked against numpy here."""
 
 
-for command in (gen, build_cmd, verify, bench, tune, explain, doctor, random_specs_cmd):
+for command in (gen, build_cmd, verify, bench, tune, explain, bisect, doctor, random_specs_cmd):
     main.add_command(command)

@@ -8,12 +8,35 @@ from pathlib import Path
 import click
 
 from dgemm_cli.arch import TARGETS
-from dgemm_cli.errors import DeepGemmError, NotBuiltError
+from dgemm_cli.disable import help_text, parse_disable
+from dgemm_cli.errors import DeepGemmError, NoGpuError, NotBuiltError
 from dgemm_cli.records import TuningDb
+from dgemm_cli.toolchain import find_gpus
 from dgemm_cli.tune import default_db_path, load_db
 
 DEFAULT_OUT = Path("generated")
 ARCH_CHOICE = click.Choice(list(TARGETS), case_sensitive=False)  # `--arch SM_90A` reads as sm_90a; cpu: the host
+
+
+def _parse_disable(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    try:
+        return parse_disable(value)
+    except DeepGemmError as err:
+        fail(err)
+        raise AssertionError("fail exits") from err
+
+
+# `--disable OPT[,OPT...]` (gen, explain, tune): the options parsed once, an unknown one refused with its fix.
+disable_option = click.option(
+    "--disable", "disabled", metavar="OPT[,OPT...]", callback=_parse_disable, expose_value=True,
+    help="Force these optimizations off in the constraint graphs and re-plan around them: " + help_text())
+
+
+def require_gpu() -> None:
+    """verify, bench and bisect of GPU folders: NoGpuError where no GPU is visible."""
+    if not find_gpus():
+        raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
+                         "gen and build work without")
 
 
 def fail(err: DeepGemmError) -> None:

@@ -25,7 +25,7 @@ def planned_folder(d: Path) -> PlannedSpec:
     the folder's plan.json (the views and every kernel's plan), so that what is proved is what was rendered."""
     record = read_plan(d)
     spec = parse_spec(dict(record.spec), str(d / "plan.json"))
-    planned = plan_spec(spec, TARGETS[record.arch], record.family)
+    planned = plan_spec(spec, TARGETS[record.arch], record.family, disabled=record.disabled)
     files = render_sources(spec, planned.views, planned.plan, planned.baseline, planned.arch)
     rendered = json.loads(files["plan.json"])
     written = json.loads((d / "plan.json").read_text())

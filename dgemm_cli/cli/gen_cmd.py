@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from dgemm_cli.arch import get_arch
-from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, tuning_db
+from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, disable_option, fail, tuning_db
 from dgemm_cli.errors import DeepGemmError, PlanError, SpecError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.pipeline import Artifact, generate
@@ -31,18 +31,20 @@ from dgemm_cli.views import analyse
 @click.option("--db", "db_path", type=click.Path(path_type=Path),
               help="Tuning database to consult (default: $DEEPGEMM_TUNING_DB or the user cache dir).")
 @click.option("--untuned", is_flag=True, help="Ignore the tuning database: plan by the cost model alone.")
+@disable_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of the summary.")
 def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None, db_path: Path | None,
-        untuned: bool, as_json: bool) -> None:
+        untuned: bool, disabled: tuple[str, ...], as_json: bool) -> None:
     """Parse SPEC files, plan the tiling and render CUDA sources into OUT/<name>/.
 
     The plan picks a kernel family (`deepgemm explain SPEC` shows why the others lost), then that
     family's tiling; where the chosen family needs pointer alignment the spec does not promise, the
     cta family's kernel is generated beside it and taken at run time when the check fails. A spec
-    that `deepgemm tune` measured renders its measured winner instead (--untuned: the model's pick)."""
+    that `deepgemm tune` measured renders its measured winner instead (--untuned: the model's pick;
+    --family and --disable plan by the model too: the measured winner was measured without them)."""
     results, failed = [], 0
     try:
-        db = TuningDb() if untuned or family else tuning_db(db_path)[1]
+        db = TuningDb() if untuned or family or disabled else tuning_db(db_path)[1]
     except DeepGemmError as err:
         fail(err)
     gpus = find_gpus() if db.entries else []
@@ -67,7 +69,7 @@ def gen(specs: tuple[Path, ...], out: Path, arch: str | None, family: str | None
             except PlanError as err:  # a tuned plan this generator can no longer build: the model plans it
                 click.echo(f"note: {path}: {err}; planned by the cost model instead (tune it again)", err=True)
                 tuned = None
-            g = generate(spec, target, out, family, plan=tuned, views=views)
+            g = generate(spec, target, out, family, plan=tuned, views=views, disabled=disabled)
         except DeepGemmError as err:
             click.echo(f"error: {err}", err=True)
             failed += 1
@@ -119,6 +121,8 @@ def _gen_summary(g: Artifact) -> str:
             segs = " ".join(s.label for s in rv.segments)
             lines.append(f"  {r:<5} {''.join(rv.letters):<6} {len(rv.segments)} segment(s): {segs}")
     if isinstance(p, BucketPlan):
+        if p.disabled:
+            lines.append(f"  built with --disable {','.join(p.disabled)}")
         lines.append(f"  {p.why}")
         for b in p.buckets:
             lines.append(f"  {b.sizes(p.letter)}: {b.plan.family}: {b.plan.primary.summary}")
@@ -126,6 +130,8 @@ def _gen_summary(g: Artifact) -> str:
                 lines.append(f"    {_tuned_line(TunedSummary.from_dict(b.plan.tuned))}")
             lines.extend(_fallback_lines(b.plan, "    "))
         return "\n".join(lines)
+    if p.disabled:
+        lines.append(f"  built with --disable {','.join(p.disabled)}")
     lines.append(f"  {p.family_decision.summary()}")
     lines.append(f"  {p.primary.family}: {p.primary.summary}")
     if p.tuned:  # the tiling is the measured winner: the model's reasons for each value do not apply

@@ -14,13 +14,12 @@ import click
 from dgemm_cli import plot
 from dgemm_cli.build import built_arches, harness_path, read_plan
 from dgemm_cli.build_host import HOST_ARCH, host_library
-from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs
+from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs, require_gpu
 from dgemm_cli.cli.formal_cmd import verify_formal
-from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NoGpuError
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
 from dgemm_cli.stability import passes_text, row_stability, warning
-from dgemm_cli.toolchain import find_gpus
 
 
 def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path | tuple[list[str], list[str]]]]:
@@ -49,7 +48,7 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
     try:
         sizes = parse_sizes(sizes_text) if sizes_text is not None else ()
         if any(read_plan(d).arch != HOST_ARCH for d in generated_dirs(dirs)):  # host folders run without a GPU
-            _require_gpu()
+            require_gpu()
         targets = _targets(dirs, arch)
         extra, left_out = size_args({d: read_plan(d) for d, _, _ in targets}, sizes)
         if sizes and not any(extra.values()):
@@ -72,12 +71,6 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
                 fail(err)
 
     return len(targets), runs()
-
-
-def _require_gpu() -> None:
-    if not find_gpus():
-        raise NoGpuError("no CUDA GPU visible (nvidia-smi lists none): verify and bench need one; "
-                         "gen and build work without")
 
 
 @click.command()

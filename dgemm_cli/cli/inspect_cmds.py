@@ -13,7 +13,7 @@ import click
 
 from dgemm_cli.arch import get_arch
 from dgemm_cli.build import build_dir_for, read_plan
-from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, fail, tuning_db
+from dgemm_cli.cli.common import ARCH_CHOICE, DEFAULT_OUT, disable_option, fail, tuning_db
 from dgemm_cli.errors import EXIT_OK, DeepGemmError, NotBuiltError
 from dgemm_cli.explain import explain_text
 from dgemm_cli.formal.dump import index_dump
@@ -52,23 +52,29 @@ def doctor(nvcc_path: str | None, as_json: bool) -> None:
               help="Where `gen` wrote the spec's directory (for --dump-*).")
 @click.option("--db", "db_path", type=click.Path(path_type=Path),
               help="Tuning database whose measured ranking to show (default: the one gen consults).")
+@disable_option
 def explain(spec_path: Path, arch: str | None, dump_index: bool, dump_ptx: bool, dump_sass: bool,
-            nvcc_path: str | None, out: Path, db_path: Path | None) -> None:
+            nvcc_path: str | None, out: Path, db_path: Path | None, disabled: tuple[str, ...]) -> None:
     """Show the view analysis, why this kernel family and not the others, each family's tiling
     constraint graph and the solved plan with the reason for every choice (and, if the spec was
     tuned, the measured ranking)."""
     try:
         spec = load_spec(spec_path)
         target = get_arch(arch or spec.arch)
+        # With --disable, gen plans by the cost model (a measured winner was measured without the switches): so does
+        # explain.
         db = tuning_db(db_path)[1]
-        entry = lookup(db, spec, target.name, None) if db.entries and not spec.dynamic else None
-        tuned = tuned_buckets(db, spec, target, None) if db.entries and spec.dynamic else {}
+        use_db = bool(db.entries) and not disabled
+        entry = lookup(db, spec, target.name, None) if use_db and not spec.dynamic else None
+        tuned = tuned_buckets(db, spec, target, None) if use_db and spec.dynamic else {}
         # explain reads the entry in the database's layout
-        click.echo(explain_text(spec, target, entry.to_dict() if entry else None, tuned_buckets=tuned))
+        click.echo(explain_text(spec, target, entry.to_dict() if entry else None, tuned_buckets=tuned,
+                                disabled=disabled))
         if dump_index:
             views = analyse(spec)
             plan = (tuned_plan(views, target, entry) if entry else
-                    plan_buckets(views, target, tuned=tuned) if tuned else make_plan(views, target))
+                    plan_buckets(views, target, tuned=tuned, disabled=disabled) if tuned
+                    else make_plan(views, target, disabled=disabled))
             click.echo("\nIndex maps (verify --formal proves these):\n" + index_dump(views, plan))
         if dump_ptx:
             click.echo(_ptx(out / spec.name, spec.name, target.name, nvcc_path))
