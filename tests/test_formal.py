@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dgemm_cli.arch import ARCHES
 from dgemm_cli.cli import main
@@ -36,6 +38,7 @@ from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import enumerate_points, exhaust, search
 from dgemm_cli.formal.views import view_type
 from dgemm_cli.pipeline import plan_spec
+from dgemm_cli.randspec import random_specs
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
@@ -125,6 +128,12 @@ def test_every_obligation_holds_at_every_point(doc):
     assert checked > 30
 
 
+def _at_points(e, pts: dict) -> np.ndarray:
+    """`e` at every point of `pts` (a constant broadcast to them)."""
+    n = len(next(iter(pts.values()))) if pts else 1
+    return np.broadcast_to(np.asarray(evaluate(e, pts)), (n,))
+
+
 def _view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
     """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (numpy)."""
     op = views.spec.operand(operand)
@@ -149,8 +158,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(doc):
                                        tuple(dataclasses.replace(r, lo=Const(rows), hi=Const(rows + 1))
                                              if r.var.name == "mrows" else r for r in a.ranges))
                 assert pts is not None
-                count = np.asarray(evaluate(a.count, pts))
-                address = np.asarray(evaluate(a.address, pts))
+                count, address = _at_points(a.count, pts), _at_points(a.address, pts)
                 moved = np.concatenate([address[count > e] + e for e in range(a.width)])
                 view = _view_addresses(views, a.operand, rows)
                 if a.kind == "store":
@@ -347,3 +355,67 @@ def test_verify_formal_without_coq_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     r = CliRunner().invoke(main, ["verify", "--formal", str(ROOT / "specs" / "odd_tails.yaml")])
     assert r.exit_code == 4 and "apt-get install coq" in r.output
+
+
+# ---- random views: drawn small enough to enumerate every point
+
+
+@st.composite
+def small_gemms(draw) -> dict:
+    """A GEMM of small sizes over padded, offset, row- or column-major views, any dtype, an optional batch (with a
+    broadcast B) and rows sized at run time."""
+    dtype = draw(st.sampled_from(["f16", "bf16", "f32"]))
+    batch = draw(st.sampled_from([1, 1, 2, 3]))
+    m, n, k = (draw(st.integers(1, 40)) for _ in range(3))
+    letters = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+    sizes = {"m": m, "n": n, "k": k}
+    operands = {}
+    for x, (outer, inner) in letters.items():
+        col = draw(st.booleans())
+        lo, hi = (inner, outer) if not col else (outer, inner)  # hi: the contiguous letter
+        pitch = sizes[hi] + draw(st.sampled_from([0, 0, 1, 8]))
+        strides = {hi: 1, lo: pitch}
+        dims = [outer, inner]
+        op = {"strides": [strides[d] for d in dims], "offset": draw(st.sampled_from([0, 0, 3, 8]))}
+        if batch > 1:
+            step = 0 if x == "B" and draw(st.booleans()) else pitch * sizes[lo]
+            op["strides"] = [step, *op["strides"]]
+        op["align"] = draw(st.sampled_from([4, 16])) if dtype == "f32" else draw(st.sampled_from([2, 16]))
+        operands[x] = op
+    einsum = "mk,kn->mn" if batch == 1 else "bmk,bkn->bmn"
+    size_doc: dict = {**sizes, **({"b": batch} if batch > 1 else {})}
+    if draw(st.booleans()) and batch == 1:
+        size_doc["m"] = {"min": 1, "max": m}
+    return _spec(f"drawn_{dtype}", dtype=dtype, contraction=einsum, sizes=size_doc, operands=operands)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=small_gemms())
+def test_drawn_views_hold_at_every_point(doc):
+    """Random small views through the cta family: every obligation of every kernel (each bucket, each loader
+    variant) holds at every point, and the output's store addresses are its view's, each once."""
+    for views, model in _models(doc):
+        for ob in obligations(model, references(views)):
+            found = exhaust(ob)
+            assert found is None or found.failing is None, f"{model.kernel}: {ob.ident} fails at {found.failing}"
+        for a in model.accesses:
+            if a.kind != "store" or any(r.var.name == "mrows" for r in a.ranges):
+                continue
+            pts = enumerate_points(a.ranges)
+            count, address = _at_points(a.count, pts), _at_points(a.address, pts)
+            assert np.array_equal(np.sort(address[count > 0]), np.sort(_view_addresses(views, a.operand)))
+
+
+# ---- random specs of the generator's sweep, proved by Coq
+
+RANDOM_PROVED = random_specs(12, 44, fp8_share=0, fp8_views_share=0)
+
+
+@needs_coq
+@pytest.mark.parametrize("doc", RANDOM_PROVED, ids=[d["name"] for d in RANDOM_PROVED])
+def test_coq_proves_random_specs_through_cta(doc, tmp_path):
+    """`random-specs`' views (broadcasts, padded and permuted strides, epilogues, run-time rows) planned as the cta
+    family on sm_80: every kernel proved."""
+    for views, model in _models({**doc, "arch": "sm_80"}):
+        r = prove_model(views, model, tmp_path)
+        assert r.status == PROVED, (model.kernel, r.failed, r.obligation, r.counterexample, r.reason)

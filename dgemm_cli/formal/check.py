@@ -99,6 +99,7 @@ def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq:
     obs = obligations(model, references(views))
     lemmas = coq_mod.lemmas(obs)
     name = _file_name(model.kernel)
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.v"
     path.write_text(coq_mod.script(name, model.kernel, model.trusted, lemmas))
     base = dict(spec=views.spec.name, kernel=model.kernel, family=model.family, lemmas=len(lemmas), script=str(path),
