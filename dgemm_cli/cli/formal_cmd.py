@@ -36,28 +36,30 @@ def planned_folder(d: Path) -> PlannedSpec:
     return planned
 
 
-def _inputs(paths: tuple[Path, ...], arch: str | None) -> list[tuple[PlannedSpec, Path]]:
-    """(planned spec, where its scripts go) for each spec file (./build/verify/<name>/) and generated folder
-    (<folder>/build/verify/)."""
+def _inputs(paths: tuple[Path, ...], arch: str | None, family: str | None) -> list[tuple[PlannedSpec, Path]]:
+    """(planned spec, where its scripts go) for each spec file (./build/verify/<name>/; `family`: that family's
+    plan) and generated folder (<folder>/build/verify/)."""
     out = []
     specs = [p for p in paths if p.suffix in (".yaml", ".yml") and p.is_file()]
     folders = tuple(p for p in paths if p not in specs)
     for p in specs:
         spec = load_spec(p)
         target = TARGETS[arch] if arch else TARGETS[spec.arch]
-        out.append((plan_spec(spec, target), Path("build") / "verify" / spec.name))
+        out.append((plan_spec(spec, target, family), Path("build") / "verify" / spec.name))
+    if folders and family:
+        raise DeepGemmError("--family: a generated folder is proved as it was planned; pass its spec file instead")
     if folders or not specs:
         for d in generated_dirs(folders):
             out.append((planned_folder(d), d / "build" / "verify"))
     return out
 
 
-def verify_formal(paths: tuple[Path, ...], arch: str | None, jobs: int, as_json: bool) -> None:
+def verify_formal(paths: tuple[Path, ...], arch: str | None, family: str | None, jobs: int, as_json: bool) -> None:
     if find_coqc() is None:
         fail(ToolchainError("coqc not found: `deepgemm verify --formal` proves with Coq. Fix: install it "
                             "(Debian/Ubuntu: apt-get install coq; or opam install coq)"))
     try:
-        inputs = _inputs(paths, arch)
+        inputs = _inputs(paths, arch, family)
     except DeepGemmError as err:
         fail(err)
     work: list[tuple[int, PlannedSpec, Path, object]] = []

@@ -17,6 +17,7 @@ from dgemm_cli.build_host import HOST_ARCH, host_library
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs, require_gpu
 from dgemm_cli.cli.formal_cmd import verify_formal
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
+from dgemm_cli.families import FAMILIES
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
 from dgemm_cli.stability import passes_text, row_stability, warning
@@ -93,9 +94,11 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
                    "full K, no 32-bit overflow). DIRS may also be spec files. Writes <dir>/build/verify/*.v.")
 @click.option("--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="the CPU count",
               help="With --formal: kernels proved at once (one coqc each).")
+@click.option("--family", type=click.Choice(list(FAMILIES)),
+              help="With --formal and spec files: prove this family's plan of each spec instead of the model's pick.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
-           formal: bool, jobs: int, as_json: bool) -> None:
+           formal: bool, jobs: int, family: str | None, as_json: bool) -> None:
     """Check built kernels on the GPU against an independent float64 reference.
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
@@ -123,8 +126,10 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     past the view), every output element stored exactly once, K covered once, no intermediate past its C++ type.
     A failure names the first lemma Coq could not prove, its statement, and values that break it.
     docs/design/formal.md says what is and is not proved."""
+    if family and not formal:
+        fail(DeepGemmError("--family: only with --formal (a built folder runs the kernels it was generated with)"))
     if formal:
-        verify_formal(dirs, arch, jobs, as_json)
+        verify_formal(dirs, arch, family, jobs, as_json)
         return
     rows, all_ok = [], True
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]
