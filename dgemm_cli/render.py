@@ -25,6 +25,7 @@ from dgemm_cli.arch import ARCHES, Arch, lowest_arch
 from dgemm_cli.baseline import CublasPlan
 from dgemm_cli.errors import SpecError
 from dgemm_cli.families import FAMILIES, FamilyPlan
+from dgemm_cli.formal import views as formal_views
 from dgemm_cli.plan import BucketPlan, Plan, RowsBucket
 from dgemm_cli.records import PLAN_SCHEMA_VERSION
 from dgemm_cli.renderers import Body, float_literal
@@ -159,11 +160,6 @@ def _entry_ctx(spec: Spec) -> dict:
                         for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)]}
 
 
-def _segments_desc(seg, op: str) -> dict:
-    return {"size": seg.size, "stride": seg.stride(op),
-            "desc": f"{seg.label}*{seg.stride(op)}"}
-
-
 # The element types of the header's C API: f16, bf16 and e4m3 as structs of their bits a C compiler accepts, which
 # are cuda_fp16.h's __half, cuda_bf16.h's __nv_bfloat16 and cuda_fp8.h's __nv_fp8_e4m3 in C++ (templates/header.h.j2
 # defines them).
@@ -213,11 +209,9 @@ def _header_views(spec: Spec) -> list[dict]:
 def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Arch) -> dict:
     """What every family's template and the shared files (header, harness, build files) use."""
     ops = {x: _operand_ctx(spec, views, x) for x in ("A", "B", "C", *(op.name for op in spec.extra_operands))}
-    offset_fns = []
-    for x in ops:
-        for role in ops[x].roles:
-            offset_fns.append({"op": x, "role": role,
-                               "segments": [_segments_desc(s, x) for s in views.roles[role].segments]})
+    # Each operand's dg::Role types, printed from the segments the formal model indexes by (formal/views.py), so that
+    # the traits and the proof read one source.
+    role_types = {x: {r: formal_views.role_type(formal_views.segments(views, x, r)) for r in ROLES} for x in ops}
     k_letters = "".join(x for x in spec.sizes if x not in spec.C.letters)
     roles = []
     for r in ("batch", "m", "n", "k"):
@@ -238,7 +232,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         "spec_yaml": spec_yaml(spec.to_dict()),
         "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
-        "roles": roles, "offset_fns": offset_fns, "signature": sig, "includes": includes,
+        "roles": roles, "role_types": role_types, "signature": sig, "includes": includes,
         # Kernels that index tiles by batch move these operands' pointers to the batch's first element.
         "has_batch": bool(views.roles["batch"].segments),
         "batch_ops": [o for o in ops.values() if "batch" in o.roles],
