@@ -19,8 +19,8 @@ not the merged segments the kernel indexes with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from dgemm_cli.formal.expr import (
     INDEX,
@@ -40,8 +40,6 @@ from dgemm_cli.formal.expr import (
     substitute,
 )
 from dgemm_cli.views import ProblemViews, letter_stride
-
-PROPERTIES = ("in-bounds", "written-once", "full-k", "64-bit")
 
 
 @dataclass(frozen=True)
@@ -136,7 +134,6 @@ class KernelModel:
     bijections: tuple[Bijection, ...]
     facts: tuple[Fact, ...] = ()
     trusted: tuple[str, ...] = ()  # what the proof takes as given, in words
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -168,7 +165,11 @@ def _in_view(access: Access) -> Pred:
     return all_of(*(all_of(Cmp("<=", Const(0), i), Cmp("<", i, access.extent[r])) for r, i in access.logical.items()))
 
 
-def obligations(model: KernelModel, references: Mapping[str, object]) -> list[Obligation]:
+# An operand's reference offset at role indices (`reference_offset` bound to the views and the operand).
+Reference = Callable[[Mapping[str, Expr]], Expr]
+
+
+def obligations(model: KernelModel, references: Mapping[str, Reference]) -> list[Obligation]:
     """Every obligation of `model`. `references[operand]` is a function role-indices -> the reference element offset
     (`reference_offset` bound to the views)."""
     out: list[Obligation] = []
@@ -194,7 +195,7 @@ def obligations(model: KernelModel, references: Mapping[str, object]) -> list[Ob
                                   Cmp("==", (j * reach.align + reach.phase + a.address) % a.aligned, Const(0))))
         # full-k: each lane moved is the view's element at its logical index.
         lane_ranges = (*a.ranges, _lane_range(a.count))
-        expected = ref(a.logical)  # type: ignore[operator]
+        expected = ref(a.logical)
         out.append(Obligation(f"{a.ident}_element", "full-k" if a.kind == "load" else "written-once",
                               f"{a.text}: lane e of the access is {a.operand}'s element at its logical index, "
                               "inside the view",
