@@ -331,4 +331,6 @@ def models(views: ProblemViews, plan: TilePlan, name: str) -> list[KernelModel]:
 
 TRUSTED = ("the PTX semantics of cp.async, ldmatrix and mma.sync, and the mma m16n8k16 fragment layout",
            "the shared-memory side: which stage a k-tile lands in and the fragments the math reads from it",
+           "the entry point's dispatch: a run-time row count reaches a kernel only inside its bucket's range, and the "
+           "pointer check picks the loaders whose alignment it checked",
            "nvcc and ptxas")
