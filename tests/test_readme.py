@@ -19,11 +19,12 @@ README = (REPO / "README.md").read_text()
 
 
 def _table_rows() -> dict[str, str]:
-    """command -> the first cell of its row in the README's command table."""
-    rows = {}
+    """command -> the first cells of its rows in the README's command table (`verify` has two: on the GPU and
+    --formal)."""
+    rows: dict[str, str] = {}
     for line in README.splitlines():
         if m := re.match(r"\| `deepgemm ([a-z-]+)([^`]*)` \|", line):
-            rows[m.group(1)] = m.group(2)
+            rows[m.group(1)] = rows.get(m.group(1), "") + m.group(2)
     return rows
 
 
