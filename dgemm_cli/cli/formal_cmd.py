@@ -13,6 +13,7 @@ from dgemm_cli.arch import TARGETS
 from dgemm_cli.build import read_plan
 from dgemm_cli.cli.common import fail, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, EXIT_UNPROVED, DeepGemmError, NotBuiltError, ToolchainError
+from dgemm_cli.families import FAMILIES
 from dgemm_cli.formal.check import FAILED, PROVED, UNMODELED, KernelProof, kernel_plans, models_of, prove_model
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.pipeline import PlannedSpec, plan_spec
@@ -25,15 +26,18 @@ def planned_folder(d: Path) -> PlannedSpec:
     the folder's plan.json (the views and every kernel's plan), so that what is proved is what was rendered."""
     record = read_plan(d)
     spec = parse_spec(dict(record.spec), str(d / "plan.json"))
-    planned = plan_spec(spec, TARGETS[record.arch], record.family, disabled=record.disabled)
-    files = render_sources(spec, planned.views, planned.plan, planned.baseline, planned.arch)
-    rendered = json.loads(files["plan.json"])
     written = json.loads((d / "plan.json").read_text())
-    if any(rendered.get(key) != written.get(key) for key in ("generator", "views", "plan")):
-        raise NotBuiltError(f"{d}: its files are not what this deepgemm renders for its spec (another generator "
-                            "version, or a tuned plan). Fix: prove the spec itself (`deepgemm verify --formal "
-                            f"SPEC.yaml`), or regenerate the folder with `deepgemm gen --untuned`")
-    return planned
+    # The model's pick, else the family `gen --family` took (a bucket plan's families are joined by '+').
+    families = [None] + ([record.family] if record.family in FAMILIES else [])
+    for family in families:
+        planned = plan_spec(spec, TARGETS[record.arch], family, disabled=record.disabled)
+        files = render_sources(spec, planned.views, planned.plan, planned.baseline, planned.arch)
+        rendered = json.loads(files["plan.json"])
+        if all(rendered.get(key) == written.get(key) for key in ("generator", "views", "plan")):
+            return planned
+    raise NotBuiltError(f"{d}: its files are not what this deepgemm renders for its spec (another generator version, "
+                        "or a tuned plan). Fix: prove the spec itself (`deepgemm verify --formal SPEC.yaml`), or "
+                        "regenerate the folder with `deepgemm gen --untuned`")
 
 
 def _inputs(paths: tuple[Path, ...], arch: str | None, family: str | None) -> list[tuple[PlannedSpec, Path]]:
