@@ -298,6 +298,12 @@ def k_cover(views: ProblemViews, plan: TilePlan) -> Fact:
                                  Cmp("<", _c((k_tiles - 1) * plan.block_k), _c(views.k))))
 
 
+def grid_fits(o: Origin, rows: Rows) -> Fact:
+    """Shape::tiles(M), the launch's block count, is computed in int: it fits, for every run-time row count."""
+    return Fact("grid_fits_int", "64-bit", "the grid's block count (Shape<T>::tiles(M), an int) fits 32 bits",
+                rows.param, TRUE, all_of(Cmp("<=", _c(1), o.tiles), Cmp("<=", o.tiles, _c(2**31 - 1))))
+
+
 def models(views: ProblemViews, plan: TilePlan, name: str) -> list[KernelModel]:
     """A model per loader instantiation the launcher can take: the plan's loaders (with the pointers the dispatch
     checked, where it checks), then the fallback pair where a check can fail."""
@@ -310,7 +316,7 @@ def models(views: ProblemViews, plan: TilePlan, name: str) -> list[KernelModel]:
                       (plan.b.fallback or plan.b, 0) if plan.b.runtime_align else (plan.b, 0)))
     out = []
     for variant, pair in enumerate(pairs):
-        accesses, bijections, facts = [], [once], [k_cover(views, plan)]
+        accesses, bijections, facts = [], [once], [k_cover(views, plan), grid_fits(o, rows)]
         reach = {}
         for ld, checked in pair:
             acc, walk, extra = loader_access(views, plan, ld, rows, o)
