@@ -42,6 +42,9 @@ class Case:
     family: str
     doc: dict
     force: tuple[tuple[str, object], ...] = ()
+    # Accesses whose obligations no point reaches at this size (a header branch the sizes never take: gemv's element
+    # loads of B where K and N are whole chunks); the other cases reach them.
+    unreached: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -68,6 +71,20 @@ CASES = [
                          epilogue=[{"bias": {"letters": "n", "dtype": "f32"}}])),
     Case("splitk", _spec("sk_groups", **_row(3, 20, 2000, c="col")),
          (("groups", 2), ("splits", 4), ("block_k", 64))),
+    # gemv: lanes along k with padded rows (B's chunks and A's vectors end inside K: the element paths); lanes along n
+    # over a cluster with N past a chunk; f32 with a batch; element chunks of a view with no contiguous role.
+    Case("gemv", _spec("gv_pad", dtype="f16", contraction="mk,nk->mn", sizes={"m": 2, "k": 603, "n": 10},
+                       operands={"A": {"strides": [608, 1], "align": 16}, "B": {"strides": [608, 1], "align": 16},
+                                 "C": {"strides": [10, 1]}})),
+    Case("gemv", _spec("gv_npad", dtype="f16", contraction="mk,kn->mn", sizes={"m": 2, "k": 60, "n": 70},
+                       operands={"A": {"strides": [64, 1], "align": 16}, "B": {"strides": [72, 1], "align": 16},
+                                 "C": {"strides": [70, 1]}})),
+    Case("gemv", _spec("gv_f32_batch", dtype="f32", gemm={"batch": 2, "m": 1, "n": 12, "k": 300},
+                       operands={"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}),
+         unreached=("b_elem",)),
+    Case("gemv", _spec("gv_strided", dtype="f16", contraction="mk,kn->mn", sizes={"m": 2, "k": 50, "n": 6},
+                       operands={"A": {"strides": [60, 1]}, "B": {"strides": [7, 400]}, "C": {"strides": [6, 1]}}),
+         unreached=("b_elem",)),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -99,6 +116,8 @@ def test_the_cases_take_the_variants_they_name():
     assert plans["splitk-sk_groups"][0].groups == 2
     assert any(p.k_tiles_per_split > 1 for p in plans["splitk-sk_ccol_f32"])
     assert len(plans["splitk-sk_dyn"]) > 1  # buckets of the run-time rows
+    assert plans["gemv-gv_pad"][0].lanes_along == "k" and plans["gemv-gv_npad"][0].lanes_along == "n"
+    assert plans["gemv-gv_npad"][0].splits > 1 and plans["gemv-gv_strided"][0].chunk == 1
 
 
 # ---- the models, by exhaustive enumeration at small sizes
@@ -114,7 +133,8 @@ def test_every_obligation_holds_at_every_point(case):
             if found is None:
                 continue  # too many points (a pointer-alignment multiple times the grid): Coq's alone
             assert found.failing is None, f"{model.kernel}: {ob.ident} fails at {found.failing}"
-            assert found.satisfying, f"{model.kernel}: {ob.ident}: no point satisfies its hypotheses"
+            if not ob.ident.startswith(case.unreached or ("-",)):
+                assert found.satisfying, f"{model.kernel}: {ob.ident}: no point satisfies its hypotheses"
             checked += 1
     assert checked > 20
 
@@ -161,7 +181,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(case):
 # ---- Coq
 
 
-PROVED_CASES = ["splitk-sk_f16", "splitk-sk_groups"]
+PROVED_CASES = ["splitk-sk_f16", "splitk-sk_groups", "gemv-gv_pad", "gemv-gv_npad"]
 
 
 @needs_coq
@@ -204,9 +224,15 @@ def _splitk_slot_overlap(model):
                    lambda x: Let(x.name, replace(x.value, x.value.a, x.value.a.a.a), x.ctype))
 
 
+def _gemv_unclamped_slice(model):
+    """k_len = K_SLICE, not min(K_SLICE, K - k0): the last slice's chunks read past K."""
+    return _mutate(model, "b_", "count", _let("k_len"), lambda x: Let(x.name, x.value.a, x.ctype))
+
+
 MUTATIONS = {
     "splitk_slice_off_by_one": ("splitk-sk_f16", 0, _splitk_slice_off_by_one, ("a_",)),
     "splitk_slot_overlap": ("splitk-sk_groups", 0, _splitk_slot_overlap, ("slot_store",)),
+    "gemv_unclamped_slice": ("gemv-gv_npad", 0, _gemv_unclamped_slice, ("b_",)),
 }
 
 
