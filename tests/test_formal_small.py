@@ -85,6 +85,15 @@ CASES = [
     Case("gemv", _spec("gv_strided", dtype="f16", contraction="mk,kn->mn", sizes={"m": 2, "k": 50, "n": 6},
                        operands={"A": {"strides": [60, 1]}, "B": {"strides": [7, 400]}, "C": {"strides": [6, 1]}}),
          unreached=("b_elem",)),
+    # dot: a full reduction of a merged view (wide loads behind the pointer check, the slice's tail); a batch of dot
+    # products with one input strided along k; K over two groups with the scratch buffer and the finish kernel.
+    Case("dot", _spec("dot_full", dtype="f16", contraction="ab,ab->", sizes={"a": 10, "b": 61},
+                      operands={"A": {"strides": [61, 1]}, "B": {"strides": [61, 1]}, "C": {"strides": []}})),
+    Case("dot", _spec("dot_batch", dtype="f32", contraction="bk,bk->b", sizes={"b": 3, "k": 301},
+                      operands={"A": {"strides": [301, 1]}, "B": {"strides": [1, 3]}, "C": {"strides": [1]}})),
+    Case("dot", _spec("dot_groups", dtype="f16", contraction="k,k->", sizes={"k": 3001},
+                      operands={"A": {"strides": [1]}, "B": {"strides": [1]}, "C": {"strides": []}}),
+         (("groups", 2), ("threads", 128), ("unroll", 2))),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -118,6 +127,7 @@ def test_the_cases_take_the_variants_they_name():
     assert len(plans["splitk-sk_dyn"]) > 1  # buckets of the run-time rows
     assert plans["gemv-gv_pad"][0].lanes_along == "k" and plans["gemv-gv_npad"][0].lanes_along == "n"
     assert plans["gemv-gv_npad"][0].splits > 1 and plans["gemv-gv_strided"][0].chunk == 1
+    assert plans["dot-dot_groups"][0].groups == 2 and plans["dot-dot_full"][0].runtime_dispatch
 
 
 # ---- the models, by exhaustive enumeration at small sizes
@@ -163,8 +173,9 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(case):
                                        tuple(dataclasses.replace(r, lo=Const(rows), hi=Const(rows + 1))
                                              if r.var.name == "mrows" else r for r in a.ranges))
                 assert pts is not None
-                count = np.asarray(evaluate(a.count, pts))
-                address = np.asarray(evaluate(a.address, pts))
+                n = len(next(iter(pts.values())))
+                count = np.broadcast_to(np.asarray(evaluate(a.count, pts)), (n,))
+                address = np.broadcast_to(np.asarray(evaluate(a.address, pts)), (n,))
                 moved = np.concatenate([address[count > e] + e for e in range(a.width)])
                 if a.reference is not None:  # a scratch buffer: every slot of its reach, each once
                     reach = model.reach[a.operand]
@@ -181,7 +192,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(case):
 # ---- Coq
 
 
-PROVED_CASES = ["splitk-sk_f16", "splitk-sk_groups", "gemv-gv_pad", "gemv-gv_npad"]
+PROVED_CASES = ["splitk-sk_f16", "splitk-sk_groups", "gemv-gv_pad", "gemv-gv_npad", "dot-dot_full", "dot-dot_groups"]
 
 
 @needs_coq
@@ -229,10 +240,19 @@ def _gemv_unclamped_slice(model):
     return _mutate(model, "b_", "count", _let("k_len"), lambda x: Let(x.name, x.value.a, x.ctype))
 
 
+def _dot_chunk_stride(model):
+    """kk = kb + u * (STEP + CH): the second chunk of a round skips CH elements and reads past the slice."""
+    def wider(x):
+        b = x.value.b  # u * STEP
+        return Let(x.name, x.value.a + b.a * Const(b.b.value + 8, ctype=b.b.ctype), x.ctype)
+    return _mutate(model, "a_", "address", _let("kk"), wider)
+
+
 MUTATIONS = {
     "splitk_slice_off_by_one": ("splitk-sk_f16", 0, _splitk_slice_off_by_one, ("a_",)),
     "splitk_slot_overlap": ("splitk-sk_groups", 0, _splitk_slot_overlap, ("slot_store",)),
     "gemv_unclamped_slice": ("gemv-gv_npad", 0, _gemv_unclamped_slice, ("b_",)),
+    "dot_chunk_stride": ("dot-dot_groups", 0, _dot_chunk_stride, ("a_",)),
 }
 
 
