@@ -91,6 +91,10 @@ class Access:
     zero_fill: bool = False
     slot: Pred = TRUE  # the lanes are a slot of the shared tile (the walk's guard: threads past the tile move none)
     always: tuple[Expr, ...] = ()  # intermediates computed whatever the guard (their range is bounded everywhere)
+    # The element offset lane e must be at (over the ranges and LANE), where the operand is no view of the spec (a
+    # scratch buffer the launcher allocates: its layout is the one the kernel that reads it indexes); None: the
+    # spec's `reference_offset` at `logical`.
+    reference: Expr | None = None
 
 
 LANE = Var("lane_e")
@@ -174,7 +178,6 @@ def obligations(model: KernelModel, references: Mapping[str, Reference]) -> list
     (`reference_offset` bound to the views)."""
     out: list[Obligation] = []
     for a in model.accesses:
-        ref = references[a.operand]
         reach = model.reach[a.operand]
         moving = Cmp("<", Const(0), a.count)
         # in-bounds: the elements moved lie inside the view's reach.
@@ -195,7 +198,7 @@ def obligations(model: KernelModel, references: Mapping[str, Reference]) -> list
                                   Cmp("==", (j * reach.align + reach.phase + a.address) % a.aligned, Const(0))))
         # full-k: each lane moved is the view's element at its logical index.
         lane_ranges = (*a.ranges, _lane_range(a.count))
-        expected = ref(a.logical)
+        expected = a.reference if a.reference is not None else references[a.operand](a.logical)
         out.append(Obligation(f"{a.ident}_element", "full-k" if a.kind == "load" else "written-once",
                               f"{a.text}: lane e of the access is {a.operand}'s element at its logical index, "
                               "inside the view",
@@ -248,10 +251,10 @@ def _dedupe(preds: list[Pred]) -> list[Pred]:
 def bijection_obligations(b: Bijection) -> list[Obligation]:
     """Into, left inverse, and onto (the inverse lands in the guarded domain and maps back)."""
     domain = (*b.params, *b.ranges)
-    out = [Obligation(f"{b.ident}_into", b.prop, f"{b.text}: every image lies in the target",
-                      domain, _conj(domain, b.guard),
-                      all_of(*(substitute(t.pred(), {t.var.name: e}) for t, e in zip(b.target, b.image))))]
+    # A target range's bounds may name the target variables before it (the valid elements of an output tile).
     back = {t.var.name: e for t, e in zip(b.target, b.image)}
+    out = [Obligation(f"{b.ident}_into", b.prop, f"{b.text}: every image lies in the target",
+                      domain, _conj(domain, b.guard), all_of(*(substitute(t.pred(), back) for t in b.target)))]
     for r in b.ranges:
         out.append(Obligation(f"{b.ident}_one_to_one_{r.var.name}", b.prop,
                               f"{b.text}: the image determines {r.var.name} (no two reach one target)",

@@ -104,9 +104,25 @@ def _batch_offset(views: ProblemViews, operand: str, batch: Expr) -> Expr:
     return role_offset(segments(views, operand, "batch"), batch)
 
 
+@dataclass(frozen=True)
+class KTiles:
+    """The k-tiles a block's main loop issues: `kt` (issue()'s argument) over `ranges` (after the block's)."""
+
+    kt: Expr
+    ranges: tuple[Range, ...]
+
+
+def all_k_tiles(views: ProblemViews, plan: TilePlan) -> KTiles:
+    """cta's main loop: k-tiles 0 .. K_TILES - 1."""
+    kt = Var("kt", INT)
+    return KTiles(kt, (Range(kt, _c(0), _c(-(-views.k // plan.block_k), "Shape<T>::K_TILES")),))
+
+
 def loader_access(views: ProblemViews, plan: TilePlan, ld: LoaderPlan, rows: Rows,
-                  o: Origin) -> tuple[Access, Bijection, tuple[Fact, ...]]:
-    """One loader's global loads (issue()), the walk of its shared tile, and its facts."""
+                  o: Origin, k_tiles: KTiles | None = None) -> tuple[Access, Bijection, tuple[Fact, ...]]:
+    """One loader's global loads (issue()), the walk of its shared tile, and its facts; `k_tiles`: the k-tiles the
+    block issues (all of K unless given: the splitk family's K slice)."""
+    k_tiles = k_tiles or all_k_tiles(views, plan)
     x = ld.operand
     is_a = x == "A"
     k_inner = ld.smem_inner == "k"
@@ -115,7 +131,7 @@ def loader_access(views: ProblemViews, plan: TilePlan, ld: LoaderPlan, rows: Row
     threads = _c(plan.threads, "T::THREADS")
     thread = Var("thread", INT, "threadIdx.x")
     it = Var("i", INT)
-    kt = Var("kt", INT)
+    kt = k_tiles.kt
     K = _c(views.k, "T::K", INDEX)
     extent = Let("extent", rows.M if is_a else _c(views.n, "T::N", INDEX), INDEX)  # issue()'s: M or N
     o0 = Let("o0", o.m0 if is_a else o.n0, INDEX)  # issue()'s argument: the tile's origin along `other`
@@ -167,7 +183,7 @@ def loader_access(views: ProblemViews, plan: TilePlan, ld: LoaderPlan, rows: Row
         logical = {"batch": o.batch, **logical}
     extents = {"batch": _c(views.batch, "T::BATCH", INDEX), "m" if is_a else "n": extent, "k": K}
     ranges = (*o.ranges, Range(thread, _c(0), threads), Range(it, _c(0), _c(per_thread, "kPerThread")),
-              Range(kt, _c(0), _c(-(-views.k // plan.block_k), "Shape<T>::K_TILES")))
+              *k_tiles.ranges)
     kinds = {"cp_async": f"{vec * ld_bytes(views, x)}-byte cp.async ({vec} element{'s' if vec > 1 else ''})",
              "gather": "element gather staged in registers", "gather_direct": "element gather",
              "transpose": f"{vec * ld_bytes(views, x)}-byte loads along k, stored transposed"}
@@ -254,23 +270,8 @@ def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -
     gn = Let("gn", o.n0 + cc.as_(INDEX), INDEX)
     ranges = (*o.ranges, Range(thread, _c(0), threads), *frag)
     stored = all_of(Cmp("<", gm, rows.M), Cmp("<", gn, N))
-    count = Ite(stored, _c(1), _c(0))
-    logical: dict[str, Expr] = {"m": gm, "n": gn}
-    extents: dict[str, Expr] = {"m": rows.M, "n": N}
-    if views.batch > 1:
-        logical = {"batch": o.batch, **logical}
-        extents = {"batch": _c(views.batch, "T::BATCH", INDEX), **extents}
-    spec = views.spec
-    out = spec.output.name
-    accesses = []
-    touched = [("C", "load" if out == "D" else "store")] + [(op.name, "store" if op.name == out else "load")
-                                                             for op in spec.extra_operands]
-    for name, kind in touched:
-        at_mn = role_offset(segments(views, name, "m"), gm) + role_offset(segments(views, name, "n"), gn)
-        address = Let(f"{name}_offset", _batch_offset(views, name, o.batch) + at_mn, INDEX)
-        what = "store" if kind == "store" else ("read for beta" if name == "C" else "read by the epilogue")
-        accesses.append(Access(f"{name.lower()}_{kind}", f"{name}: the epilogue's element {what}", name, kind, ranges,
-                               count, address, 1, logical, extents, always=(gm, gn)))
+    accesses = epilogue_accesses(views, rows, o.batch, ranges, gm, gn, Ite(stored, _c(1), _c(0)))
+    out = views.spec.output.name
     y_b, y_m, y_n = Var("out_batch", INDEX), Var("out_m", INDEX), Var("out_n", INDEX)
     inverse = {"tile": (y_b * o.tiles_m + y_m // plan.block_m) * plan.tiles_n + y_n // plan.block_n,
                **inverse_frag(y_m % plan.block_m, y_n % plan.block_n)}
@@ -284,6 +285,30 @@ def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -
                      f"{views.n} elements, each once", "written-once", ranges[len(rows.param):], stored, image, target,
                      inverse, params=rows.param)
     return tuple(accesses), once
+
+
+def epilogue_accesses(views: ProblemViews, rows: Rows, batch: Expr, ranges: tuple[Range, ...], gm: Expr, gn: Expr,
+                      count: Expr, always: tuple[Expr, ...] | None = None) -> tuple[Access, ...]:
+    """T::store(C, gm, gn, ...) over `ranges` where `count` is 1: the output's store, C's read for beta where the spec
+    writes D, and the epilogue's reads, each at (batch, gm, gn)."""
+    N = _c(views.n, "T::N", INDEX)
+    logical: dict[str, Expr] = {"m": gm, "n": gn}
+    extents: dict[str, Expr] = {"m": rows.M, "n": N}
+    if views.batch > 1:
+        logical = {"batch": batch, **logical}
+        extents = {"batch": _c(views.batch, "T::BATCH", INDEX), **extents}
+    spec = views.spec
+    out = spec.output.name
+    accesses = []
+    touched = [("C", "load" if out == "D" else "store")] + [(op.name, "store" if op.name == out else "load")
+                                                             for op in spec.extra_operands]
+    for name, kind in touched:
+        at_mn = role_offset(segments(views, name, "m"), gm) + role_offset(segments(views, name, "n"), gn)
+        address = Let(f"{name}_offset", _batch_offset(views, name, batch) + at_mn, INDEX)
+        what = "store" if kind == "store" else ("read for beta" if name == "C" else "read by the epilogue")
+        accesses.append(Access(f"{name.lower()}_{kind}", f"{name}: the epilogue's element {what}", name, kind, ranges,
+                               count, address, 1, logical, extents, always=(gm, gn) if always is None else always))
+    return tuple(accesses)
 
 
 def _drop_batch(e: Expr, y_b: Var) -> Expr:

@@ -221,4 +221,5 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
     return gated_problem(NAME, views, arch, gates, build_dot_graph, _dot_cost, _dot_plan)
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (DotPlan,), "dgemm_cli.families.dot.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (DotPlan,), "dgemm_cli.families.dot.render",
+                      formal="dgemm_cli.families.dot.index")

@@ -360,4 +360,5 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
 
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (GemvPlan,), "dgemm_cli.families.gemv.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (GemvPlan,), "dgemm_cli.families.gemv.render",
+                      formal="dgemm_cli.families.gemv.index")

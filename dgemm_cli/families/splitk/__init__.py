@@ -254,4 +254,5 @@ def _plan(views: ProblemViews, arch: Arch, instruction: str, a: Assignment, deci
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan,), "dgemm_cli.families.splitk.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (SplitKPlan,), "dgemm_cli.families.splitk.render",
+                      formal="dgemm_cli.families.splitk.index")
