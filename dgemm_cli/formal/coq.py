@@ -67,7 +67,7 @@ def lemmas(obligations: list[Obligation]) -> list[Lemma]:
             premises = [p for p in (_coq_hyps(hyps), _coq_hyps(cond)) if p]
             statement = binder + "".join(f"{p} ->\n  " for p in premises) + f"({coq(goal)})"
             out.append(Lemma(name, ob, i, f"(* {ob.prop}: {ob.text} *)\nLemma {name} : {statement}.\n"
-                                          f"Proof.\n  intros.{_divisions(body)}\n  dg.\nQed.\n"))
+                                          f"Proof.\n  intros.{_divisions(And((cond, body)))}\n  dg.\nQed.\n"))
     return out
 
 

@@ -36,6 +36,7 @@ from dgemm_cli.formal.expr import (
     Pred,
     Var,
     all_of,
+    evaluate,
 )
 from dgemm_cli.formal.model import LANE, Access, Bijection, Fact, KernelModel, Range
 from dgemm_cli.formal.views import operand_reach
@@ -48,7 +49,9 @@ HEADERS = ("dg/hopper_common.cuh", "dg/hopper_persistent.cuh", "dg/hopper_split.
 SPELLED: dict[str, tuple[str, ...]] = {
     "M_INNER": ("const int M_INNER = T::rows_at_run_time ? m_inner_arg : T::M_INNER;",
                 "if constexpr (T::rows_at_run_time) return int(m) * T::M_UNIT;"),
-    "TILES_M": ("const int TILES_M = T::rows_at_run_time ? (M_INNER + T::BM - 1) / T::BM : T::TILES_M;",),
+    "TILES_M": ("const int TILES_M = T::rows_at_run_time ? (M_INNER + T::BM - 1) / T::BM : T::TILES_M;",
+                "if constexpr (T::rows_at_run_time) return T::TILE_GROUPS * ((m_inner + T::BM - 1) / T::BM) * "
+                "T::TILES_N;"),
     "TILES": ("const int TILES = T::rows_at_run_time ? T::TILE_GROUPS * TILES_M * T::TILES_N : T::TILES;",),
     "rows": ("const int rows = min(tiles_m - band * RASTER, RASTER);",),
     "tiles_m": ("const TileOf<T> tile = tile_at<T>(t, TILES_M);", "tile_at<T>(int(blockIdx.x) / SPLITS, TILES_M)",
@@ -118,20 +121,40 @@ class Rows:
     run_time: bool
 
 
-def rows_of(views: ProblemViews, plan: HopperPlan) -> Rows:
+def rows_of(views: ProblemViews, plan: HopperPlan) -> list[Rows]:
+    """The kernel's rows: fixed, or at run time one Rows a tile-row count the range of m gives (TILES_M constant in
+    each, the rows' range cut where it changes: fact tiles_m_of_rows), so that every division the tile map makes is
+    by a constant."""
     rt = views.spec.run_time_letter
     groups_n = plan.tile_groups * _tiles_n_grid(plan)
     if rt is None or rt[1] == rt[2]:
         M = _c(plan.m_inner, "T::M_INNER")
-        return Rows(M, _c(plan.tiles_m, "T::TILES_M"), _c(groups_n * plan.tiles_m, "T::TILES"), (), None, False)
+        return [Rows(M, _c(plan.tiles_m, "T::TILES_M"), _c(groups_n * plan.tiles_m, "T::TILES"), (), None, False)]
     _, lo, hi = rt
     unit = views.m // hi
     m = Var("mrows", INT, "m")
     M = Let("M_INNER", m * _c(unit, "T::M_UNIT"))
+    out = []
+    for tiles_m in range(-(-lo * unit // plan.block_m), -(-hi * unit // plan.block_m) + 1):
+        first = max(lo, ((tiles_m - 1) * plan.block_m) // unit + 1)
+        last = min(hi, tiles_m * plan.block_m // unit)
+        if first > last:
+            continue
+        tm = Let("TILES_M", _c(tiles_m))
+        out.append(Rows(M, tm, Let("TILES", _c(groups_n * tiles_m)), (Range(m, _c(first), _c(last + 1)),), m, True))
+    return out
+
+
+def tiles_m_fact(plan: HopperPlan, rows: Rows) -> Fact:
+    """With rows at run time: the kernel's TILES_M, (M_INNER + BM - 1) / BM, is the model's over its rows' range."""
     bm = _c(plan.block_m, "T::BM")
-    tiles_m = Let("TILES_M", (M + bm - 1) // bm)
-    tiles = Let("TILES", _c(plan.tile_groups, "T::TILE_GROUPS") * tiles_m * _c(plan.tiles_n, "T::TILES_N"))
-    return Rows(M, tiles_m, tiles, (Range(m, _c(lo), _c(hi + 1)),), m, True)
+    return Fact("tiles_m_of_rows", "written-once", f"TILES_M = (M_INNER + BM - 1) / BM is "
+                f"{evaluate_const(rows.TILES_M)} for every run-time row count of this range", rows.params, TRUE,
+                Cmp("==", (rows.M_INNER + bm - 1) // bm, rows.TILES_M))
+
+
+def evaluate_const(e: Expr) -> int:
+    return int(evaluate(e, {}))
 
 
 def _tiles_n_grid(plan: HopperPlan) -> int:
@@ -193,7 +216,7 @@ def raster_rows(plan: HopperPlan, rows: Rows, band: Expr) -> Expr:
     by a constant where the tile counts are."""
     raster = _c(plan.raster_group, "RASTER")
     last = (rows.TILES_M - 1) // raster
-    if isinstance(rows.TILES_M, Const) and plan.tiles_m <= plan.raster_group:
+    if evaluate_const(rows.TILES_M) <= plan.raster_group:
         return rows.TILES_M  # one band
     return Ite(Cmp("<", band, last), raster, rows.TILES_M - last * raster)
 
@@ -841,8 +864,12 @@ def _loads(views: ProblemViews, plan: HopperPlan, rows: Rows) -> tuple[list[Acce
 
 
 def models(views: ProblemViews, plan: HopperPlan, name: str) -> list[KernelModel]:
-    """The kernel of dg/hopper_<variant>.cuh the plan renders: its loads, grid and store phase(s)."""
-    rows = rows_of(views, plan)
+    """The kernel of dg/hopper_<variant>.cuh the plan renders: its loads, grid and store phase(s); with rows at run
+    time, a model per tile-row count of the range."""
+    return [model(views, plan, name, rows) for rows in rows_of(views, plan)]
+
+
+def model(views: ProblemViews, plan: HopperPlan, name: str, rows: Rows) -> KernelModel:
     accesses, bijections, facts = _loads(views, plan, rows)
     t = Var("tile_t")
     over_t = (*rows.params, Range(t, _c(0), rows.TILES))
@@ -874,9 +901,13 @@ def models(views: ProblemViews, plan: HopperPlan, name: str) -> list[KernelModel
              for x in {a.operand for a in accesses}}
     label = {"persistent": "persistent grid", "split": f"K split over clusters of {plan.k_splits}",
              "multicast": f"A multicast over clusters of {plan.a_multicast}"}[variant]
-    extras = [w for w, on in (("flat rows", plan.flat_rows), ("packed store", plan.packed_store),
-                              ("rows at run time", rows.run_time)) if on]
+    span = ""
+    if rows.run_time:
+        facts.append(tiles_m_fact(plan, rows))
+        lo, hi = evaluate_const(rows.params[0].lo), evaluate_const(rows.params[0].hi) - 1
+        span = f"rows at run time: m {lo}..{hi}, {evaluate_const(rows.TILES_M)} tile row(s)"
+    extras = [w for w, on in (("flat rows", plan.flat_rows), ("packed store", plan.packed_store), (span, span)) if on]
     kernel = f"{name} [hopper {label}{''.join(', ' + w for w in extras)}]"
-    return [KernelModel(kernel, "hopper", "long long", reach, tuple(accesses), tuple(bijections), tuple(facts),
-                        trusted=TRUSTED)]
+    return KernelModel(kernel, "hopper", "long long", reach, tuple(accesses), tuple(bijections), tuple(facts),
+                       trusted=TRUSTED)
 
