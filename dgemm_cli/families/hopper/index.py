@@ -92,6 +92,10 @@ SPELLED: dict[str, tuple[str, ...]] = {
 }
 
 
+# The tile a block runs (tile_at's argument t).
+TILE_T = Var("tile_t", INT, "t")
+
+
 def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
     return Const(int(value), name, ctype)
 
@@ -352,7 +356,7 @@ def tma_load(views: ProblemViews, plan: HopperPlan, operand: str, rows: Rows, t:
         # receiving block of rank q runs tile t - a_part + q of the same tile row.
         a_part = Let("a_part", t % _c(parts, "T::A_PARTS"))
         ranges.append(Range(multicast_rank, _c(0), _c(parts, "T::A_PARTS")))
-        dest = tile_at(plan, rows, t - a_part + multicast_rank)
+        dest = tile_at(plan, rows, Let("t", t - a_part + multicast_rank))  # the receiving block's t
     if boxes > 1:
         ranges.append(Range(j, _c(0), _c(boxes, "Op::BOXES")))
     ranges += [Range(e0, _c(0), dims[0].box), Range(e1, _c(0), dims[1].box)]
@@ -489,7 +493,7 @@ def k_cover(plan: HopperPlan) -> Bijection:
 def schedule(plan: HopperPlan, rows: Rows) -> tuple[Bijection, ...]:
     """The persistent grid (persistent and multicast kernels): block b's iteration i runs tile t = b + i x gridDim,
     for any grid size the launcher picks (min(tiles, resident blocks), whole clusters with A multicast)."""
-    b, i, t = Var("block", INT, "blockIdx.x"), Var("iter"), Var("tile_t")
+    b, i, t = Var("block", INT, "blockIdx.x"), Var("iter"), TILE_T
     parts = plan.a_multicast
     if parts > 1:
         gc = Var("clusters")
@@ -523,7 +527,7 @@ def cluster_rank_fact(plan: HopperPlan, rows: Rows) -> Fact:
 
 def tile_map(plan: HopperPlan, rows: Rows) -> Bijection:
     """tile_at: tile t -> (tile group, tile row, tile column) is one-to-one onto the grid's tiles."""
-    t = Var("tile_t")
+    t = TILE_T
     tile = tile_at(plan, rows, t)
     tn_grid = _tiles_n_grid(plan)
     groups = plan.tile_groups
@@ -829,7 +833,7 @@ def split_slices(plan: HopperPlan) -> tuple[Bijection, Fact]:
 def split_grid(plan: HopperPlan, rows: Rows) -> Bijection:
     """The K split's grid: block b -> (tile b / SPLITS, rank b mod SPLITS) onto tiles x ranks."""
     b = Var("block", INT, "blockIdx.x")
-    t, r = Var("tile_t"), Var("rank")
+    t, r = TILE_T, Var("rank")
     splits = plan.k_splits
     return Bijection("split_grid", "the K split's grid: block -> (its cluster's tile, its rank) onto the tiles x "
                      f"{splits} ranks", "written-once", (Range(b, _c(0), rows.TILES * splits),), TRUE,
@@ -851,7 +855,7 @@ TRUSTED = ("the PTX semantics of cp.async.bulk.tensor (a box element inside ever
 
 
 def _loads(views: ProblemViews, plan: HopperPlan, rows: Rows) -> tuple[list[Access], list[Bijection], list[Fact]]:
-    t, kt = Var("tile_t"), Var("kt")
+    t, kt = TILE_T, Var("kt")
     rank = Var("dest_rank") if plan.a_multicast > 1 else None
     accesses, bijections, facts = [], [], []
     for x in ("A", "B"):
@@ -871,7 +875,7 @@ def models(views: ProblemViews, plan: HopperPlan, name: str) -> list[KernelModel
 
 def model(views: ProblemViews, plan: HopperPlan, name: str, rows: Rows) -> KernelModel:
     accesses, bijections, facts = _loads(views, plan, rows)
-    t = Var("tile_t")
+    t = TILE_T
     over_t = (*rows.params, Range(t, _c(0), rows.TILES))
     if plan.k_splits > 1:
         variant = "split"
