@@ -31,7 +31,16 @@ Ltac dm a b := pose proof (Z.div_mod a b ltac:(lia)); pose proof (Z.mod_pos_boun
    below the divisor is the dividend itself and its quotient 0: rewritten away where lia shows that, so that only
    the products that remain need nia. *)
 Ltac small a b := try (rewrite (Z.mod_small a b) in * by lia); try (rewrite (Z.div_small a b) in * by lia).
-Ltac dg := first [lia | timeout 20 nia].
+(* Where lia and nia fail: a remainder or quotient of a sum that steps by its divisor (a persistent grid's tile
+   t = block + iteration x gridDim) rewritten to what it is, and one whose dividend lies below the divisor to the
+   dividend, each where lia shows the side conditions; then lia or nia again. *)
+Ltac strides := repeat match goal with
+  | |- context [(?r + ?q * ?g) mod ?g] => rewrite (Z.mod_add r q g) by lia
+  | |- context [(?r + ?q * ?g) / ?g] => rewrite (Z.div_add r q g) by lia
+  | |- context [?a mod ?b] => rewrite (Z.mod_small a b) by lia
+  | |- context [?a / ?b] => rewrite (Z.div_small a b) by lia
+  end.
+Ltac dg := first [lia | timeout 20 nia | (strides; first [lia | timeout 20 nia])].
 """
 
 

@@ -451,8 +451,10 @@ def _inline(e: Any) -> Any:
 
 def split_ite(p: Pred) -> list[tuple[Pred, Pred]]:
     """`p` as cases (condition, p without conditionals) covering every valuation: Coq's lia takes no `if`."""
-    # The first conditional whose condition holds none: a case's condition is then free of conditionals too.
-    ite = next((x for x in walk(p) if isinstance(x, Ite) and not any(isinstance(y, Ite) for y in walk(x.cond))), None)
+    # A conditional whose condition holds none: the cases' conditions then hold none either (a condition may hold
+    # a conditional where a guard compares an index formed by one).
+    ite = next((x for x in walk(p) if isinstance(x, Ite) and not any(isinstance(y, Ite) for y in walk(x.cond))),
+               None)
     if ite is None:
         return [(TRUE, p)]
     cases = []

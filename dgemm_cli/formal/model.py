@@ -95,6 +95,10 @@ class Access:
     # scratch buffer the launcher allocates: its layout is the one the kernel that reads it indexes); None: the
     # spec's `reference_offset` at `logical`.
     reference: Expr | None = None
+    # Where given, the lanes' logical indices lie in the view exactly when this holds, in place of `extent`: a kernel
+    # that indexes a role by its segments' digits (a tile never straddling a segment) has a lane past its segment
+    # outside the view although the role's combined index may lie below the role's size.
+    inside: Pred | None = None
 
 
 LANE = Var("lane_e")
@@ -166,6 +170,8 @@ def _lane_range(hi: Expr | int) -> Range:
 
 
 def _in_view(access: Access) -> Pred:
+    if access.inside is not None:
+        return access.inside
     return all_of(*(all_of(Cmp("<=", Const(0), i), Cmp("<", i, access.extent[r])) for r, i in access.logical.items()))
 
 

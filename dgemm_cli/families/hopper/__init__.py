@@ -433,4 +433,5 @@ def make_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
     return plan
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (HopperPlan,), "dgemm_cli.families.hopper.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (HopperPlan,), "dgemm_cli.families.hopper.render",
+                      formal="dgemm_cli.families.hopper.index")
