@@ -102,6 +102,9 @@ class Access:
 
 
 LANE = Var("lane_e")
+# CUDA's own indices, as the kernels spell them.
+THREAD = Var("thread", INT, "threadIdx.x")
+BLOCK = Var("block", INT, "blockIdx.x")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from dgemm_cli.formal.expr import (
     INT,
     TRUE,
     Cmp,
-    Const,
     Expr,
     Ite,
     Let,
@@ -26,7 +25,8 @@ from dgemm_cli.formal.expr import (
     all_of,
     substitute,
 )
-from dgemm_cli.formal.model import LANE, Access, Bijection, Fact, KernelModel, Range
+from dgemm_cli.formal.expr import const as _c
+from dgemm_cli.formal.model import LANE, THREAD, Access, Bijection, Fact, KernelModel, Range
 from dgemm_cli.formal.views import operand_reach, role_offset, segments
 from dgemm_cli.views import ProblemViews
 
@@ -49,9 +49,6 @@ SPELLED = {
     "gn": "T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep);",
 }
 
-
-def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
-    return Const(int(value), name, ctype)
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ def loader_access(views: ProblemViews, plan: TilePlan, ld: LoaderPlan, rows: Row
     extent_n = plan.block_m if is_a else plan.block_n
     rows_n, inner_n = (extent_n, plan.block_k) if k_inner else (plan.block_k, extent_n)
     threads = _c(plan.threads, "T::THREADS")
-    thread = Var("thread", INT, "threadIdx.x")
+    thread = THREAD
     it = Var("i", INT)
     kt = k_tiles.kt
     K = _c(views.k, "T::K", INDEX)
@@ -226,7 +223,7 @@ def ld_bytes(views: ProblemViews, operand: str) -> int:
 def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -> tuple[tuple[Access, ...], Bijection]:
     """T::store at each accumulator (Math::for_each): the output's store, C's read for beta where the spec writes D,
     and the epilogue's reads; and the map of (block, thread, fragment) onto the output's elements."""
-    thread = Var("thread", INT, "threadIdx.x")
+    thread = THREAD
     threads = _c(plan.threads, "T::THREADS")
     N = _c(views.n, "T::N", INDEX)
     if plan.instruction == MMA:

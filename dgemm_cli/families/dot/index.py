@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dgemm_cli.families.cta.index import epilogue_accesses, rows_of
 from dgemm_cli.families.dot import DotPlan
-from dgemm_cli.formal.expr import INDEX, INT, TRUE, Cmp, Const, Expr, Ite, Let, Min, Not, Var, all_of
-from dgemm_cli.formal.model import LANE, Access, Bijection, KernelModel, Range, Reach
+from dgemm_cli.formal.expr import INDEX, TRUE, Cmp, Const, Expr, Ite, Let, Min, Not, Var, all_of
+from dgemm_cli.formal.expr import const as _c
+from dgemm_cli.formal.model import BLOCK, LANE, THREAD, Access, Bijection, KernelModel, Range, Reach
 from dgemm_cli.formal.views import operand_reach, role_offset, segments
 from dgemm_cli.views import ProblemViews
 
@@ -32,12 +33,7 @@ SPELLED = {
     "g": "for (int g = int(threadIdx.x); g < T::GROUPS; g += T::FINISH_THREADS) v += partials[",
 }
 
-THREAD = Var("thread", INT, "threadIdx.x")
-BLOCK = Var("block", INT, "blockIdx.x")
 
-
-def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
-    return Const(int(value), name, ctype)
 
 
 def models(views: ProblemViews, plan: DotPlan, name: str) -> list[KernelModel]:

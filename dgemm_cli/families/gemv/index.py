@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dgemm_cli.families.cta.index import Origin, Rows, rows_of
 from dgemm_cli.families.gemv import GemvPlan
-from dgemm_cli.formal.expr import INDEX, INT, Cmp, Const, Expr, Ite, Let, Min, Not, Pred, Var, all_of
-from dgemm_cli.formal.model import LANE, Access, Bijection, KernelModel, Range, Reach
+from dgemm_cli.formal.expr import INDEX, INT, Cmp, Expr, Ite, Let, Min, Not, Pred, Var, all_of
+from dgemm_cli.formal.expr import const as _c
+from dgemm_cli.formal.model import BLOCK, LANE, THREAD, Access, Bijection, KernelModel, Range, Reach
 from dgemm_cli.formal.reduce import tile_store, tile_walk, walk_facts
 from dgemm_cli.formal.views import operand_reach, role_offset, segments
 from dgemm_cli.render import output_unit_role
@@ -54,12 +55,7 @@ SPELLED_ELEMENTS = {
     "e": "for (int e = int(threadIdx.x); e < rows * cols; e += Threads) {",
 }
 
-THREAD = Var("thread", INT, "threadIdx.x")
-BLOCK = Var("block", INT, "blockIdx.x")
 
-
-def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
-    return Const(int(value), name, ctype)
 
 
 def _offset(views: ProblemViews, operand: str, batch: Expr, **at: Expr) -> Expr:

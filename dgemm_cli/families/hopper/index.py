@@ -38,7 +38,8 @@ from dgemm_cli.formal.expr import (
     all_of,
     evaluate,
 )
-from dgemm_cli.formal.model import LANE, Access, Bijection, Fact, KernelModel, Range
+from dgemm_cli.formal.expr import const as _c
+from dgemm_cli.formal.model import LANE, THREAD, Access, Bijection, Fact, KernelModel, Range
 from dgemm_cli.formal.views import operand_reach
 from dgemm_cli.views import ProblemViews, inner_stride
 
@@ -95,9 +96,6 @@ SPELLED: dict[str, tuple[str, ...]] = {
 # The tile a block runs (tile_at's argument t).
 TILE_T = Var("tile_t", INT, "t")
 
-
-def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
-    return Const(int(value), name, ctype)
 
 
 def _mixed(digits: list[tuple[Expr, Expr]]) -> Expr:
@@ -660,7 +658,7 @@ def staged_store(plan: HopperPlan, rows: Rows, tile: Tile, outer: tuple[Range, .
 def split_store(plan: HopperPlan, rows: Rows, tile: Tile, outer: tuple[Range, ...]) -> Store:
     """The K split's reduce: block `rank` of the cluster stores its share of the tile's vectors."""
     rank, u = Var("rank", INT, "cluster.block_rank()"), Var("u")
-    thread = Var("thread", INT, "threadIdx.x")
+    thread = THREAD
     vec = plan.c_vec
     V = _c(vec, "VEC")
     vecs = plan.block_m * plan.block_n // vec

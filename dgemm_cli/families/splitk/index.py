@@ -17,7 +17,6 @@ from dgemm_cli.families.cta.index import KTiles, Origin, Rows, loader_access, ro
 from dgemm_cli.families.splitk import SplitKPlan
 from dgemm_cli.formal.expr import (
     INDEX,
-    INT,
     TRUE,
     Cmp,
     Const,
@@ -28,7 +27,8 @@ from dgemm_cli.formal.expr import (
     Var,
     substitute,
 )
-from dgemm_cli.formal.model import Access, Bijection, Fact, KernelModel, Range, Reach
+from dgemm_cli.formal.expr import const as _c
+from dgemm_cli.formal.model import BLOCK, THREAD, Access, Bijection, Fact, KernelModel, Range, Reach
 from dgemm_cli.formal.reduce import TileWalk, tile_store, tile_walk, valid_extent, walk_facts
 from dgemm_cli.formal.views import operand_reach
 from dgemm_cli.render import output_unit_role
@@ -71,12 +71,7 @@ SPELLED_FINISH = {
 }
 
 
-def _c(value: int, name: str | None = None, ctype: str = INT) -> Const:
-    return Const(int(value), name, ctype)
 
-
-THREAD = Var("thread", INT, "threadIdx.x")
-BLOCK = Var("block", INT, "blockIdx.x")
 
 
 def block_origin(views: ProblemViews, plan: SplitKPlan, rows: Rows, tile: Expr, blocks: Expr) -> Origin:
