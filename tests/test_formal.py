@@ -43,6 +43,8 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
+from .formal_support import at_points, view_addresses
+
 ROOT = Path(__file__).resolve().parents[1]
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
@@ -128,21 +130,8 @@ def test_every_obligation_holds_at_every_point(doc):
     assert checked > 30
 
 
-def _at_points(e, pts: dict) -> np.ndarray:
-    """`e` at every point of `pts` (a constant broadcast to them)."""
-    n = len(next(iter(pts.values()))) if pts else 1
-    return np.broadcast_to(np.asarray(evaluate(e, pts)), (n,))
 
 
-def _view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
-    """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (numpy)."""
-    op = views.spec.operand(operand)
-    dyn = views.spec.run_time_letter
-    sizes = [rows if (dyn and x == dyn[0] and rows is not None) else s for x, s in zip(op.letters, op.sizes)]
-    if not sizes:
-        return np.zeros(1, dtype=np.int64)
-    grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
-    return sum(g.astype(np.int64) * st for g, st in zip(grids, op.strides)).ravel()
 
 
 @pytest.mark.parametrize("doc", SMALL, ids=[d["name"] for d in SMALL])
@@ -158,9 +147,9 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(doc):
                                        tuple(dataclasses.replace(r, lo=Const(rows), hi=Const(rows + 1))
                                              if r.var.name == "mrows" else r for r in a.ranges))
                 assert pts is not None
-                count, address = _at_points(a.count, pts), _at_points(a.address, pts)
+                count, address = at_points(a.count, pts), at_points(a.address, pts)
                 moved = np.concatenate([address[count > e] + e for e in range(a.width)])
-                view = _view_addresses(views, a.operand, rows)
+                view = view_addresses(views, a.operand, rows)
                 if a.kind == "store":
                     assert np.array_equal(np.sort(moved), np.sort(view)), f"{model.kernel}: {a.text}"
                 else:
@@ -402,8 +391,8 @@ def test_drawn_views_hold_at_every_point(doc):
             if a.kind != "store" or any(r.var.name == "mrows" for r in a.ranges):
                 continue
             pts = enumerate_points(a.ranges)
-            count, address = _at_points(a.count, pts), _at_points(a.address, pts)
-            assert np.array_equal(np.sort(address[count > 0]), np.sort(_view_addresses(views, a.operand)))
+            count, address = at_points(a.count, pts), at_points(a.address, pts)
+            assert np.array_equal(np.sort(address[count > 0]), np.sort(view_addresses(views, a.operand)))
 
 
 # ---- random specs of the generator's sweep, proved by Coq

@@ -26,6 +26,8 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
+from .formal_support import view_addresses
+
 ROOT = Path(__file__).resolve().parent.parent
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
@@ -117,13 +119,6 @@ def test_every_obligation_holds_at_every_point(doc):
         assert any(i.startswith("store_once_") for i in idents)
 
 
-def _view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
-    """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (numpy)."""
-    op = views.spec.operand(operand)
-    dyn = views.spec.run_time_letter
-    sizes = [rows if (dyn and x == dyn[0] and rows is not None) else s for x, s in zip(op.letters, op.sizes)]
-    grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
-    return sum(g.astype(np.int64) * st for g, st in zip(grids, op.strides)).ravel()
 
 
 @pytest.mark.parametrize("doc", SMALL, ids=list(BY_NAME))
@@ -144,7 +139,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(doc):
                 count = np.broadcast_to(np.asarray(evaluate(a.count, pts)), (n,))
                 address = np.broadcast_to(np.asarray(evaluate(a.address, pts)), (n,))
                 moved = np.concatenate([address[count > e] + e for e in range(a.width)])
-                view = _view_addresses(views, a.operand, rows)
+                view = view_addresses(views, a.operand, rows)
                 if a.kind == "store":
                     assert np.array_equal(np.sort(moved), np.sort(view)), f"{model.kernel}: {a.text}"
                 else:

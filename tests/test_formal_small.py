@@ -25,6 +25,8 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
+from .formal_support import view_addresses
+
 ROOT = Path(__file__).resolve().parents[1]
 ARCH = ARCHES["sm_90a"]
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
@@ -149,14 +151,6 @@ def test_every_obligation_holds_at_every_point(case):
     assert checked > 20
 
 
-def _view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
-    op = views.spec.operand(operand)
-    dyn = views.spec.run_time_letter
-    sizes = [rows if (dyn and x == dyn[0] and rows is not None) else s for x, s in zip(op.letters, op.sizes)]
-    if not sizes:
-        return np.zeros(1, dtype=np.int64)
-    grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
-    return sum(g.astype(np.int64) * st for g, st in zip(grids, op.strides)).ravel()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -182,7 +176,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(case):
                     assert len(np.unique(moved)) == len(moved), f"{model.kernel}: {a.text}"
                     assert moved.min() >= reach.lo.value and moved.max() <= reach.hi.value
                     continue
-                view = _view_addresses(views, a.operand, rows)
+                view = view_addresses(views, a.operand, rows)
                 if a.kind == "store":
                     assert np.array_equal(np.sort(moved), np.sort(view)), f"{model.kernel}: {a.text}"
                 else:
