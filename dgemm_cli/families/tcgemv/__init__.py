@@ -435,4 +435,5 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     )
 
 
-FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TcGemvPlan,), "dgemm_cli.families.tcgemv.render")
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TcGemvPlan,), "dgemm_cli.families.tcgemv.render",
+                      formal="dgemm_cli.families.tcgemv.index")
