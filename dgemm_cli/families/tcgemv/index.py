@@ -60,7 +60,8 @@ SPELLED = {
     "token": "const index_t token = min(index_t(g + 8 * h), M - 1);",
     "rows": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "cols": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
-    "gm": "T::store(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
+    "gm": "T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);",
+    "gn": "T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);",
     "M": "const index_t M = T::rows_at_run_time ? m : T::M;",
 }
 # The walk of store_partial_tile<T, TOKENS, BN, T::THREADS, 1, RED_PITCH> (one split) and the staged kernel's names.
@@ -258,7 +259,7 @@ def _l1(views: ProblemViews, plan: TcGemvPlan, rows: Rows, kernel: str) -> Kerne
         n0: Expr = Let("n0", (BLOCK % tiles_n).as_(INDEX) * bn, INDEX)
         batch: Expr = Let("batch", (BLOCK // tiles_n).as_(INDEX), INDEX)
     else:
-        n0, batch = BLOCK.as_(INDEX) * bn, _c(0, ctype=INDEX)
+        n0, batch = Let("n0", BLOCK.as_(INDEX) * bn, INDEX), _c(0, ctype=INDEX)
     lanes = _Lanes()
     k_slice = _c(plan.k_slice, "K_SLICE", INDEX)
     k0 = Let("k0", Min(lanes.warp.as_(INDEX) * k_slice, K, INDEX), INDEX)
