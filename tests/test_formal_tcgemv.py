@@ -42,7 +42,8 @@ def _arch(sms: int):
 
 # name -> (spec, SMs): 8 tokens with K not whole segments and N not whole blocks, the pointers checked at run time
 # (the cta fallback beside it); 16 tokens, both halves of the activation, promised pointers; a batch of products;
-# rows at run time (the buckets, one kernel a range); the staged kernel (A by TMA, 6 row groups).
+# rows at run time (the buckets, one kernel a range); a long slice whose first rounds are prefetched; the staged
+# kernel (A by TMA, 6 row groups).
 CASES = {
     "t8_tail": ({"name": "t8_tail", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 3, "n": 40, "k": 200},
                  "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}, 2),
@@ -53,6 +54,9 @@ CASES = {
     "t_dyn": ({"name": "t_dyn", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": {"min": 2, "max": 16}, "n": 16,
                                                                            "k": 128},
                "operands": {"A": _ROW16, "B": _COL16, "C": {"layout": "row"}}}, 1),
+    "t_prefetch": ({"name": "t_prefetch", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 5, "n": 16, "k": 4096},
+                    "operands": {"A": _ROW16, "B": _COL16, "C": {"layout": "row"}},
+                    "plan": {"family": "tcgemv", "k_warps": 2}}, 1),
     "t_staged": ({"name": "t_staged", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 16, "n": 192, "k": 512},
                   "operands": {"A": _ROW16, "B": _COL16, "C": {"layout": "row"}},
                   "plan": {"family": "tcgemv", "a_stage": "shared", "row_groups": 6}}, 2),
@@ -81,6 +85,7 @@ def test_the_cases_take_the_variants_they_name():
     assert t8.tokens == 8 and not t8.whole_segments and not t8.whole_blocks and t8.a_check and t8.b_check
     assert plans["t16"][0].tokens == 16 and not plans["t16"][0].a_check
     assert len(plans["t_dyn"]) > 1  # the buckets
+    assert plans["t_prefetch"][0].prefetch_rounds > 0
     assert plans["t_staged"][0].shared_act and plans["t_staged"][0].row_groups == 6
 
 
@@ -130,7 +135,7 @@ def test_maps_enumerated_store_each_output_once_and_load_inside_views(name):
 
 
 @needs_coq
-@pytest.mark.parametrize("name", ["t8_tail", "t_staged"])
+@pytest.mark.parametrize("name", ["t8_tail", "t_prefetch", "t_staged"])
 def test_coq_proves_the_small_models(name, tmp_path):
     for views, _, model in _models(name):
         r = prove_model(views, model, tmp_path)
