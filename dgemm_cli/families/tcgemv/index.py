@@ -64,7 +64,8 @@ SPELLED = {
     "gn": "T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);",
     "M": "const index_t M = T::rows_at_run_time ? m : T::M;",
 }
-# The walk of store_partial_tile<T, TOKENS, BN, T::THREADS, 1, RED_PITCH> (one split) and the staged kernel's names.
+# The walk of store_partial_tile<T, TOKENS, BN, T::THREADS, 1, RED_PITCH> (one split), the staged kernel's names and
+# A's tensor map (activation_map); a name in both dicts is spelled by either line.
 SPELLED_WALK = {
     "e": "for (int e = int(threadIdx.x); e < rows * cols; e += Threads) {",
     "n0": "const index_t n0 = index_t(blockIdx.x) * T::BN;",
@@ -227,9 +228,10 @@ def _k_cover(views: ProblemViews, plan: TcGemvPlan, rounds: int, staged: bool) -
         in_loop = Cmp("==", part, _c(0))
         guard = Cmp("<", _c(0), Ite(in_loop, _one(loop), _one(tail)))
         image = k0 + Ite(in_loop, seg, k_whole) + c * 8 + el
+        # The segment after the loop is K's last, partial one: its k lie at K - K % 64 and above.
         in_tail = Cmp("<=", _c(K - K % SEGMENT), y)
-        inverse = {**{n: Ite(in_tail, _c(0), v) for n, v in inverse.items() if n in ("x", "s")},
-                   "w": inverse["w"], "c": inverse["c"], "el": inverse["el"], "part": _one(in_tail)}
+        inverse = {**inverse, "x": Ite(in_tail, _c(0), inverse["x"]), "s": Ite(in_tail, _c(0), inverse["s"]),
+                   "part": _one(in_tail)}
     return Bijection("k_cover", f"a column's sum: (warp, round, segment, chunk, element) covers K = {K} once",
                      "full-k", tuple(dom), guard, (image,), (Range(y, _c(0), _c(K)),), inverse)
 
