@@ -56,6 +56,24 @@ def search(ob: Obligation, tries: int = 20000, seed: int = 0) -> Counterexample 
     return None
 
 
+def largest(ranges: tuple[Range, ...], e, tries: int = 400, seed: int = 0) -> int | None:
+    """The largest value of `e` found at points of `ranges` (their edges first): a candidate bound for a proof to
+    check, never a bound by itself."""
+    rng = random.Random(seed)
+    best = None
+    for _ in range(tries):
+        env: dict[str, int] = {}
+        for r in ranges:
+            v = _draw(r, env, rng)
+            if v is None:
+                break
+            env[r.var.name] = v
+        else:
+            value = int(evaluate(e, env))
+            best = value if best is None else max(best, value)
+    return best
+
+
 @dataclass(frozen=True)
 class Enumerated:
     points: int  # points of the ranges
