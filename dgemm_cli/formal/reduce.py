@@ -12,8 +12,7 @@ from dgemm_cli.families.cta.index import Origin, Rows, epilogue_accesses
 from dgemm_cli.formal.expr import INDEX, INT, TRUE, Cmp, Const, Expr, Ite, Let, Min, Pred, Var, all_of, readable
 from dgemm_cli.formal.expr import const as _c
 from dgemm_cli.formal.model import Access, Bijection, Fact, Range
-from dgemm_cli.render import output_unit_role
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, output_unit_role
 
 
 @dataclass(frozen=True)

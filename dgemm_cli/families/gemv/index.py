@@ -22,8 +22,7 @@ from dgemm_cli.formal.expr import const as _c
 from dgemm_cli.formal.model import BLOCK, LANE, THREAD, Access, Bijection, KernelModel, Range, Reach
 from dgemm_cli.formal.reduce import tile_store, tile_walk, walk_facts
 from dgemm_cli.formal.views import operand_reach, role_offset, segments
-from dgemm_cli.render import output_unit_role
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, output_unit_role
 
 HEADERS = ("dg/gemv.cuh", "dg/reduce.cuh")
 

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from dgemm_cli.families.hopper import HopperPlan
-from dgemm_cli.families.hopper.render import _tma_ctx
+from dgemm_cli.families.hopper.tma import tma_context
 from dgemm_cli.families.hopper.views import SWIZZLE_BYTES, TMA_MAX_RANK, TMA_MAX_STRIDE, TMA_STRIDE_ALIGN
 from dgemm_cli.formal.expr import (
     INDEX,
@@ -296,9 +296,9 @@ class MapDim:
 
 
 def tensor_map(views: ProblemViews, plan: HopperPlan, operand: str, rows: Rows) -> tuple[MapDim, ...]:
-    """The operand's map from the rendered traits (render._tma_ctx: what the .cu declares), through encode()."""
+    """The operand's map from the rendered traits (tma.tma_context: what the .cu declares), through encode()."""
     t = plan.a if operand == "A" else plan.b
-    ctx = _tma_ctx(t, rows.run_time, plan.a_rows_follow_m)
+    ctx = tma_context(t, rows.run_time, plan.a_rows_follow_m)
     elem = views.operands[operand].elem_bytes
     out = []
     for i, d in enumerate(ctx["dims"]):

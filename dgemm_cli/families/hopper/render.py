@@ -6,14 +6,13 @@ import jinja2
 
 from dgemm_cli.constraints import decision_lines
 from dgemm_cli.families.hopper import (
-    BOX_MN,
     EPI_COL_PITCH,
     EPI_ROW_PITCH,
     PACK_PITCH,
     PRODUCER_REGS,
     HopperPlan,
-    TmaOperand,
 )
+from dgemm_cli.families.hopper.tma import tma_context
 from dgemm_cli.renderers import TMA_DTYPE, Body, cluster_requirements, dependent_launch_note
 from dgemm_cli.spec import DTYPE_BYTES, Spec
 from dgemm_cli.views import ProblemViews, inner_stride
@@ -25,40 +24,6 @@ RAW_VECTOR = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short"}
 
 # The kernel variant by (K split, A multicast): dg/hopper_<variant>.cuh, launched by dg::hopper::launch_<variant>.
 VARIANT = {(False, False): "persistent", (True, False): "split", (False, True): "multicast"}
-
-
-def _source(index: str) -> tuple[str, int]:
-    """What a tensor-map dim's coordinate is in the kernel (dg::hopper::Source) and the loop's index: the k
-    offset, the tile's origin in the tiled m or n segment, a tile loop's index ("loop<i>") or an outer k loop's
-    ("kouter<i>")."""
-    if index == "k":
-        return "AT_K", 0
-    if index == "mn":
-        return "AT_MN", 0
-    if index.startswith("loop"):
-        return "AT_LOOP", int(index[4:])
-    return "AT_K_LOOP", int(index[6:])
-
-
-def _tma_ctx(t: TmaOperand, rows_at_run_time: bool, rows_follow_m: bool = False) -> dict:
-    """A tensor map's traits: its dims innermost first (with M a run-time argument, A's tiled m dim is sized by it
-    when the map is encoded, size 0, and its box cut to the rows present for K-major A, box 0), its boxes a stage."""
-    box_bytes = t.stage_bytes // t.boxes_per_stage
-    run_time_rows = rows_at_run_time and t.operand == "A"
-    dims = []
-    for d in t.dims:
-        source, index = _source(d.index)
-        run_time_dim = run_time_rows and d.index == "mn"
-        dims.append({"label": d.label, "size": 0 if run_time_dim else d.size, "stride": d.stride_bytes,
-                     "box": 0 if run_time_dim and rows_follow_m else d.box, "source": source, "index": index})
-    return {
-        "name": t.operand, "major": t.major, "rank": len(t.dims), "dims": dims, "boxes": t.boxes_per_stage,
-        "box_bytes": box_bytes,
-        "desc": (f"K-major: [rows][{t.dims[0].box} k] 128-byte rows, 8-row swizzle atoms 1024 B apart (SBO)"
-                 if t.major == "k" else
-                 f"MN-major: {t.boxes_per_stage} box(es) of [64 k rows][{BOX_MN} mn], {box_bytes} B apart (LBO), "
-                 "8-row swizzle atoms 1024 B apart (SBO); wgmma reads it transposed"),
-    }
 
 
 def _view_at(views: ProblemViews, plan: HopperPlan, name: str, ptr: str, tname: str) -> dict:
@@ -82,8 +47,8 @@ def context(spec: Spec, views: ProblemViews, plan: HopperPlan, base: dict) -> di
     out = spec.output.name  # the view the epilogue writes: C, or D
     c_elem = DTYPE_BYTES[spec.output.dtype]
     rows = base["rows_at_run_time"]
-    ta = _tma_ctx(plan.a, rows, plan.a_rows_follow_m)
-    tb = _tma_ctx(plan.b, rows)
+    ta = tma_context(plan.a, rows, plan.a_rows_follow_m)
+    tb = tma_context(plan.b, rows)
     c_stride = {role: inner_stride(views, role, out) for role in ("m", "n")}
     loops = [{"label": x.label, "size": x.size, "c_stride": x.stride[out], "is_m": x.role == "m"}
              for x in plan.tile_loops]

@@ -31,8 +31,7 @@ from dgemm_cli.formal.expr import const as _c
 from dgemm_cli.formal.model import BLOCK, THREAD, Access, Bijection, Fact, KernelModel, Range, Reach
 from dgemm_cli.formal.reduce import TileWalk, tile_store, tile_walk, valid_extent, walk_facts
 from dgemm_cli.formal.views import operand_reach
-from dgemm_cli.render import output_unit_role
-from dgemm_cli.views import ProblemViews
+from dgemm_cli.views import ProblemViews, output_unit_role
 
 HEADERS = ("dg/splitk.cuh", "dg/reduce.cuh", "dg/cta.cuh")
 SCRATCH = "partials"  # the scratch buffer's operand name (GROUPS > 1)
