@@ -66,6 +66,11 @@ class PlanDetail:
     gated: dict[str, list[tuple[str, str]]]  # each family's gates on the problem, the pins' and switches' among them
 
 
+# How a gate and a message name each kind of inputs (spec.Spec.inputs) but "float", and where its design is.
+INPUT_GATES = {"e4m3": "e4m3 inputs", "weight-only": "integer weights"}
+INPUT_WORDS = {"e4m3": "e4m3", "weight-only": "integer weights"}
+INPUT_DESIGN = {"e4m3": "docs/design/fp8.md", "weight-only": "docs/design/weight-only.md, issue 42"}
+
 # How a message names each backend's code and targets (arch.Arch.backend, families.base.KernelFamily.backend).
 BACKEND_CODE = {"cuda": "CUDA kernels", "cpu": "C++ for the host"}
 BACKEND_TARGET = {"cuda": "a CUDA target", "cpu": "the host"}
@@ -79,14 +84,18 @@ def family_gates(views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()
              [("backend", f"{name} renders {BACKEND_CODE[family.backend]}, and {arch.name} is "
                           f"{BACKEND_TARGET[arch.backend]}")]
              for name, family in FAMILIES.items()}
-    if views.spec.scales:  # e4m3 inputs: only the families made for them (docs/design/fp8.md)
-        fp8 = [name for name, family in FAMILIES.items() if family.e4m3]
-        here = any(FAMILIES[name].backend == arch.backend for name in fp8)
-        runs = (f"{' and '.join(fp8)} run{'s' if len(fp8) == 1 else ''} e4m3"
-                + ("" if here else f" on {' and '.join(_e4m3_targets(fp8))}"))
+    inputs = views.spec.inputs
+    if inputs != "float":  # e4m3 or integer weights: only the families made for them
+        own = [name for name, family in FAMILIES.items() if family.inputs == inputs]
+        if own:
+            here = any(FAMILIES[name].backend == arch.backend for name in own)
+            runs = (f"{' and '.join(own)} run{'s' if len(own) == 1 else ''} {INPUT_WORDS[inputs]}"
+                    + ("" if here else f" on {' and '.join(_input_targets(own))}"))
+        why = (f"no {INPUT_WORDS[inputs]} kernel in this family ({runs})" if own else
+               f"no family runs {INPUT_WORDS[inputs]} yet ({INPUT_DESIGN[inputs]})")
         for name, reasons in gated.items():
-            if not FAMILIES[name].e4m3 and FAMILIES[name].backend == arch.backend:
-                reasons.insert(0, ("e4m3 inputs", f"no e4m3 kernel in this family ({runs})"))
+            if FAMILIES[name].inputs != inputs and FAMILIES[name].backend == arch.backend:
+                reasons.insert(0, (INPUT_GATES[inputs], why))
     if views.spec.dynamic:  # one kernel for a range of the run-time letter
         for name, family in FAMILIES.items():
             if not family.runtime_rows:
@@ -98,8 +107,8 @@ def family_gates(views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()
     return gated
 
 
-def _e4m3_targets(families: list[str]) -> list[str]:
-    """The backends the e4m3 families render for, as a message names them."""
+def _input_targets(families: list[str]) -> list[str]:
+    """The backends these families render for, as a message names them."""
     return sorted({"CUDA targets" if FAMILIES[name].backend == "cuda" else f"{FAMILIES[name].backend} targets"
                    for name in families})
 
@@ -130,12 +139,14 @@ def _family_graph(gated: dict[str, list[tuple[str, str]]], prefer: str | None,
 
 def no_family(views: ProblemViews, arch: Arch, gated: dict[str, list[tuple[str, str]]]) -> PlanError:
     """Every family's gates refuse the problem: the gates the target's families all share said once, else each
-    one's; for e4m3 inputs on a CUDA target only the e4m3 families' (the others all say they have no e4m3 kernel).
+    one's; for e4m3 inputs or integer weights only their families' (the others all say they have no such kernel).
     The families of another backend are not named."""
     own = [name for name, family in FAMILIES.items() if family.backend == arch.backend]
-    fp8 = [name for name in own if FAMILIES[name].e4m3]
-    if views.spec.scales and fp8:
-        why = "; ".join(f"{name}: {refusals(gated, name)}" for name in fp8) + "; no other family runs e4m3"
+    inputs = views.spec.inputs
+    special = [name for name in own if FAMILIES[name].inputs == inputs]
+    if inputs != "float" and special:
+        why = ("; ".join(f"{name}: {refusals(gated, name)}" for name in special)
+               + f"; no other family runs {INPUT_WORDS[inputs]}")
         return PlanError(f"{views.spec.source}: no kernel family can run this problem ({why})")
     shared = [g for g in gated[own[-1]] if all(g in gated[name] for name in own)]
     why = ("; ".join(f"{c}: {r}" for c, r in shared) if shared else

@@ -61,7 +61,7 @@ def test_every_other_family_refuses_e4m3_and_fp8_hopper_refuses_16_bit():
     for name in FAMILIES:
         if FAMILIES[name].backend != "cuda":  # the host's families are not asked about a GPU target
             assert gated[name] == [("backend", f"{name} renders C++ for the host, and sm_90a is a CUDA target")]
-        elif not FAMILIES[name].e4m3:
+        elif FAMILIES[name].inputs != "e4m3":
             assert gated[name][0][0] == "e4m3 inputs", name
     bf16 = {"name": "b", "dtype": "bf16", "gemm": {"m": 64, "n": 64, "k": 64},
             "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}

@@ -160,14 +160,15 @@ def test_nested_key_at_top_says_where_it_goes(tmp_path):
 def test_unknown_key_far_from_everything_lists_the_valid_ones(tmp_path):
     err = expect_error(tmp_path, gemm_spec(foo=1), "foo")
     assert err.fix == ("use one of: accum, alpha, arch, beta, contraction, dtype, epilogue, gemm, name, operands, "
-                       "plan, scales, sizes")
+                       "plan, scales, sizes, zeros")
 
 
 @pytest.mark.parametrize("typo,meant", [("layuot", "layout"), ("stride", "strides"), ("offest", "offset"),
                                         ("aling", "align"), ("byte_stride", "byte_strides"), ("DType", "dtype")])
 def test_operand_key_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(operands={"B": {typo: 1}}), f"operands.B.{typo}")
-    assert err.fix == f"did you mean '{meant}'? (valid: align, byte_strides, dtype, layout, offset, strides)"
+    assert err.fix == (f"did you mean '{meant}'? (valid: align, byte_strides, dtype, layout, offset, packing, "
+                       "strides)")
 
 
 def test_operand_name_in_lower_case_suggests(tmp_path):
@@ -214,15 +215,15 @@ def test_arch_of_another_number_suggests_nothing(tmp_path, arch):
                                         ("BFloat 16", "bf16"), ("f16 ", "f16"), ("16", "f16")])
 def test_dtype_typo_suggests(tmp_path, typo, meant):
     err = expect_error(tmp_path, gemm_spec(dtype=typo), "dtype", "unsupported dtype")
-    assert err.fix == f"did you mean '{meant}'? (valid: f32, f16, bf16, e4m3)"
+    assert err.fix == f"did you mean '{meant}'? (valid: f32, f16, bf16, e4m3, int8, uint8, int4, uint4)"
     err = expect_error(tmp_path, gemm_spec(operands={"C": {"dtype": typo}}), "operands.C.dtype")
     assert err.fix.startswith(f"did you mean '{meant}'?")
 
 
-@pytest.mark.parametrize("dtype", ["f64", "float64", "fp64", "int8", "bfloat"])
+@pytest.mark.parametrize("dtype", ["f64", "float64", "fp64", "int16", "bfloat"])
 def test_dtype_of_another_width_suggests_nothing(tmp_path, dtype):
     err = expect_error(tmp_path, gemm_spec(dtype=dtype), "dtype", "unsupported dtype")
-    assert err.fix == "use one of: f32, f16, bf16, e4m3"
+    assert err.fix == "use one of: f32, f16, bf16, e4m3, int8, uint8, int4, uint4"
 
 
 @pytest.mark.parametrize("typo,meant", [("column", "col"), ("rwo", "row"), ("Rwo", "row")])
@@ -475,7 +476,7 @@ def test_negative_offset(tmp_path):
     expect_error(tmp_path, gemm_spec(operands={"B": {"offset": -2}}), "operands.B.offset", "negative")
 
 
-@pytest.mark.parametrize("dtype", ["f64", "F64", "int8", 16, "Halve", "float64"])
+@pytest.mark.parametrize("dtype", ["f64", "F64", "int16", 16, "Halve", "float64"])
 def test_unsupported_dtype(tmp_path, dtype):
     err = expect_error(tmp_path, gemm_spec(dtype=dtype), "dtype", "unsupported dtype")
     assert "f16" in err.fix and "bf16" in err.fix and "f32" in err.fix

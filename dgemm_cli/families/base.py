@@ -56,7 +56,9 @@ class KernelFamily:
     problem: Callable[[ProblemViews, Arch], Problem]  # the tiling graph, cost model and plan maker (solving.py)
     plan_types: tuple[type, ...]  # the plan classes `problem` makes
     renderer: str  # the module whose render_body(env, spec, views, plan, base) renders its plans
-    e4m3: bool = False  # takes e4m3 inputs with their scales (docs/design/fp8.md); no other input type then
+    # The inputs it takes (spec.Spec.inputs): "float" (f16, bf16, f32), "e4m3" with their scales
+    # (docs/design/fp8.md), or "weight-only" (f16/bf16 activations, integer weights; docs/design/weight-only.md).
+    inputs: str = "float"
     backend: str = "cuda"  # the arch.Arch backend whose targets it renders for; only those targets see it
     # The module whose models(views, plan, name) states its kernels' index maps for `verify --formal`
     # (dgemm_cli.formal.model.KernelModel); "" where the family has none yet.

@@ -36,6 +36,8 @@ def check_dynamic_strides(ctx: SpecReader, dynamic: dict[str, tuple[int, int]], 
     if not dynamic:
         return
     (x, (lo, _)), = dynamic.items()
+    if x not in view.letters:  # strides of a view without the letter cannot depend on its size
+        return
     quiet = SpecReader(ctx.path)  # the view was read once already: no second round of notes
     again = read_operand(quiet, view.name, view.letters, dict(sizes, **{x: lo}), raw, view.dtype, shorthand, key=key)
     if again.strides != view.strides:

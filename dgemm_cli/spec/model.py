@@ -6,9 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1}
-# Input-only types: A and B may be e4m3 (with `scales:`); C, D and the epilogue's views may not.
-INPUT_ONLY_DTYPES = ("e4m3",)
+# Bytes an element of a view. A packed 4-bit view's elements are its 32-bit words, eight values each (`Packing`).
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "e4m3": 1, "int8": 1, "uint8": 1, "int4": 4, "uint4": 4}
+# Integer weights (B only, with `scales:` and optional `zeros:`; docs/design/weight-only.md); the 4-bit ones packed.
+WEIGHT_DTYPES = ("int4", "uint4", "int8", "uint8")
+PACKED_DTYPES = ("int4", "uint4")
+# Activations beside integer weights.
+ACTIVATION_DTYPES = ("f16", "bf16")
+# Input-only types: A and B may be e4m3 (with `scales:`), B an integer type; C, D and the epilogue's views may not.
+INPUT_ONLY_DTYPES = ("e4m3", *WEIGHT_DTYPES)
 # Names users type anyway (numpy, torch, C) -> ours; read with a note, written back in our names.
 DTYPE_ALIASES = {
     "fp16": "f16", "half": "f16", "float16": "f16",
@@ -16,6 +22,10 @@ DTYPE_ALIASES = {
     "fp32": "f32", "float": "f32", "float32": "f32",
     "fp8": "e4m3", "fp8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
 }
+# The packed layouts (`packing:`): a word holds 8 values along one letter, in one of these orders; `dg` is the
+# tiled layout `deepgemm pack` writes (a dense run of words, no strides; dgemm_cli/quant.py defines it).
+PACKING_ORDERS = ("linear", "awq", "dg")
+VALUES_PER_WORD = 8
 ACCUM_TYPES = ("f32",)
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90a", "cpu")  # arch.TARGETS: "cpu" is the host (C++17)
 OPERANDS = ("A", "B", "C")
@@ -29,8 +39,28 @@ EPILOGUE_STEPS = ("bias", "scale", "activation", "clamp", "residual")
 
 
 @dataclass(frozen=True)
+class Packing:
+    """How a 4-bit view's 32-bit words hold its values (docs/design/weight-only.md): eight consecutive indices of
+    letter `along` a word, value j of a word in nibble ORDERS[order].index(j); or `dg`, the tiled layout of
+    `deepgemm pack`, whose word and nibble follow from (k, n) alone."""
+
+    along: str  # the packed letter
+    order: str  # one of PACKING_ORDERS
+
+    def words(self, letter: str, size: int) -> int:
+        """The view's extent along `letter` in words."""
+        return -(-size // VALUES_PER_WORD) if letter == self.along else size
+
+    def to_dict(self) -> dict[str, str] | str:
+        """As the spec writes it: `dg` by name (its letter is the one k letter), the others as a mapping."""
+        return "dg" if self.order == "dg" else {"along": self.along, "order": self.order}
+
+
+@dataclass(frozen=True)
 class OperandView:
-    """One operand as the user described it: letters in the operand's own order, element strides."""
+    """One operand as the user described it: letters in the operand's own order, element strides. A packed view
+    (`packing`, 4-bit B) keeps the logical sizes; its elements are 32-bit words, and along the packed letter its
+    stride steps one word (eight values)."""
 
     name: str  # "A", "B" or "C"
     letters: str  # e.g. "nchw"
@@ -39,6 +69,7 @@ class OperandView:
     offset: int  # elements from the base pointer to element [0, 0, ...]
     dtype: str
     align: int  # bytes the caller promises for the base pointer
+    packing: Packing | None = None
 
     @property
     def elem_bytes(self) -> int:
@@ -48,9 +79,23 @@ class OperandView:
         return self.strides[self.letters.index(letter)]
 
     @property
+    def word_sizes(self) -> tuple[int, ...]:
+        """The extents in the view's elements: the sizes, but in words along a packed letter."""
+        if self.packing is None:
+            return self.sizes
+        return tuple(self.packing.words(x, n) for x, n in zip(self.letters, self.sizes))
+
+    @property
     def span(self) -> int:
         """Elements a buffer must hold: offset + largest reachable index + 1."""
-        return self.offset + sum((s - 1) * st for s, st in zip(self.sizes, self.strides)) + 1
+        if self.packing is not None and self.packing.order == "dg":
+            return self.offset + dg_words(*self.sizes)
+        return self.offset + sum((s - 1) * st for s, st in zip(self.word_sizes, self.strides)) + 1
+
+
+def dg_words(k: int, n: int) -> int:
+    """Words of the `dg` packed layout of a K x N weight: 16 x 64 tiles of 128 words, K and N padded up."""
+    return -(-k // 64) * -(-n // 16) * 128
 
 
 @dataclass(frozen=True)
@@ -65,6 +110,19 @@ class ScaleView:
 
     def block(self, letter: str) -> int:
         return dict(self.blocks)[letter]
+
+
+ZERO_FORMS = ("subtract", "prescaled")
+
+
+@dataclass(frozen=True)
+class ZeroView:
+    """The zero points of integer weights (`zeros:`, docs/design/weight-only.md): the scales' blocks, a view of its
+    own over the scale view's letters, and the form: `subtract` w = (q - z) * s, `prescaled` w = q * s - z."""
+
+    operand: str  # "B"
+    form: str  # one of ZERO_FORMS
+    view: OperandView
 
 
 @dataclass(frozen=True)
@@ -119,8 +177,10 @@ class Spec:
     D: OperandView | None = None  # the output view when it is not C (C is then only read, for beta)
     # Letters whose size is known only at run time: letter -> (min, max); `sizes` holds the max.
     dynamic: dict[str, tuple[int, int]] = field(default_factory=dict)
-    # The scales of e4m3 inputs (`scales:`), one an input, A's first; empty for the other dtypes.
+    # The scales of e4m3 inputs (`scales:`), one an input, A's first; of integer weights, B's alone; empty for the
+    # other dtypes.
     scales: tuple[ScaleView, ...] = ()
+    zeros: tuple[ZeroView, ...] = ()  # integer weights' zero points (`zeros:`), B's; empty without
     # Decisions the spec fixes (`plan:`), node -> value, in the spec's order: the planner's choice within them.
     pins: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     # What is legal but likely wrong, e.g. views larger than any GPU's memory; `gen` prints them.
@@ -143,6 +203,14 @@ class Spec:
         if self.D is not None:
             views[OUTPUT_VIEW] = self.D
         return tuple(views[x] for x in EXTRA_OPERANDS if x in views)
+
+    @property
+    def inputs(self) -> str:
+        """The kind of inputs, which decides the families that may run them: "e4m3" (A and B with scales),
+        "weight-only" (f16/bf16 A, integer B with scales), else "float"."""
+        if self.A.dtype == "e4m3":
+            return "e4m3"
+        return "weight-only" if self.B.dtype in WEIGHT_DTYPES else "float"
 
     @property
     def scale_views(self) -> tuple[OperandView, ...]:
@@ -199,10 +267,11 @@ class Spec:
                       for x, n in self.sizes.items()},
             "operands": {
                 op.name: {
-                    "strides": list(op.strides),
+                    **({"strides": list(op.strides)} if op.packing is None or op.packing.order != "dg" else {}),
                     "offset": op.offset,
                     "dtype": op.dtype,
                     "align": op.align,
+                    **({"packing": op.packing.to_dict()} if op.packing is not None else {}),
                 }
                 for op in (*self.operands, *((self.D,) if self.D is not None else ()))
             },
@@ -211,6 +280,7 @@ class Spec:
             # Only when present: a spec without an epilogue normalises (and hashes) as before.
             **({"epilogue": [st.to_dict() for st in self.epilogue]} if self.epilogue else {}),
             **({"scales": {sc.operand: _scale_dict(sc) for sc in self.scales}} if self.scales else {}),
+            **({"zeros": {z.operand: _zero_dict(z) for z in self.zeros}} if self.zeros else {}),
             **({"plan": dict(self.pins)} if self.pins else {}),
         }
 
@@ -219,4 +289,12 @@ def _scale_dict(sc: ScaleView) -> dict[str, Any]:
     """A ScaleView in the spec's keys: every letter's block (`all` for the whole extent) and the view."""
     op = dict(zip(sc.view.letters, sc.view.sizes))
     return {"block": {x: ("all" if x not in op else b) for x, b in sc.blocks},
-            "strides": list(sc.view.strides), "offset": sc.view.offset, "align": sc.view.align}
+            "strides": list(sc.view.strides), "offset": sc.view.offset, "align": sc.view.align,
+            **({"dtype": sc.view.dtype} if sc.view.dtype != "f32" else {})}
+
+
+def _zero_dict(z: ZeroView) -> dict[str, Any]:
+    """A ZeroView in the spec's keys: its view (with its packing) and its form."""
+    v = z.view
+    return {"strides": list(v.strides), "offset": v.offset, "align": v.align, "dtype": v.dtype, "form": z.form,
+            **({"packing": v.packing.to_dict()} if v.packing is not None else {})}

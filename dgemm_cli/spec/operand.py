@@ -4,19 +4,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgemm_cli.spec.model import DTYPE_BYTES, EPILOGUE_STEPS, OperandView
+from dgemm_cli.spec.model import (
+    DTYPE_BYTES,
+    EPILOGUE_STEPS,
+    PACKED_DTYPES,
+    PACKING_ORDERS,
+    OperandView,
+    Packing,
+)
 from dgemm_cli.spec.reader import SpecReader
 
-OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align"}
+OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align", "packing"}
+PACKING_EXAMPLE = "`packing: gptq` (8 values a word along k), `packing: awq` (along n, AWQ's order) or `packing: dg`"
 
 
 def read_operand(ctx: SpecReader, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],
-             default_dtype: str, shorthand: str, key: str | None = None) -> OperandView:
+             default_dtype: str, shorthand: str, key: str | None = None,
+             packings: dict[str, str] | None = None) -> OperandView:
+    """`packings`: where a packed 4-bit view may stand, the letter each named packing (`gptq`, `awq`) packs along;
+    None where none may (every view but B and B's zero points)."""
     key = key or f"operands.{op}"
     dtype = ctx.dtype(raw.get("dtype", default_dtype), f"{key}.dtype")
     elem = DTYPE_BYTES[dtype]
-    dims = tuple(sizes[x] for x in letters)
+    packing = _read_packing(ctx, key, raw, dtype, letters, packings)
+    dims = tuple(packing.words(x, sizes[x]) if packing else sizes[x] for x in letters)
     given = [k for k in ("layout", "strides", "byte_strides") if k in raw]
+    if packing is not None and packing.order == "dg" and given:
+        raise ctx.fail(f"{key}.{given[0]}", "`packing: dg` is one dense run of words in the order `deepgemm pack` "
+                                            "writes: it has no strides",
+                       f"drop `{given[0]}` (give only `offset:` and `align:`)")
     if len(given) > 1:
         raise ctx.fail(f"{key}.{given[1]}", f"both `{given[0]}` and `{given[1]}` given",
                        "describe the layout one way only")
@@ -24,11 +40,12 @@ def read_operand(ctx: SpecReader, op: str, letters: str, sizes: dict[str, int], 
         strides = ctx.int_list(raw["strides"], f"{key}.strides", len(letters), letters)
     elif "byte_strides" in raw:
         byte_strides = ctx.int_list(raw["byte_strides"], f"{key}.byte_strides", len(letters), letters)
+        unit = f"{elem}-byte {dtype} element" if packing is None else f"{elem}-byte word of eight {dtype} values"
+        counted = "elements" if packing is None else "words"
         for i, bs in enumerate(byte_strides):
             if bs % elem:
-                raise ctx.fail(f"{key}.byte_strides[{i}]",
-                               f"{bs} bytes is not a multiple of the {elem}-byte {dtype} element",
-                               f"use a multiple of {elem}, or `strides:` in elements")
+                raise ctx.fail(f"{key}.byte_strides[{i}]", f"{bs} bytes is not a multiple of the {unit}",
+                               f"use a multiple of {elem}, or `strides:` in {counted}")
         strides = [bs // elem for bs in byte_strides]
     elif "layout" in raw:
         # An epilogue view names its letters in its own order, so row/col mean the same in either form.
@@ -48,7 +65,44 @@ def read_operand(ctx: SpecReader, op: str, letters: str, sizes: dict[str, int], 
     if align & (align - 1) or align < elem:
         raise ctx.fail(f"{key}.align", f"{align} is not a power of two >= the {elem}-byte element",
                        f"promise a power of two such as {max(elem, 16)}")
-    return OperandView(op, letters, dims, tuple(strides), offset, dtype, align)
+    if packing is not None:
+        dims = tuple(sizes[x] for x in letters)  # the view keeps the logical sizes; its strides count words
+    return OperandView(op, letters, dims, tuple(strides), offset, dtype, align, packing)
+
+
+def _read_packing(ctx: SpecReader, key: str, raw: dict[str, Any], dtype: str, letters: str,
+                  packings: dict[str, str] | None) -> Packing | None:
+    """The `packing:` of a 4-bit view: required there, refused elsewhere."""
+    given = raw.get("packing")
+    if dtype not in PACKED_DTYPES:
+        if given is not None:
+            raise ctx.fail(f"{key}.packing", f"packing goes with 4-bit values; this view is {dtype}",
+                           "drop `packing:`, or make the view int4 or uint4")
+        return None
+    if packings is None:
+        raise ctx.fail(f"{key}.dtype", f"{dtype} is a weight type: B and its zero points only",
+                       "give this view f16, bf16 or f32")
+    if given is None:
+        raise ctx.fail(f"{key}.packing", f"missing: {dtype} values are packed eight to a 32-bit word",
+                       f"add {PACKING_EXAMPLE}")
+    if isinstance(given, str):
+        name = ctx.choice(given, f"{key}.packing", (*packings, "dg"), "packing")
+        if name == "dg":
+            if len(letters) != 2 or "dg" not in packings:
+                raise ctx.fail(f"{key}.packing", f"`dg` packs a K x N weight matrix; this view has letters "
+                                                 f"'{letters}'", "use `gptq` or `awq`, or a spec whose B is one "
+                                                                 "k letter and one n letter")
+            return Packing(packings["dg"], "dg")
+        return Packing(packings[name], "linear" if name == "gptq" else "awq")
+    body = ctx.mapping(given, f"{key}.packing", {"along", "order"}, "packing")
+    if "along" not in body:
+        raise ctx.fail(f"{key}.packing.along", "missing", f"name the letter the words pack, one of '{letters}'")
+    along = body["along"]
+    if along not in letters or not isinstance(along, str) or len(along) != 1:
+        raise ctx.fail(f"{key}.packing.along", f"{along!r} is not a letter of this view ('{letters}')",
+                       f"name one of '{letters}'")
+    order = ctx.choice(body.get("order", "linear"), f"{key}.packing.order", PACKING_ORDERS[:2], "packing order")
+    return Packing(along, order)
 
 
 def layout_strides(dims: tuple[int, ...], layout: str) -> list[int]:

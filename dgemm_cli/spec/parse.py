@@ -10,14 +10,23 @@ from typing import Any
 from dgemm_cli.spec.dynamic import check_dynamic, check_dynamic_strides
 from dgemm_cli.spec.einsum import parse_einsum
 from dgemm_cli.spec.epilogue import read_epilogue
-from dgemm_cli.spec.model import ACCUM_TYPES, ARCHS, INPUT_ONLY_DTYPES, OPERANDS, OUTPUT_VIEW, Spec
+from dgemm_cli.spec.model import (
+    ACCUM_TYPES,
+    ACTIVATION_DTYPES,
+    ARCHS,
+    INPUT_ONLY_DTYPES,
+    OPERANDS,
+    OUTPUT_VIEW,
+    WEIGHT_DTYPES,
+    Spec,
+)
 from dgemm_cli.spec.operand import OPERAND_KEYS, check_c_not_aliased, read_operand
 from dgemm_cli.spec.reader import SpecReader
-from dgemm_cli.spec.scales import read_scales
+from dgemm_cli.spec.scales import read_scales, read_zeros
 from dgemm_cli.spec.spans import check_spans
 
 TOP_KEYS = {"name", "arch", "dtype", "accum", "gemm", "contraction", "sizes", "operands", "alpha", "beta", "epilogue",
-            "scales", "plan"}
+            "scales", "zeros", "plan"}
 GEMM_KEYS = {"m", "n", "k", "batch"}
 # Where the nested keys go, for a top-level key that belongs one level down ('m: 4', 'layuot: row').
 NESTED_KEYS = {**{k: f"gemm: {{{k}: ...}}" for k in GEMM_KEYS},
@@ -102,10 +111,21 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
 
     views = []
     for op, op_letters in zip(OPERANDS, letters):
-        views.append(read_operand(ctx, op, op_letters, sizes, op_maps[op], default_dtype, shorthand))
+        packings = weight_packings(*letters) if op == "B" else None
+        views.append(read_operand(ctx, op, op_letters, sizes, op_maps[op], default_dtype, shorthand,
+                                  packings=packings))
     a, b, c = views
     check_dynamic(ctx, dynamic, sizes, (a, b, c), op_maps, shorthand)
-    if a.dtype != b.dtype:
+    if a.dtype in WEIGHT_DTYPES:
+        raise ctx.fail("operands.A.dtype" if "dtype" in op_maps["A"] else "dtype",
+                       f"A is {a.dtype}: integer types are for the weights, B (docs/design/weight-only.md)",
+                       "give A f16 or bf16 (the activations) and B the integer type")
+    if b.dtype in WEIGHT_DTYPES:
+        if a.dtype not in ACTIVATION_DTYPES:
+            raise ctx.fail("operands.A.dtype" if "dtype" in op_maps["A"] else "dtype",
+                           f"A is {a.dtype} beside {b.dtype} weights: the weights dequantize to f16 or bf16",
+                           "give A f16 or bf16")
+    elif a.dtype != b.dtype:
         given = next(op for op in ("B", "A") if "dtype" in op_maps[op])
         raise ctx.fail(f"operands.{given}.dtype", f"A is {a.dtype} but B is {b.dtype}: one kernel multiplies one "
                                                   "input type (the mma instructions take A and B of one type)",
@@ -124,7 +144,8 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     outputs = [(c, "C"), (d, OUTPUT_VIEW), *((st.view, f"epilogue[{i}].{st.kind}") for i, st in enumerate(epilogue))]
     _check_input_only(ctx, outputs, op_maps)
     scales = read_scales(ctx, top.get("scales"), a, b, c.letters, sizes)
-    if scales and dynamic:
+    zeros = read_zeros(ctx, top.get("zeros"), b, scales, weight_packings(*letters))
+    if scales and dynamic and a.dtype == "e4m3":
         raise ctx.fail("scales", "e4m3 inputs with a size given at run time are not taken yet (docs/design/fp8.md)",
                        "give every size as a number")
     contraction = f"{letters[0]},{letters[1]}->{letters[2]}"
@@ -132,8 +153,23 @@ def parse_spec(data: Any, source: str = "<spec>") -> Spec:
     spec = Spec(name=name, arch=arch, accum=accum, contraction=contraction, sizes=sizes,
                 A=a, B=b, C=c, alpha=alpha, beta=beta, source=source, shorthand=shorthand, notes=tuple(ctx.notes),
                 implicit_output=implicit_output, epilogue=epilogue, D=d, dynamic=dynamic, scales=scales,
-                pins=pins)
+                zeros=zeros, pins=pins)
     return replace(spec, warnings=check_spans(ctx, spec))
+
+
+def weight_packings(a_letters: str, b_letters: str, c_letters: str) -> dict[str, str]:
+    """The named packings of B's views and the letter each packs along: `gptq` (and `dg`) along the one k letter,
+    `awq` along the one n letter; a name whose letter is not unique is not offered."""
+    k = [x for x in b_letters if x in a_letters and x not in c_letters]
+    n = [x for x in b_letters if x in c_letters and x not in a_letters]
+    named = {}
+    if len(k) == 1:
+        named["gptq"] = named["dg"] = k[0]
+    if len(n) == 1:
+        named["awq"] = n[0]
+    if len(k) != 1 or len(n) != 1 or len(b_letters) != 2:
+        named.pop("dg", None)
+    return named
 
 
 def read_pins(ctx: SpecReader, raw: Any) -> tuple[tuple[str, Any], ...]:

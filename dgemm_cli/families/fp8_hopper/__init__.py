@@ -205,4 +205,4 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (Fp8HopperPlan,),
-                      "dgemm_cli.families.fp8_hopper.render", e4m3=True)
+                      "dgemm_cli.families.fp8_hopper.render", inputs="e4m3")
