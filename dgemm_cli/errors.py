@@ -25,6 +25,16 @@ class SpecError(DeepGemmError):
         super().__init__(f"{path}: {key}: {problem}. Fix: {fix}")
 
 
+class PackError(DeepGemmError):
+    """`deepgemm pack` (or `deepgemm.pack`) was given weights that do not fit what was declared: a shape that is not
+    the layout's for the declared k and n, values out of range, an unknown layout. The message names the argument
+    and the fix."""
+
+    def __init__(self, argument: str, problem: str, fix: str):
+        self.argument, self.problem, self.fix = argument, problem, fix
+        super().__init__(f"{argument}: {problem}. Fix: {fix}")
+
+
 class PlanError(DeepGemmError):
     """No plan satisfies the constraints (e.g. the problem is too large for one launch)."""
 

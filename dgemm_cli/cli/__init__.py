@@ -1,5 +1,5 @@
 """The `deepgemm` command line: click wiring and printing around the stages, one module a command
-(gen, build, verify and bench, tune, explain and doctor, random-specs)."""
+(gen, build, verify and bench, tune, explain and doctor, random-specs, pack)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dgemm_cli.cli.build_cmd import build_cmd
 from dgemm_cli.cli.gen_cmd import gen
 from dgemm_cli.cli.harness_cmds import bench, verify
 from dgemm_cli.cli.inspect_cmds import doctor, explain
+from dgemm_cli.cli.pack_cmd import pack
 from dgemm_cli.cli.random_specs_cmd import random_specs_cmd
 from dgemm_cli.cli.tune_cmd import tune
 
@@ -29,6 +30,8 @@ Typical session:
   deepgemm bisect SPEC                 # on a GPU: which --disable option makes a verify failure go away
   deepgemm gen specs/conv1x1_nchw.yaml --arch cpu -o host && deepgemm build host && deepgemm verify host
                                          # the same spec as C++17 + OpenMP for this machine: no GPU needed
+  deepgemm pack qweight.npy --from gptq --to dg -k 4096 -n 11008 -o w.npy
+                                       # a GPTQ/AWQ/int4 weight in deepgemm's packed layout (packing: dg)
 \b
 A spec (README.md has every key; specs/ has examples):
   name: up
@@ -49,5 +52,5 @@ def main() -> None:
     --arch cpu, C++ for this host, verified and benchmarked against numpy here."""
 
 
-for command in (gen, build_cmd, verify, bench, tune, explain, bisect, doctor, random_specs_cmd):
+for command in (gen, build_cmd, verify, bench, tune, explain, bisect, doctor, random_specs_cmd, pack):
     main.add_command(command)
