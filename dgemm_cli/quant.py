@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dgemm_cli.errors import PackError
+from dgemm_cli.spec.model import dg_words as spec_dg_words
 
 Order = Literal["linear", "awq"]
 Source = Literal["gptq", "awq", "int8", "uint8"]
@@ -166,8 +167,9 @@ def pack(values: ArrayLike, axis: int, order: Order = "linear") -> NDArray[np.ui
 
 
 def dg_words(k: int, n: int) -> int:
-    """How many words the dg layout of a [k, n] weight takes: ceil(n / 16) * ceil(k / 64) * 128."""
-    return _ceil(_size(n, "n"), DG_TILE_N) * _ceil(_size(k, "k"), DG_CHUNK_K) * DG_WORDS_PER_CHUNK
+    """How many words the dg layout of a [k, n] weight takes: ceil(n / 16) * ceil(k / 64) * 128 (the spec's count,
+    spec.model.dg_words, for checked sizes)."""
+    return spec_dg_words(_size(k, "k"), _size(n, "n"))
 
 
 def dg_position(k: int, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
