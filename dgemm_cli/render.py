@@ -45,9 +45,13 @@ def template_dir() -> Path:
     raise AssertionError(f"templates not found next to {here}")  # a broken install, not a user error
 
 
-CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "e4m3": "__nv_fp8_e4m3"}
+# The element types in CUDA; a 4-bit view's elements are its 32-bit words (spec.model.Packing).
+CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "e4m3": "__nv_fp8_e4m3",
+          "int8": "int8_t", "uint8": "uint8_t", "int4": "uint32_t", "uint4": "uint32_t"}
 INCLUDES = {"f16": "cuda_fp16.h", "bf16": "cuda_bf16.h", "e4m3": "cuda_fp8.h"}
-HARNESS_DTYPE = {"f32": "DG_F32", "f16": "DG_F16", "bf16": "DG_BF16", "e4m3": "DG_E4M3"}
+HARNESS_DTYPE = {"f32": "DG_F32", "f16": "DG_F16", "bf16": "DG_BF16", "e4m3": "DG_E4M3", "int8": "DG_INT8",
+                 "uint8": "DG_UINT8", "int4": "DG_INT4", "uint4": "DG_UINT4"}
+HARNESS_PACK = {None: "DG_PACK_NONE", "linear": "DG_PACK_LINEAR", "awq": "DG_PACK_AWQ", "dg": "DG_PACK_DG"}
 HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
 # verify's relative Frobenius tolerance of a problem with e4m3 inputs (their scales applied): the products are exact,
 # and the FP8 tensor core keeps about 14 bits of the partial sum (2^-13 relative, DeepSeek-V3's report) at each of
@@ -55,7 +59,10 @@ HARNESS_ROLE = {"batch": "DG_BATCH", "m": "DG_M", "n": "DG_N", "k": "DG_K"}
 # fails it at K = 7168 (docs/RESULTS.md has both errors); an output of 16 bits rounds coarser and sets its own.
 E4M3_TOLERANCE = 4 * 2.0**-13
 # verify's relative Frobenius tolerance by dtype; a problem's is the largest over its buffers.
-TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "e4m3": E4M3_TOLERANCE}
+# Integer weights set none: their products are exact in the reference, and the kernels' rounding is the activations'
+# type's (the weights dequantize to it).
+TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "e4m3": E4M3_TOLERANCE,
+             "int8": 0.0, "uint8": 0.0, "int4": 0.0, "uint4": 0.0}
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo"]
 HARNESS = "dg_harness.cuh"
 
@@ -104,11 +111,12 @@ EXTRA_TYPE = {"D": "D_t", "bias": "Bias_t", "scale": "Scale_t", "residual": "Res
 
 def _signature(spec: Spec, ops: dict[str, OperandCtx]) -> str:
     """The C entry point's parameters: A, B, C, [D], [bias], [scale], [residual], [A_scales, B_scales], [m], alpha,
-    beta, stream. C is only read when the spec has an output view D; the scales come with e4m3 inputs."""
+    beta, stream. C is only read when the spec has an output view D; the scales come with e4m3 inputs and integer
+    weights, the zero points with integer weights that have them."""
     params = [f"const {ops['A'].ctype}* A", f"const {ops['B'].ctype}* B",
               f"{'const ' if spec.D is not None else ''}{ops['C'].ctype}* C"]
     params += [f"{'' if op.name == 'D' else 'const '}{ops[op.name].ctype}* {op.name}" for op in spec.extra_operands]
-    params += [f"const float* {op.name}" for op in spec.scale_views]
+    params += [f"const {CTYPES[op.dtype]}* {op.name}" for op in spec.quant_views]
     if spec.run_time_letter:
         params.append("int64_t m")
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
@@ -150,20 +158,21 @@ def _entry_ctx(spec: Spec) -> dict:
     may be null when beta == 0; the extra pointers travel as one `Epilogue` argument."""
     extra = [op.name for op in spec.extra_operands]
     run_time = bool(spec.run_time_letter)
-    scales = "".join(f", {op.name}" for op in spec.scale_views)
+    scales = "".join(f", {op.name}" for op in spec.quant_views)
     args = "A, B, C" + (", m" if run_time else "") + (", ep" if extra else "") + scales + ", alpha, beta, stream"
     return {"c_const": "const " if spec.D is not None else "", "launch_args": args,
             "ep_init": f"const Epilogue ep{{{', '.join(extra)}}};" if extra else "",
             # The README's example call and buffer sizes (elements; at the largest run-time size).
-            "pointers": ", ".join(["A", "B", "C", *extra, *(op.name for op in spec.scale_views)]),
+            "pointers": ", ".join(["A", "B", "C", *extra, *(op.name for op in spec.quant_views)]),
             "buffers": [{"name": op.name, "span": op.span}
-                        for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)]}
+                        for op in (*spec.operands, *spec.extra_operands, *spec.quant_views)]}
 
 
 # The element types of the header's C API: f16, bf16 and e4m3 as structs of their bits a C compiler accepts, which
 # are cuda_fp16.h's __half, cuda_bf16.h's __nv_bfloat16 and cuda_fp8.h's __nv_fp8_e4m3 in C++ (templates/header.h.j2
 # defines them).
-C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16", "e4m3": "dg_e4m3"}
+C_API_TYPES = {"f32": "float", "f16": "dg_f16", "bf16": "dg_bf16", "e4m3": "dg_e4m3",
+               "int8": "int8_t", "uint8": "uint8_t", "int4": "uint32_t", "uint4": "uint32_t"}
 # The narrow types <name>.h defines for its C API: (header, the C++ type, the C struct's field type).
 NARROW_TYPES = {"f16": ("cuda_fp16.h", "__half", "unsigned short"),
                 "bf16": ("cuda_bf16.h", "__nv_bfloat16", "unsigned short"),
@@ -175,7 +184,7 @@ def _header_signature(spec: Spec) -> str:
     params = [f"const {C_API_TYPES[spec.A.dtype]}* A", f"const {C_API_TYPES[spec.B.dtype]}* B",
               f"{'const ' if spec.D is not None else ''}{C_API_TYPES[spec.C.dtype]}* C"]
     params += [f"{'' if op.name == 'D' else 'const '}{C_API_TYPES[op.dtype]}* {op.name}" for op in spec.extra_operands]
-    params += [f"const float* {op.name}" for op in spec.scale_views]
+    params += [f"const {C_API_TYPES[op.dtype]}* {op.name}" for op in spec.quant_views]
     if spec.run_time_letter:
         params.append("int64_t m")
     return ", ".join(params + ["float alpha", "float beta", "cudaStream_t stream"])
@@ -187,7 +196,7 @@ def _header_views(spec: Spec) -> list[dict]:
     run_time = spec.run_time_letter
     scaled = {sc.view.name: sc for sc in spec.scales}
     rows = []
-    for op in (*spec.operands, *spec.extra_operands, *spec.scale_views):
+    for op in (*spec.operands, *spec.extra_operands, *spec.quant_views):
         if op.name == "C" and spec.D is not None:
             role = "read for beta (may be null when beta == 0)"
         elif op is spec.output:
@@ -247,10 +256,11 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
         # The header's C API: its parameters, the narrow types it defines, each pointer's view.
         "c_signature": _header_signature(spec), "views_doc": _header_views(spec),
         "narrow_types": [dict(zip(("name", "header", "cpp", "bits"), (t, *NARROW_TYPES[t])))
-                         for t in sorted({o.dtype for o in ops.values()} & set(NARROW_TYPES))],
-        # The e4m3 inputs' scale views (f32, read by the kernels): the entry point checks and offsets them.
-        "scale_ops": [OperandCtx(op.name, op.letters, op.dtype, "float", op.align, op.offset, (), op.name)
-                      for op in spec.scale_views],
+                         for t in sorted({o.dtype for o in (*ops.values(), *spec.quant_views)} & set(NARROW_TYPES))],
+        # The scale views of e4m3 inputs (f32) and of integer weights (f32, f16, bf16), and the weights' zero points:
+        # the entry point checks and offsets them.
+        "scale_ops": [OperandCtx(op.name, op.letters, op.dtype, CTYPES[op.dtype], op.align, op.offset, (), op.name)
+                      for op in spec.quant_views],
     }
 
 
@@ -419,9 +429,10 @@ def _route(env: jinja2.Environment, spec: Spec, views: ProblemViews, plan: Plan,
 
 
 # dg_harness.cuh's slots: every per-operand array of its DgProblem has one entry each, in the C API's order.
-HARNESS_SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual", "A_scales", "B_scales")
+HARNESS_SLOTS = ("A", "B", "C", "D", "bias", "scale", "residual", "A_scales", "B_scales", "B_zeros")
 HARNESS_SLOT = {x: f"DG_{x.upper()}" for x in HARNESS_SLOTS}
-HARNESS_SCALE_SLOTS = HARNESS_SLOTS[-2:]  # the scales of e4m3 inputs, A's then B's: DgDim's `block` has one each
+# The scales of e4m3 inputs or integer weights, A's then B's: DgDim's `block` has one each (B_zeros: B_scales').
+HARNESS_SCALE_SLOTS = ("A_scales", "B_scales")
 HARNESS_STEP = {"bias": "DG_STEP_BIAS", "scale": "DG_STEP_SCALE", "residual": "DG_STEP_RESIDUAL",
                 "activation": "DG_STEP_ACTIVATION", "clamp": "DG_STEP_CLAMP"}
 HARNESS_MAX_STEPS = 16  # DG_MAX_STEPS
@@ -434,14 +445,16 @@ def _harness_ctx(spec: Spec) -> dict:
     the launch wrapper passes the slots to the entry point."""
     # C's letters, then every summed one: those of A, then those only B has (summed in B only).
     letters = list(spec.C.letters) + [x for x in spec.sizes if x not in spec.C.letters]
-    views = {op.name: op for op in (*spec.operands, *spec.extra_operands, *spec.scale_views)}
+    views = {op.name: op for op in (*spec.operands, *spec.extra_operands, *spec.quant_views)}
     slots = [views.get(x) for x in HARNESS_SLOTS]
+    dim_of = {x: i for i, x in enumerate(letters)}
     scales = {sc.view.name: sc for sc in spec.scales}
     dims = []
     for x in letters:
         strides = [op.stride_of(x) if op is not None and x in op.letters else 0 for op in slots]
         # strides: A, B, C (the product's); extra_strides: D, bias, scale, residual; scale_strides: A_scales,
-        # B_scales (per block). blocks: how many indices of x one scale covers, 0 where the input lacks x.
+        # B_scales, B_zeros (per block). blocks: how many indices of x one scale covers, 0 where the input lacks x.
+        # A packed view's stride along its packed letter steps one word (eight values).
         dims.append({"letter": x, "role": HARNESS_ROLE[role_of(x, spec)], "size": spec.sizes[x],
                      "strides": strides[:3], "extra_strides": strides[3:7], "scale_strides": strides[7:],
                      "blocks": [dict(scales[s].blocks).get(x, 0) if s in scales else 0 for s in HARNESS_SCALE_SLOTS]})
@@ -474,9 +487,24 @@ def _harness_ctx(spec: Spec) -> dict:
         "spans": [op.span if op is not None else 0 for op in slots],
         "dtypes": [HARNESS_DTYPE[op.dtype] if op is not None else "0" for op in slots],
         "aligns": [op.align if op is not None else 0 for op in slots],
+        # Integer weights: each slot's packing and the dims of its packed letter (dg: B's k letter, then n).
+        "weights": spec.inputs == "weight-only",
+        "packs": [HARNESS_PACK[op.packing.order if op is not None and op.packing is not None else None] for op in slots],
+        "pack_dims": [_pack_dims(op, spec, dim_of) for op in slots],
+        "zero_form": "DG_ZEROS_PRESCALED" if spec.zeros and spec.zeros[0].form == "prescaled" else "DG_ZEROS_SUBTRACT",
         "alpha": repr(float(spec.alpha)), "beta": repr(float(spec.beta)),
         "tol": max(TOLERANCE[op.dtype] for op in present), "steps": steps,
     }
+
+
+def _pack_dims(op, spec: Spec, dim_of: dict[str, int]) -> list[int]:
+    """The harness's dims of a packed view's packed letter, and for the dg layout of B's n letter after its k."""
+    if op is None or op.packing is None:
+        return [0, 0]
+    if op.packing.order == "dg":
+        n = next(x for x in op.letters if x in spec.C.letters)
+        return [dim_of[op.packing.along], dim_of[n]]
+    return [dim_of[op.packing.along], 0]
 
 
 def _baseline_ctx(bl: CublasPlan) -> dict:

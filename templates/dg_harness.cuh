@@ -121,18 +121,28 @@
 // The reports' layout (records.py: HARNESS_SCHEMA_VERSION): a change a reader must know of raises it.
 #define DG_REPORT_SCHEMA_VERSION 1
 #define DG_MAX_STEPS 16
-enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2, DG_E4M3 = 3 };
-static const char* const kDgDtypeNames[4] = {"f32", "f16", "bf16", "e4m3"};   // the spec's names, by DG_* dtype
+enum { DG_F32 = 0, DG_F16 = 1, DG_BF16 = 2, DG_E4M3 = 3, DG_INT8 = 4, DG_UINT8 = 5, DG_INT4 = 6, DG_UINT4 = 7 };
+static const char* const kDgDtypeNames[8] = {"f32", "f16", "bf16", "e4m3", "int8", "uint8", "int4", "uint4"};   // the spec's names, by DG_* dtype
+// The integer weight types (B and its zero points; docs/design/weight-only.md); the 4-bit ones are 32-bit words.
+__host__ __device__ inline bool dg_int_dtype(int dtype) { return dtype >= DG_INT8; }
 enum { DG_BATCH = 0, DG_M = 1, DG_N = 2, DG_K = 3 };
 // The slots, in the C API's order.
 enum {
   DG_A = 0, DG_B = 1, DG_C = 2, DG_D = 3, DG_BIAS = 4, DG_SCALE = 5, DG_RESIDUAL = 6, DG_A_SCALES = 7, DG_B_SCALES = 8,
-  DG_SLOTS = 9
+  DG_B_ZEROS = 9, DG_SLOTS = 10
 };
 static const char* const kDgSlotNames[DG_SLOTS] = {"A", "B", "C", "D", "bias", "scale", "residual", "A_scales",
-                                                   "B_scales"};
-// The scale slots: A_scales scales A, B_scales B; DgDim::block's index of scale slot x is x - DG_A_SCALES.
-__host__ __device__ inline bool dg_is_scale_slot(int x) { return x == DG_A_SCALES || x == DG_B_SCALES; }
+                                                   "B_scales", "B_zeros"};
+// The scale slots: A_scales scales A, B_scales B; B_zeros, integer weights' zero points, has B_scales' blocks.
+// DgDim::block's index of scale slot x is x - DG_A_SCALES (B_zeros: B_scales').
+__host__ __device__ inline bool dg_is_scale_slot(int x) { return x == DG_A_SCALES || x == DG_B_SCALES || x == DG_B_ZEROS; }
+__host__ __device__ inline int dg_block_index(int x) { return x == DG_A_SCALES ? 0 : 1; }
+// How a 4-bit view's words hold its values (DgProblem::pack): eight of the packed letter a word, value j of a word in
+// nibble j (LINEAR) or in the nibble AWQ's order puts it (AWQ: nibble i holds value 0 2 4 6 1 3 5 7 [i]); DG: the
+// tiled layout of `deepgemm pack` (docs/design/weight-only.md). Zero points are subtracted (w = (q - z) s) or
+// prescaled (w = q s - z).
+enum { DG_PACK_NONE = 0, DG_PACK_LINEAR = 1, DG_PACK_AWQ = 2, DG_PACK_DG = 3 };
+enum { DG_ZEROS_SUBTRACT = 0, DG_ZEROS_PRESCALED = 1 };
 enum { DG_STEP_BIAS = 0, DG_STEP_SCALE = 1, DG_STEP_RESIDUAL = 2, DG_STEP_ACTIVATION = 3, DG_STEP_CLAMP = 4 };
 enum { DG_RELU = 1, DG_GELU_TANH = 2, DG_GELU_ERF = 3, DG_SILU = 4, DG_SIGMOID = 5, DG_TANH = 6 };
 
@@ -149,7 +159,7 @@ struct DgDim {
 // The block of `dim` in slot x: 1 for every slot but the scale slots, and for a scale slot's block 0.
 __host__ __device__ inline long long dg_block(const DgDim& dim, int x) {
   if (!dg_is_scale_slot(x)) return 1;
-  const long long b = dim.block[x - DG_A_SCALES];
+  const long long b = dim.block[dg_block_index(x)];
   return b > 0 ? b : 1;
 }
 
@@ -187,6 +197,11 @@ struct DgProblem {
   long long run_time_lo;     // its smallest size
   int nedges;                // the kernel's buckets of the size: each one's first and last, ascending
   const long long* edges;
+  // Integer weights (all zero otherwise): how B's and B_zeros' 4-bit words hold their values (DG_PACK_*), the dim
+  // of the packed letter (for DG_PACK_DG: B's k letter, then its n letter), and the zero points' form.
+  int pack[DG_SLOTS];
+  int pack_dims[DG_SLOTS][2];
+  int zero_form;
 };
 
 // The slot the kernel writes: D when the problem has one, else C.
@@ -194,6 +209,8 @@ __host__ __device__ inline int dg_out_slot(const DgProblem& p) { return p.presen
 
 // Whether the problem's inputs are e4m3 (with their scales).
 inline bool dg_fp8_inputs(const DgProblem& p) { return p.dtype[DG_A] == DG_E4M3 || p.dtype[DG_B] == DG_E4M3; }
+// Whether B is integer weights (with their scales, and maybe zero points).
+__host__ __device__ inline bool dg_int_weights(const DgProblem& p) { return dg_int_dtype(p.dtype[DG_B]); }
 
 struct DgStridedView {       // an operand's view, in the order of its dense row-major temp (e.g. batch, rows, cols)
   int ndims;
@@ -417,7 +434,9 @@ static std::string dg_format(const char* fmt, ...) {
 // Element access and reproducible random values (shared by host and device code)
 // ------------------------------------------------------------------------------------------------
 
-__host__ __device__ inline int dg_elem_size(int dtype) { return dtype == DG_F32 ? 4 : dtype == DG_E4M3 ? 1 : 2; }
+__host__ __device__ inline int dg_elem_size(int dtype) {
+  return dtype == DG_F32 || dtype == DG_INT4 || dtype == DG_UINT4 ? 4 : dtype == DG_E4M3 || dtype == DG_INT8 || dtype == DG_UINT8 ? 1 : 2;
+}
 
 __host__ __device__ inline double dg_load(const void* buf, int dtype, long long i) {
   switch (dtype) {
@@ -449,6 +468,7 @@ __host__ __device__ inline unsigned long long dg_mix64(unsigned long long z) {
 enum {
   DG_RNG_A = 0, DG_RNG_B = 1, DG_RNG_C = 2, DG_RNG_SAMPLES = 3, DG_RNG_SIZES = 4,
   DG_RNG_BIAS = 5, DG_RNG_SCALE = 6, DG_RNG_RESIDUAL = 7, DG_RNG_NAN = 8, DG_RNG_A_SCALES = 9, DG_RNG_B_SCALES = 10,
+  DG_RNG_B_ZEROS = 11,
 };
 
 // Element i of a splitmix64 sequence whose starting state depends on (seed, stream): any element is
@@ -492,11 +512,21 @@ __host__ __device__ inline float dg_random_scale(unsigned long long bits) {
   return v;
 }
 
-// Element i of a buffer filled at random: scales (a scale slot's) by dg_random_scale, e4m3 by dg_random_e4m3_bits,
-// the other types uniform in (-amplitude, amplitude) rounded to the dtype. Host and device fills both go through it.
-__host__ __device__ inline void dg_store_random(void* buf, int dtype, bool scales, long long i, unsigned long long bits,
+// What a buffer holds, for its random fill: data, scales, or integer weights' zero points (subtracted: in [0, 16),
+// as a 4-bit zero point lies; prescaled: z * s, a zero point times a scale).
+enum { DG_FILL_DATA = 0, DG_FILL_SCALE = 1, DG_FILL_ZERO = 2, DG_FILL_ZERO_PRESCALED = 3 };
+
+// Element i of a buffer filled at random: scales by dg_random_scale, e4m3 by dg_random_e4m3_bits, integers (int8 and
+// uint8 bytes, 4-bit types' words) by random bits, so that every value of every nibble comes up; float zero points
+// as DG_FILL_* says; the other types uniform in (-amplitude, amplitude) rounded to the dtype. Host and device fills
+// both go through it.
+__host__ __device__ inline void dg_store_random(void* buf, int dtype, int kind, long long i, unsigned long long bits,
                                                 float amplitude) {
-  if (scales) dg_store(buf, dtype, i, dg_random_scale(bits));
+  if (dtype == DG_INT4 || dtype == DG_UINT4) static_cast<unsigned*>(buf)[i] = static_cast<unsigned>(bits >> 24);
+  else if (dtype == DG_INT8 || dtype == DG_UINT8) static_cast<unsigned char*>(buf)[i] = static_cast<unsigned char>(bits >> 24);
+  else if (kind == DG_FILL_SCALE) dg_store(buf, dtype, i, dg_random_scale(bits));
+  else if (kind == DG_FILL_ZERO) dg_store(buf, dtype, i, 8.0f + 8.0f * dg_uniform(bits));
+  else if (kind == DG_FILL_ZERO_PRESCALED) dg_store(buf, dtype, i, 8.0f * dg_random_scale(bits));
   else if (dtype == DG_E4M3) static_cast<unsigned char*>(buf)[i] = static_cast<unsigned char>(dg_random_e4m3_bits(bits, amplitude));
   else dg_store(buf, dtype, i, amplitude * dg_uniform(bits));
 }
@@ -542,6 +572,67 @@ __host__ __device__ inline void dg_output_addresses(const DgProblem& p, long lon
     for (int x = 0; x < DG_SLOTS; ++x) at[x] += (dg_is_scale_slot(x) ? i / dg_block(dim, x) : i) * dim.stride[x];
     if (idx) idx[d] = i;
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Integer weights, as the reference reads them -- written from docs/design/weight-only.md's definitions (the
+// layouts, the nibble orders, the dequantization), not from any kernel's code
+// ------------------------------------------------------------------------------------------------
+
+// The integer slot x (B, or B_zeros) holds at the letter indices idx (every dim's): its element, or for a 4-bit view
+// the nibble of its word. B_zeros is indexed by blocks (B_scales'), its packed letter's blocks eight to a word.
+__host__ __device__ inline long long dg_int_value(const DgProblem& p, const void* buf, int x, const long long* idx) {
+  long long word = p.offset[x];
+  int nibble = 0;
+  if (p.pack[x] == DG_PACK_DG) {
+    // 16 (n) x 64 (k) chunks of 128 words, n-major; lane 4 g + t (g = n % 8, t = (k % 8) / 2) holds its four
+    // 16-k tiles' mma.m16n8k16 A fragments in words 4 lane .. 4 lane + 3; in a word, nibble 0 (n, k) = (g, 2t),
+    // 1 (g + 8, 2t), 2 (g, 2t + 8), 3 (g + 8, 2t + 8), 4 (g, 2t + 1), 5 (g + 8, 2t + 1), 6 (g, 2t + 9), 7 (g + 8, 2t + 9).
+    const long long k = idx[p.pack_dims[x][0]], n = idx[p.pack_dims[x][1]];
+    const long long k_chunks = (p.dims[p.pack_dims[x][0]].size + 63) / 64;
+    const long long lane = 4 * (n % 8) + (k % 8) / 2;
+    word += ((n / 16) * k_chunks + k / 64) * 128 + 4 * lane + (k % 64) / 16;
+    nibble = static_cast<int>((n % 16) / 8 + 2 * ((k % 16) / 8) + 4 * (k % 2));
+  } else {
+    for (int d = 0; d < p.ndims; ++d) {
+      const DgDim& dim = p.dims[d];
+      long long i = idx[d] / dg_block(dim, x);
+      if (p.pack[x] != DG_PACK_NONE && d == p.pack_dims[x][0]) {
+        const int value = static_cast<int>(i % 8);   // of the word's eight
+        nibble = p.pack[x] == DG_PACK_LINEAR ? value : (value % 2) * 4 + value / 2;   // AWQ: 0 2 4 6 1 3 5 7
+        i /= 8;
+      }
+      word += i * dim.stride[x];
+    }
+  }
+  switch (p.dtype[x]) {
+    case DG_INT8: return static_cast<const signed char*>(buf)[word];
+    case DG_UINT8: return static_cast<const unsigned char*>(buf)[word];
+    default: {
+      const long long q = (static_cast<const unsigned*>(buf)[word] >> (4 * nibble)) & 15u;
+      return p.dtype[x] == DG_INT4 && q >= 8 ? q - 16 : q;   // int4: two's complement
+    }
+  }
+}
+
+// B's weight at the letter indices idx, dequantized: w = q s, (q - z) s with subtracted zero points, q s - z with
+// prescaled ones; s and z B_scales' and B_zeros' for the block holding idx. Exact in double but for the prescaled
+// form's one rounding.
+__host__ __device__ inline double dg_weight(const DgProblem& p, const void* const* bufs, const long long* idx) {
+  const double q = static_cast<double>(dg_int_value(p, bufs[DG_B], DG_B, idx));
+  long long at = p.offset[DG_B_SCALES];
+  for (int d = 0; d < p.ndims; ++d) at += idx[d] / dg_block(p.dims[d], DG_B_SCALES) * p.dims[d].stride[DG_B_SCALES];
+  const double s = dg_load(bufs[DG_B_SCALES], p.dtype[DG_B_SCALES], at);
+  if (!p.present[DG_B_ZEROS]) return q * s;
+  double z;
+  if (dg_int_dtype(p.dtype[DG_B_ZEROS])) {
+    z = static_cast<double>(dg_int_value(p, bufs[DG_B_ZEROS], DG_B_ZEROS, idx));
+  } else {
+    long long zat = p.offset[DG_B_ZEROS];
+    for (int d = 0; d < p.ndims; ++d) zat += idx[d] / dg_block(p.dims[d], DG_B_ZEROS) * p.dims[d].stride[DG_B_ZEROS];
+    z = dg_load(bufs[DG_B_ZEROS], p.dtype[DG_B_ZEROS], zat);
+  }
+  return p.zero_form == DG_ZEROS_PRESCALED ? q * s - z : (q - z) * s;
 }
 
 // The epilogue's steps on t = alpha * sum + beta * C_old, in order, in double; `bufs` and `at` give each
@@ -597,10 +688,10 @@ __device__ inline long long dg_thread_stride() {
   return static_cast<long long>(gridDim.x) * blockDim.x;
 }
 
-__global__ void dg_fill_random_kernel(void* buf, int dtype, bool scales, long long n, unsigned long long seed,
+__global__ void dg_fill_random_kernel(void* buf, int dtype, int kind, long long n, unsigned long long seed,
                                       int stream) {
   for (long long i = dg_thread_index(); i < n; i += dg_thread_stride())
-    dg_store_random(buf, dtype, scales, i, dg_random_bits(seed, stream, i), 1.0f);
+    dg_store_random(buf, dtype, kind, i, dg_random_bits(seed, stream, i), 1.0f);
 }
 
 // verify launches the kernel under test right behind a kernel that writes every one of its buffers, as an
@@ -719,6 +810,28 @@ __host__ __device__ inline void dg_reference_run(const DgProblem& p, const void*
   *sum_abs = abs_acc;
 }
 
+// dg_reference_run for integer weights: each term a * w, w = dg_weight at the term's letter indices, evaluated from
+// scratch (a 4-bit view's address is not a sum of strides times indices, so nothing is walked).
+__host__ __device__ inline void dg_reference_run_weights(const DgProblem& p, const void* const* bufs, long long o,
+                                                         long long t0, long long t1, double* sum, double* sum_abs) {
+  long long at[DG_SLOTS], idx[DG_MAX_DIMS] = {};
+  dg_output_addresses(p, o, at, idx);
+  double acc = 0.0, abs_acc = 0.0;
+  for (long long t = t0; t < t1; ++t) {
+    long long rest = t, a = at[DG_A];
+    for (int d = p.ndims - 1; d >= p.nc; --d) {
+      idx[d] = rest % p.dims[d].size;
+      rest /= p.dims[d].size;
+      a += idx[d] * p.dims[d].stride[DG_A];
+    }
+    const double term = dg_load(bufs[DG_A], p.dtype[DG_A], a) * dg_weight(p, bufs, idx);
+    acc += term;
+    abs_acc += fabs(term);
+  }
+  *sum = acc;
+  *sum_abs = abs_acc;
+}
+
 // The reference: one thread per run of consecutive terms of one output element (dg_reference_run), output
 // elements in dense row-major order of C's letters. It deliberately knows nothing of tiles. An output's sum is
 // cut into `chunks` runs only when there are too few outputs to fill the GPU (a full reduction has one output and
@@ -730,7 +843,8 @@ __global__ void dg_reference_terms_kernel(DgProblem p, DgBuffers in, double* par
   for (long long w = dg_thread_index(); w < count * chunks; w += dg_thread_stride()) {
     const long long o = w / chunks, c = w % chunks;
     const long long t0 = c * k_terms / chunks, t1 = (c + 1) * k_terms / chunks;
-    if (scaled) dg_reference_run<true>(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
+    if (dg_int_weights(p)) dg_reference_run_weights(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
+    else if (scaled) dg_reference_run<true>(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
     else dg_reference_run<false>(p, in.ptr, o, t0, t1, &part[w], &part_abs[w]);
   }
 }
@@ -1254,7 +1368,7 @@ static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
       if (!p.present[x] && dim.stride[x] != 0)
         dg_die(4, dg_format("invalid problem: letter '%c' has a stride in absent slot %s", dim.letter, kDgSlotNames[x]));
     for (int x = DG_A_SCALES; x <= DG_B_SCALES; ++x) {
-      const long long block = dim.block[x - DG_A_SCALES];
+      const long long block = dim.block[dg_block_index(x)];
       if (block < 0 || (block > 0 && !p.present[x]))
         dg_die(4, dg_format("invalid problem: letter '%c' has block %lld in %s slot %s", dim.letter, block,
                             p.present[x] ? "scale" : "absent", kDgSlotNames[x]));
@@ -1266,32 +1380,51 @@ static void dg_check_problem(const DgProblem& p, const DgBaseline& bl) {
   if (bl.available && (bl.ncalls < 1 || bl.ncalls > DG_MAX_CALLS))
     dg_die(4, dg_format("invalid baseline: %d calls", bl.ncalls));
   if (bl.available && dg_fp8_inputs(p)) dg_die(4, "invalid baseline: cublasGemmEx has no e4m3 inputs");
+  if (bl.available && dg_int_weights(p)) dg_die(4, "invalid baseline: cublasGemmEx has no integer weights");
   for (int x = 0; x < DG_SLOTS; ++x) {
     const char* name = kDgSlotNames[x];
     if (!p.present[x]) {
       if (p.span[x] != 0 || p.offset[x] != 0) dg_die(4, dg_format("invalid problem: absent slot %s has a buffer", name));
       continue;
     }
-    // e4m3 is an input type (A and B), with f32 scales; every other slot is f32, f16 or bf16.
-    const bool e4m3_ok = x == DG_A || x == DG_B;
-    if (p.dtype[x] < DG_F32 || p.dtype[x] > (e4m3_ok ? DG_E4M3 : DG_BF16) || (dg_is_scale_slot(x) && p.dtype[x] != DG_F32))
-      dg_die(4, dg_format("invalid problem: dtype of %s is %d", name, p.dtype[x]));
+    // e4m3 is an input type (A and B), with f32 scales; integer types are B's (with f32, f16 or bf16 scales) and its
+    // zero points' (unsigned, or a float); every other slot is f32, f16 or bf16.
+    const int dt = p.dtype[x];
+    const bool ok = x == DG_A ? dt >= DG_F32 && dt <= DG_E4M3
+                  : x == DG_B ? dt >= DG_F32 && dt <= DG_UINT4
+                  : x == DG_B_ZEROS ? dg_int_weights(p) && (dt == DG_UINT8 || dt == DG_UINT4 || (dt >= DG_F32 && dt <= DG_BF16))
+                  : dg_is_scale_slot(x) ? (x == DG_B_SCALES && dg_int_weights(p) ? dt >= DG_F32 && dt <= DG_BF16 : dt == DG_F32)
+                  : dt >= DG_F32 && dt <= DG_BF16;
+    if (!ok) dg_die(4, dg_format("invalid problem: dtype of %s is %d", name, dt));
+    if ((p.pack[x] != DG_PACK_NONE) != (dt == DG_INT4 || dt == DG_UINT4))
+      dg_die(4, dg_format("invalid problem: %s is %s but its packing is %d", name, kDgDtypeNames[dt], p.pack[x]));
     const int a = p.align[x];
     if (a < dg_elem_size(p.dtype[x]) || (a & (a - 1)) != 0)
       dg_die(4, dg_format("invalid problem: align of %s is %d", name, a));
     long long size[DG_MAX_DIMS], stride[DG_MAX_DIMS], lo, hi;   // a scale slot's size along a letter: its blocks
-    for (int d = 0; d < p.ndims; ++d) size[d] = dg_extent(p.dims[d], x), stride[d] = p.dims[d].stride[x];
-    dg_reach(p.offset[x], p.ndims, size, stride, &lo, &hi);
+    for (int d = 0; d < p.ndims; ++d) {
+      size[d] = dg_extent(p.dims[d], x), stride[d] = p.dims[d].stride[x];
+      if (p.pack[x] != DG_PACK_NONE && d == p.pack_dims[x][0]) size[d] = (size[d] + 7) / 8;   // words
+    }
+    if (p.pack[x] == DG_PACK_DG) {   // one dense run: 128 words a 16 (n) x 64 (k) chunk
+      const long long k = p.dims[p.pack_dims[x][0]].size, n = p.dims[p.pack_dims[x][1]].size;
+      lo = p.offset[x];
+      hi = p.offset[x] + (k + 63) / 64 * ((n + 15) / 16) * 128 - 1;
+    } else {
+      dg_reach(p.offset[x], p.ndims, size, stride, &lo, &hi);
+    }
     if (lo < 0 || hi >= p.span[x])
       dg_die(4, dg_format("invalid problem: %s reaches elements [%lld, %lld] but span is %lld", name, lo, hi, p.span[x]));
   }
-  // An e4m3 input has its scales, and only an e4m3 input has.
+  // An e4m3 input (or integer B) has its scales, and only these have; zero points go with integer weights.
   for (int x = DG_A; x <= DG_B; ++x) {
     const int scales = x == DG_A ? DG_A_SCALES : DG_B_SCALES;
-    if ((p.dtype[x] == DG_E4M3) != (p.present[scales] != 0))
-      dg_die(4, dg_format("invalid problem: %s is %se4m3 but slot %s is %spresent", kDgSlotNames[x],
-                          p.dtype[x] == DG_E4M3 ? "" : "not ", kDgSlotNames[scales], p.present[scales] ? "" : "not "));
+    const bool scaled = p.dtype[x] == DG_E4M3 || dg_int_dtype(p.dtype[x]);
+    if (scaled != (p.present[scales] != 0))
+      dg_die(4, dg_format("invalid problem: %s is %s but slot %s is %spresent", kDgSlotNames[x],
+                          kDgDtypeNames[p.dtype[x]], kDgSlotNames[scales], p.present[scales] ? "" : "not "));
   }
+  if (p.present[DG_B_ZEROS] && !dg_int_weights(p)) dg_die(4, "invalid problem: B_zeros without integer weights");
   // The baseline's dense temps: A, B and the GEMM's output.
   for (int i = 0; i < 3; ++i) {
     const int x = i == DG_GEMM_OUT ? dg_out_slot(p) : i;
@@ -1328,17 +1461,24 @@ static DgDeviceBuffer dg_device_alloc(size_t bytes, size_t align) {
   return b;
 }
 
-// Slot x's buffer at random (dg_store_random: uniform in (-amplitude, amplitude) rounded to the dtype, e4m3's
-// wide values, a scale slot's positive scales); the device fill draws the same values.
-static void dg_host_fill_random(std::vector<unsigned char>& buf, int x, int dtype, long long n, unsigned long long seed,
-                                int stream, float amplitude = 1.0f) {
-  for (long long i = 0; i < n; ++i)
-    dg_store_random(buf.data(), dtype, dg_is_scale_slot(x), i, dg_random_bits(seed, stream, i), amplitude);
+// What slot x holds, for its fill (DG_FILL_*): B_zeros' zero points, a scale slot's scales, else data.
+static int dg_fill_kind(const DgProblem& p, int x) {
+  if (x == DG_B_ZEROS) return p.zero_form == DG_ZEROS_PRESCALED ? DG_FILL_ZERO_PRESCALED : DG_FILL_ZERO;
+  return dg_is_scale_slot(x) ? DG_FILL_SCALE : DG_FILL_DATA;
 }
 
-static void dg_device_fill_random(void* buf, int x, int dtype, long long n, unsigned long long seed, int stream,
+// Slot x's buffer at random (dg_store_random: uniform in (-amplitude, amplitude) rounded to the dtype, e4m3's
+// wide values, integers' random bits, a scale slot's positive scales, zero points); the device fill draws the same
+// values.
+static void dg_host_fill_random(std::vector<unsigned char>& buf, int kind, int dtype, long long n, unsigned long long seed,
+                                int stream, float amplitude = 1.0f) {
+  for (long long i = 0; i < n; ++i)
+    dg_store_random(buf.data(), dtype, kind, i, dg_random_bits(seed, stream, i), amplitude);
+}
+
+static void dg_device_fill_random(void* buf, int kind, int dtype, long long n, unsigned long long seed, int stream,
                                   cudaStream_t s) {
-  dg_fill_random_kernel<<<dg_grid(n), kDgBlock, 0, s>>>(buf, dtype, dg_is_scale_slot(x), n, seed, stream);
+  dg_fill_random_kernel<<<dg_grid(n), kDgBlock, 0, s>>>(buf, dtype, kind, n, seed, stream);
   DG_CUDA(cudaGetLastError());
 }
 
@@ -1474,9 +1614,16 @@ static double dg_host_reference(const DgVerifyState& st, long long o, double alp
       sa += idx[d] / dg_block(dim, DG_A_SCALES) * dim.stride[DG_A_SCALES];
       sb += idx[d] / dg_block(dim, DG_B_SCALES) * dim.stride[DG_B_SCALES];
     }
-    double va = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a), vb = dg_load(st.host[DG_B].data(), p.dtype[DG_B], b);
+    double va = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a), vb;
+    if (dg_int_weights(p)) {   // the weight dequantized with its scale (and zero point)
+      const void* in[DG_SLOTS];
+      for (int x = 0; x < DG_SLOTS; ++x) in[x] = st.host[x].data();
+      vb = dg_weight(p, in, idx);
+    } else {
+      vb = dg_load(st.host[DG_B].data(), p.dtype[DG_B], b);
+      if (p.present[DG_B_SCALES]) vb *= dg_load(st.host[DG_B_SCALES].data(), p.dtype[DG_B_SCALES], sb);
+    }
     if (p.present[DG_A_SCALES]) va *= dg_load(st.host[DG_A_SCALES].data(), p.dtype[DG_A_SCALES], sa);
-    if (p.present[DG_B_SCALES]) vb *= dg_load(st.host[DG_B_SCALES].data(), p.dtype[DG_B_SCALES], sb);
     const double term = va * vb;
     acc += term;
     mag += std::fabs(term);
@@ -1858,6 +2005,7 @@ static void dg_json_header(DgJson& j, const char* command, const DgProblem& p, c
   j.str("device", prop.name);
   j.str("cc", dg_format("%d.%d", prop.major, prop.minor).c_str());
   j.str("dtype", kDgDtypeNames[p.dtype[DG_A]]);
+  if (dg_int_weights(p)) j.str("weights", kDgDtypeNames[p.dtype[DG_B]]);
   j.str("output", kDgSlotNames[dg_out_slot(p)]);
   j.begin_array("epilogue");
   for (int s = 0; s < p.nsteps; ++s) j.str(nullptr, p.steps[s].text);
@@ -1958,6 +2106,18 @@ static void dg_json_run_time_range(DgJson& j, const DgProblem& p) {
 // uniform (-1, 1); for e4m3 the wide patterns' share added, and the scales' mean square (E[m^2] = 7/3 for m
 // uniform in [1, 2), times the mean of 4^e over e in -10..-3) multiplied in.
 static double dg_input_mean_square(const DgProblem& p, int x) {
+  double scale = 0.0;   // the scales' mean square
+  for (int e = -10; e <= -3; ++e) scale += std::ldexp(1.0, 2 * e) / 8.0 * 7.0 / 3.0;
+  if (x == DG_B && dg_int_weights(p)) {   // (q - z)^2 s^2 over the values drawn: q and integer z uniform
+    const int dt = p.dtype[DG_B];
+    const int n = dt == DG_INT4 || dt == DG_UINT4 ? 16 : 256, lo = dt == DG_INT4 || dt == DG_INT8 ? -n / 2 : 0;
+    const bool subtract = p.present[DG_B_ZEROS] && p.zero_form == DG_ZEROS_SUBTRACT;
+    const int nz = !subtract ? 1 : p.dtype[DG_B_ZEROS] == DG_UINT8 ? 256 : 16;   // float zeros: about [0, 16)
+    double w2 = 0.0;
+    for (int q = lo; q < lo + n; ++q)
+      for (int z = 0; z < nz; ++z) w2 += static_cast<double>((q - z) * (q - z)) / (static_cast<double>(n) * nz);
+    return w2 * scale;
+  }
   if (p.dtype[x] != DG_E4M3) return 1.0 / 3.0;
   double wide = 0.0;   // the mean square of the 254 finite e4m3 values
   unsigned char bits;
@@ -1968,9 +2128,7 @@ static double dg_input_mean_square(const DgProblem& p, int x) {
     wide += v * v / 254.0;
   }
   const double narrow = (1.0 - 1.0 / kDgE4m3WideOneIn) / 3.0 + wide / kDgE4m3WideOneIn;
-  double scale = 0.0;
-  for (int e = -10; e <= -3; ++e) scale += std::ldexp(1.0, 2 * e) / 8.0;
-  return p.present[x == DG_A ? DG_A_SCALES : DG_B_SCALES] ? narrow * scale * 7.0 / 3.0 : narrow;
+  return p.present[x == DG_A ? DG_A_SCALES : DG_B_SCALES] ? narrow * scale : narrow;
 }
 
 // The typical size of alpha * A.B with verify's inputs (uniform in (-1, 1): a product has variance 1/9; e4m3
@@ -1978,7 +2136,7 @@ static double dg_input_mean_square(const DgProblem& p, int x) {
 // or misplaced one shows beside the product.
 static float dg_additive_amplitude(const DgProblem& p, long long k_terms) {
   const double k = static_cast<double>(k_terms);
-  const double typical = p.dtype[DG_A] == DG_E4M3 || p.dtype[DG_B] == DG_E4M3
+  const double typical = dg_fp8_inputs(p) || dg_int_weights(p)
                              ? std::sqrt(k * dg_input_mean_square(p, DG_A) * dg_input_mean_square(p, DG_B))
                              : std::sqrt(k) / 3.0;
   return static_cast<float>(std::max(1.0, std::fabs(p.alpha) * typical));
@@ -2041,14 +2199,14 @@ static int dg_verify(const DgProblem& p, DgKernel kernel, const DgOptions& opt, 
   // largest size: every size below reads a part of them, so one upload serves them all.
   const float additive = dg_additive_amplitude(p, st.k_terms);
   const auto upload_inputs = [&](long long seed) {
-    const int inputs[] = {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES};
+    const int inputs[] = {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES, DG_B_ZEROS};
     const int streams[] = {DG_RNG_A, DG_RNG_B, DG_RNG_BIAS, DG_RNG_SCALE, DG_RNG_RESIDUAL, DG_RNG_A_SCALES,
-                           DG_RNG_B_SCALES};
-    for (int i = 0; i < 7; ++i) {
+                           DG_RNG_B_SCALES, DG_RNG_B_ZEROS};
+    for (int i = 0; i < 8; ++i) {
       const int x = inputs[i];
       if (!p.present[x]) continue;
-      dg_host_fill_random(st.host[x], x, p.dtype[x], p.span[x], static_cast<unsigned long long>(seed), streams[i],
-                          x == DG_BIAS || x == DG_RESIDUAL ? additive : 1.0f);
+      dg_host_fill_random(st.host[x], dg_fill_kind(p, x), p.dtype[x], p.span[x], static_cast<unsigned long long>(seed),
+                          streams[i], x == DG_BIAS || x == DG_RESIDUAL ? additive : 1.0f);
       DG_CUDA(cudaMemcpyAsync(st.ptr[x], st.host[x].data(), st.host[x].size(), cudaMemcpyHostToDevice, st.stream));
     }
   };
@@ -2563,18 +2721,25 @@ struct DgBenchRow {
   DgBaselineCandidate beside;   // the alternative's beside() baseline; its formulation empty when there is none
 };
 
-// Work and traffic: the inputs (A, B, the epilogue's views and the scales) count the unique elements they read
-// (broadcast letters read once; a scale slot one element a block), the output is written, and C read too when
-// beta != 0.
+// Work and traffic: the inputs (A, B, the epilogue's views, the scales and zero points) count the unique elements
+// they read (broadcast letters read once; a scale slot one element a block; a 4-bit view its words), the output is
+// written, and C read too when beta != 0.
 static void dg_work(const DgProblem& p, double* flops, double* bytes) {
   *flops = 2.0;
   *bytes = 0.0;
   for (int d = 0; d < p.ndims; ++d) *flops *= static_cast<double>(p.dims[d].size);
-  for (const int x : {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES}) {
+  for (const int x : {DG_A, DG_B, DG_BIAS, DG_SCALE, DG_RESIDUAL, DG_A_SCALES, DG_B_SCALES, DG_B_ZEROS}) {
     if (!p.present[x]) continue;
     double n = dg_elem_size(p.dtype[x]);
-    for (int d = 0; d < p.ndims; ++d)
-      if (p.dims[d].stride[x] != 0) n *= static_cast<double>(dg_extent(p.dims[d], x));
+    if (p.pack[x] == DG_PACK_DG) {
+      n *= static_cast<double>(p.span[x] - p.offset[x]);
+    } else {
+      for (int d = 0; d < p.ndims; ++d) {
+        if (p.dims[d].stride[x] == 0) continue;
+        const long long e = dg_extent(p.dims[d], x);
+        n *= static_cast<double>(p.pack[x] != DG_PACK_NONE && d == p.pack_dims[x][0] ? (e + 7) / 8 : e);
+      }
+    }
     *bytes += n;
   }
   const double count = static_cast<double>(dg_c_count(p));
@@ -2674,7 +2839,7 @@ struct DgBaselineCheck {
       sums = dg_device_alloc(2 * sizeof(double), 256);
     }
     char* out = sets.buf[slot][0].ptr;
-    dg_device_fill_random(out, slot, at.dtype[slot], at.span[slot], 0xC4EC0000ULL, slot, stream);
+    dg_device_fill_random(out, dg_fill_kind(at, slot), at.dtype[slot], at.span[slot], 0xC4EC0000ULL, slot, stream);
     DG_CUDA(cudaMemcpyAsync(start.ptr, out, bytes, cudaMemcpyDeviceToDevice, stream));
     run_ours(0);
     DG_CUDA(cudaMemcpyAsync(want.ptr, out, bytes, cudaMemcpyDeviceToDevice, stream));
@@ -2789,7 +2954,7 @@ static DgRoof dg_measure_roof(const DgProblem& p, cudaStream_t stream, const DgO
   DgDeviceBuffer buf[3];
   for (int i = 0; i < 3; ++i) {
     buf[i] = dg_device_alloc(static_cast<size_t>(n * n * es), 256);
-    dg_device_fill_random(buf[i].ptr, i, dtype, n * n, 0x600FULL + i, i, stream);
+    dg_device_fill_random(buf[i].ptr, DG_FILL_DATA, dtype, n * n, 0x600FULL + i, i, stream);
   }
   const float alpha = 1.0f, beta = 0.0f;
   const int type = dg_cublas_type(dtype), size = static_cast<int>(n);
@@ -2841,7 +3006,8 @@ static int dg_bench(const DgProblem& p, const DgBaseline& bl, DgKernel kernel, D
     if (!p.present[x]) continue;
     for (int i = 0; i < sets.nsets; ++i) {
       sets.buf[x].push_back(dg_device_alloc(dg_buffer_bytes(p, x), p.align[x]));
-      dg_device_fill_random(sets.buf[x][i].ptr, x, p.dtype[x], p.span[x], 0x5EED0000ULL + i, x, stream);
+      dg_device_fill_random(sets.buf[x][i].ptr, dg_fill_kind(p, x), p.dtype[x], p.span[x], 0x5EED0000ULL + i, x,
+                            stream);
     }
   }
   DG_CUDA(cudaStreamSynchronize(stream));

@@ -97,16 +97,16 @@ def _harness_source(spec_doc: dict) -> str:
 def test_the_tables_give_every_slot_its_strides_offset_span_dtype_and_align():
     h = _harness_ctx(parse_spec(STUB_SPEC))
     # Every slot but A_scales and B_scales (an e4m3 input's).
-    assert h["output"] == "D" and h["nslots"] == 7 and h["present"] == [1] * 7 + [0, 0]
+    assert h["output"] == "D" and h["nslots"] == 7 and h["present"] == [1] * 7 + [0, 0, 0]
     (m, n, k) = h["dims"]
     # per slot: A, B, C | D, bias, scale, residual; 0 where a slot lacks the letter (bias lacks m, scale n).
     assert (m["strides"], m["extra_strides"]) == ([40, 0, 32], [1, 0, 2, 24])
     assert (n["strides"], n["extra_strides"]) == ([0, 1, 1], [40, 1, 0, 1])
     assert (k["strides"], k["extra_strides"]) == ([1, 24, 0], [0, 0, 0, 0])
-    assert h["offsets"] == [5, 0, 3, 7, 1, 0, 0, 0, 0]
-    assert h["spans"] == [5 + 39 * 40 + 33, 33 * 24, 3 + 39 * 32 + 24, 7 + 39 + 23 * 40 + 1, 25, 79, 40 * 24, 0, 0]
-    assert h["dtypes"] == ["DG_F16"] * 5 + ["DG_F32", "DG_F16", "0", "0"]
-    assert h["aligns"] == [2, 2, 2, 2, 2, 4, 2, 0, 0]
+    assert h["offsets"] == [5, 0, 3, 7, 1, 0, 0, 0, 0, 0]
+    assert h["spans"] == [5 + 39 * 40 + 33, 33 * 24, 3 + 39 * 32 + 24, 7 + 39 + 23 * 40 + 1, 25, 79, 40 * 24, 0, 0, 0]
+    assert h["dtypes"] == ["DG_F16"] * 5 + ["DG_F32", "DG_F16", "0", "0", "0"]
+    assert h["aligns"] == [2, 2, 2, 2, 2, 4, 2, 0, 0, 0]
     assert [(s["text"], s["kind"], s["activation"]) for s in h["steps"]] == [
         ("bias[n]", "DG_STEP_BIAS", "0"), ("scale[m]", "DG_STEP_SCALE", "0"),
         ("relu", "DG_STEP_ACTIVATION", "DG_RELU"), ("residual[mn]", "DG_STEP_RESIDUAL", "0"),
@@ -134,7 +134,7 @@ def test_slots_past_the_last_present_one_are_left_out():
     doc = {"name": "lin", "dtype": "bf16", "gemm": {"m": 64, "n": 96, "k": 80}, "operands": {"B": {"layout": "col"}},
            "epilogue": [{"bias": {"letters": "n"}}, {"activation": "gelu_tanh"}]}
     h = _harness_ctx(parse_spec(doc))
-    assert h["output"] == "C" and h["nslots"] == 5 and h["present"] == [1, 1, 1, 0, 1, 0, 0, 0, 0]
+    assert h["output"] == "C" and h["nslots"] == 5 and h["present"] == [1, 1, 1, 0, 1, 0, 0, 0, 0, 0]
     assert h["dtypes"][3] == "0" and h["spans"][3] == 0 and h["aligns"][3] == 0
     text = _harness_source(doc)
     assert "{'n', DG_N, 96LL, { 0LL, 80LL, 1LL, 0LL, 1LL } }," in text and "    { 1, 1, 1, 0, 1 },\n" in text

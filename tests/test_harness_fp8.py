@@ -56,19 +56,19 @@ def _harness_source(doc: dict) -> str:
 
 def test_the_tables_carry_the_scale_slots_strides_blocks_and_dtypes():
     h = _harness_ctx(parse_spec(STUB_SPEC))
-    assert HARNESS_SLOTS[7:] == ("A_scales", "B_scales")
-    assert h["nslots"] == 9 and h["present"] == [1, 1, 1, 0, 0, 0, 0, 1, 1] and h["scales"]
+    assert HARNESS_SLOTS[7:] == ("A_scales", "B_scales", "B_zeros")
+    assert h["nslots"] == 9 and h["present"] == [1, 1, 1, 0, 0, 0, 0, 1, 1, 0] and h["scales"]
     m, n, k = h["dims"]
-    # scale_strides: A_scales, B_scales, per block; blocks: how many indices one scale covers (0: no such letter).
-    assert (m["strides"], m["scale_strides"], m["blocks"]) == ([200, 0, 48], [1, 0], [1, 0])
-    assert (n["strides"], n["scale_strides"], n["blocks"]) == ([0, 200, 1], [0, 1], [0, 32])
-    assert (k["strides"], k["scale_strides"], k["blocks"]) == ([1, 1, 0], [48, 2], [128, 128])
+    # scale_strides: A_scales, B_scales, B_zeros, per block; blocks: how many indices one scale covers (0: no such letter).
+    assert (m["strides"], m["scale_strides"], m["blocks"]) == ([200, 0, 48], [1, 0, 0], [1, 0])
+    assert (n["strides"], n["scale_strides"], n["blocks"]) == ([0, 200, 1], [0, 1, 0], [0, 32])
+    assert (k["strides"], k["scale_strides"], k["blocks"]) == ([1, 1, 0], [48, 2, 0], [128, 128])
     assert all(d["extra_strides"] == [0, 0, 0, 0] for d in h["dims"])
-    assert h["offsets"] == [0, 0, 0, 0, 0, 0, 0, 3, 0]
+    assert h["offsets"] == [0, 0, 0, 0, 0, 0, 0, 3, 0, 0]
     # A_scales: 3 + 39 + 48 + 1 (two K blocks); B_scales [2 K blocks, 2 N blocks] row-major.
-    assert h["spans"] == [40 * 200, 48 * 200, 40 * 48, 0, 0, 0, 0, 91, 4]
-    assert h["dtypes"] == ["DG_E4M3", "DG_E4M3", "DG_BF16", "0", "0", "0", "0", "DG_F32", "DG_F32"]
-    assert h["aligns"] == [1, 1, 2, 0, 0, 0, 0, 4, 4]
+    assert h["spans"] == [40 * 200, 48 * 200, 40 * 48, 0, 0, 0, 0, 91, 4, 0]
+    assert h["dtypes"] == ["DG_E4M3", "DG_E4M3", "DG_BF16", "0", "0", "0", "0", "DG_F32", "DG_F32", "0"]
+    assert h["aligns"] == [1, 1, 2, 0, 0, 0, 0, 4, 4, 0]
     assert h["tol"] == TOLERANCE["bf16"]  # the output's 16-bit tolerance dominates e4m3's
     f32_out = {**STUB_SPEC, "operands": {**STUB_SPEC["operands"], "C": {"layout": "row", "dtype": "f32"}}}
     assert _harness_ctx(parse_spec(f32_out))["tol"] == E4M3_TOLERANCE == 2.0**-11
@@ -132,7 +132,7 @@ def test_the_tables_walked_give_numpys_dequantized_product():
     spec = parse_spec(STUB_SPEC)
     h = _harness_ctx(spec)
     rng = np.random.default_rng(41)
-    views = {op.name: op for op in (*spec.operands, *spec.scale_views)}
+    views = {op.name: op for op in (*spec.operands, *spec.quant_views)}
     buffers = {x: rng.uniform(-1, 1, v.span) for x, v in views.items()}
     got = _walk_tables(h, buffers, spec.alpha)
 

@@ -213,10 +213,10 @@ class Spec:
         return "weight-only" if self.B.dtype in WEIGHT_DTYPES else "float"
 
     @property
-    def scale_views(self) -> tuple[OperandView, ...]:
-        """The views of the e4m3 inputs' scales (`A_scales`, `B_scales`), in the C API's order: after the views of
-        `extra_operands`, before the run-time size. Empty for 16- and 32-bit inputs."""
-        return tuple(sc.view for sc in self.scales)
+    def quant_views(self) -> tuple[OperandView, ...]:
+        """The views of the inputs' scales and zero points (`A_scales`, `B_scales`, `B_zeros`), in the C API's order:
+        after the views of `extra_operands`, before the run-time size. Empty for 16- and 32-bit inputs."""
+        return tuple(sc.view for sc in self.scales) + tuple(z.view for z in self.zeros)
 
     def size_key(self, letter: str) -> str:
         """The spec key that sizes `letter`, for messages: "gemm.m", "gemm.batch", "sizes.h"."""

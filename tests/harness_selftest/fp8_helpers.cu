@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   // The random fills, host side (the device fill calls the same dg_store_random).
   const long long n = 1 << 16;
   std::vector<unsigned char> a(n), s(4 * n);
-  dg_host_fill_random(a, DG_A, DG_E4M3, n, 1, DG_RNG_A);
-  dg_host_fill_random(s, DG_A_SCALES, DG_F32, n, 1, DG_RNG_A_SCALES);
+  dg_host_fill_random(a, DG_FILL_DATA, DG_E4M3, n, 1, DG_RNG_A);
+  dg_host_fill_random(s, DG_FILL_SCALE, DG_F32, n, 1, DG_RNG_A_SCALES);
   long long nans = 0, subnormal = 0, near_max = 0, wide = 0;
   double largest = 0.0;
   for (long long i = 0; i < n; ++i) {
