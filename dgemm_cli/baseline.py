@@ -124,6 +124,10 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
     """cuBLAS's formulations of the problem (at the run-time letter's max; see the module comment); for a
     spec with D or an epilogue, those of the product into the output view, then the elementwise kernel."""
     spec = views.spec
+    if spec.inputs == "weight-only":  # no cuBLAS call takes packed integer weights with group scales
+        why = (f"cuBLAS has no {spec.B.dtype} weights with group scales (a dequantize-then-{spec.A.dtype} baseline "
+               "is docs/design/weight-only.md's slice 3)")
+        return CublasPlan(False, f"unavailable: {why}", why)
     if spec.A.dtype in INPUT_ONLY_DTYPES:  # e4m3: cuBLAS's GemmEx has none; cuBLASLt's FP8 is the alternative
         fp8 = plan_fp8(views)
         why = f"cuBLAS's GemmEx has no {spec.A.dtype} inputs"

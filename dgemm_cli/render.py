@@ -239,7 +239,7 @@ def base_context(spec: Spec, views: ProblemViews, baseline: CublasPlan, arch: Ar
     return {
         "name": spec.name, "version": __version__, "source": Path(spec.source).name, "arch": arch.name,
         "spec_yaml": spec_yaml(spec.to_dict()),
-        "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters,
+        "a": ops["A"], "b": ops["B"], "c": ops["C"], "k_letters": k_letters, "b_packed": spec.B.packing is not None,
         "batch": views.batch, "m": views.m, "n": views.n, "k": views.k, "flops": views.flops,
         "roles": roles, "role_types": role_types, "signature": sig, "includes": includes,
         # Kernels that index tiles by batch move these operands' pointers to the batch's first element.
