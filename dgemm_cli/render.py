@@ -489,7 +489,8 @@ def _harness_ctx(spec: Spec) -> dict:
         "aligns": [op.align if op is not None else 0 for op in slots],
         # Integer weights: each slot's packing and the dims of its packed letter (dg: B's k letter, then n).
         "weights": spec.inputs == "weight-only",
-        "packs": [HARNESS_PACK[op.packing.order if op is not None and op.packing is not None else None] for op in slots],
+        "packs": [HARNESS_PACK[op.packing.order if op is not None and op.packing is not None else None]
+                  for op in slots],
         "pack_dims": [_pack_dims(op, spec, dim_of) for op in slots],
         "zero_form": "DG_ZEROS_PRESCALED" if spec.zeros and spec.zeros[0].form == "prescaled" else "DG_ZEROS_SUBTRACT",
         "alpha": repr(float(spec.alpha)), "beta": repr(float(spec.beta)),

@@ -12,9 +12,9 @@ import yaml
 
 from dgemm_cli import quant
 from dgemm_cli.arch import get_arch
+from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.families.wq.render import context
 from dgemm_cli.plan import make_plan
-from dgemm_cli.baseline import plan_baseline
 from dgemm_cli.render import base_context
 from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse

@@ -59,7 +59,8 @@ def test_the_tables_carry_the_scale_slots_strides_blocks_and_dtypes():
     assert HARNESS_SLOTS[7:] == ("A_scales", "B_scales", "B_zeros")
     assert h["nslots"] == 9 and h["present"] == [1, 1, 1, 0, 0, 0, 0, 1, 1, 0] and h["scales"]
     m, n, k = h["dims"]
-    # scale_strides: A_scales, B_scales, B_zeros, per block; blocks: how many indices one scale covers (0: no such letter).
+    # scale_strides: A_scales, B_scales, B_zeros, per block; blocks: how many indices one scale covers (0: no such
+    # letter).
     assert (m["strides"], m["scale_strides"], m["blocks"]) == ([200, 0, 48], [1, 0, 0], [1, 0])
     assert (n["strides"], n["scale_strides"], n["blocks"]) == ([0, 200, 1], [0, 1, 0], [0, 32])
     assert (k["strides"], k["scale_strides"], k["blocks"]) == ([1, 1, 0], [48, 2, 0], [128, 128])
