@@ -51,6 +51,20 @@ def _epilogue_lines(spec: Spec) -> list[str]:
     return out
 
 
+def _view_line(op) -> str:
+    """One view as `explain` lists it; a packed 4-bit view in words, with how its words hold the values."""
+    if op.packing is None:
+        return (f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "
+                f"offset {op.offset}  align {op.align} B  span {op.span} elements")
+    if op.packing.order == "dg":
+        layout = "packed dg (deepgemm pack's tiled layout: one dense run of words)"
+    else:
+        layout = (f"packed eight values of '{op.packing.along}' a 32-bit word ({op.packing.order} order), word strides "
+                  f"{list(op.strides)}")
+    return (f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  {layout}  offset {op.offset} words  "
+            f"align {op.align} B  span {op.span} words")
+
+
 def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
                  tuned_buckets: dict[tuple[int, int], Plan] | None = None, disabled: tuple[str, ...] = ()) -> str:
     """`tuned`: the spec's tuning-database entry, if `deepgemm tune` measured it; `tuned_buckets`: for a
@@ -70,13 +84,15 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
     out.append("")
     out.append("## Views")
     for op in (*spec.operands, *spec.extra_operands):
-        out.append(f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "
-                   f"offset {op.offset}  align {op.align} B  span {op.span} elements")
+        out.append(_view_line(op))
     for sc in spec.scales:
         blocks = ", ".join(f"{x}: {b}" for x, b in sc.blocks)
         v = sc.view
         out.append(f"  {v.name}[{v.letters}] {v.dtype}  sizes {list(v.sizes)}  strides {list(v.strides)}  offset "
                    f"{v.offset}  align {v.align} B: one scale a block of {sc.operand} ({blocks})")
+    for z in spec.zeros:
+        out.append(_view_line(z.view) + f": B's zero points, the scales' blocks, "
+                   + ("w = (q - z) s" if z.form == "subtract" else "w = q s - z (z prescaled)"))
     out.append("")
     out.append("  role   size      letters  segments (size, stride per operand), outer -> inner")
     for r, rv in views.roles.items():

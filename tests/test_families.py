@@ -17,7 +17,8 @@ from .conftest import REPO
 
 # The example specs, the fixed decode benches, one full reduction (the dot family) and the FP8 specs (fp8_hopper).
 EXAMPLES = (sorted((REPO / "specs").glob("*.yaml")) + sorted((REPO / "specs" / "bench").glob("decode_[0-9]*.yaml"))
-            + [REPO / "specs" / "bench" / "fullred_dot_16M_f16.yaml"] + sorted((REPO / "specs" / "fp8").glob("*.yaml")))
+            + [REPO / "specs" / "bench" / "fullred_dot_16M_f16.yaml"] + sorted((REPO / "specs" / "fp8").glob("*.yaml"))
+            + sorted((REPO / "specs" / "weight_only").glob("*.yaml")))
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
