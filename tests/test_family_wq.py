@@ -139,3 +139,13 @@ def test_int8_weights_read_bytes_through_their_strides(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     as_bytes = np.ascontiguousarray(values.T).reshape(-1) & 0xFF  # [n][k]
     assert (_weights_of(path, as_bytes) == values).all()
+
+
+def test_random_weight_only_specs_all_plan_wq():
+    """`random-specs --wq-share 1` draws specs the spec reader takes and the wq family plans, on both archs."""
+    from dgemm_cli.randspec import random_specs
+
+    for raw in random_specs(120, 42, wq_share=1.0):
+        views = analyse(parse_spec(raw, raw["name"]))
+        for arch in ("sm_80", "sm_90a"):
+            assert all(kernel.family == "wq" for kernel in make_plan(views, get_arch(arch)).kernels), raw["name"]

@@ -13,6 +13,7 @@ from dgemm_cli.randspec import (
     EPILOGUE_SHARE,
     FP8_SHARE,
     FP8_VIEWS_SHARE,
+    WQ_SHARE,
     MULTICAST_SHARE,
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
@@ -73,6 +74,11 @@ from dgemm_cli.randspec import (
               help="Share of specs redrawn as e4m3 products over the views fp8_hopper refuses, for the fp8_cta "
                    "family: either operand mn-contiguous, rows at any byte offset and pitch, batches (B sometimes "
                    "broadcast), NCHW / NHWC 1x1 convolutions, k blocks of 32..256. Drawn apart.")
+@click.option("--wq-share", type=click.FloatRange(0.0, 1.0), default=WQ_SHARE, show_default=True,
+              help="Share of specs redrawn as weight-only GEMMs for the wq family (docs/design/weight-only.md): int4 / "
+                   "uint4 packed as GPTQ, AWQ, an explicit packing or dg, int8 / uint8; groups along k (tails "
+                   "included), per channel or per tensor, f16/bf16/f32 scales in either layout; uint4, uint8 or "
+                   "float zero points, subtracted or prescaled; padded rows; run-time M. Drawn apart.")
 @click.option("--perf", is_flag=True,
               help="Write realistic problems for the performance suite instead (LLM projections from decode to "
                    "prefill and their backward, skinny outputs, MoE experts, attention over heads in place, 1x1 "
@@ -82,7 +88,8 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
                      dynamic_share: float, epilogue_share: float, row_blocks_share: float,
                      a_vectors_share: float, wide_decode_share: float, wide_batch_share: float,
                      wide_short_k_share: float, wide_staged_share: float, multicast_share: float,
-                     dot_share: float, fp8_share: float, fp8_views_share: float, perf: bool) -> None:
+                     dot_share: float, fp8_share: float, fp8_views_share: float, wq_share: float,
+                     perf: bool) -> None:
     """Write COUNT random valid specs (sizes 1..300, permuted / padded / broadcast / offset views,
     all dtypes) for a verification sweep: `deepgemm gen OUT/*.yaml -o G && deepgemm build G && deepgemm verify G`."""
     import yaml
@@ -100,7 +107,8 @@ def random_specs_cmd(count: int, out: Path, seed: int, tma_share: float, small_m
     pinned = unpinned = 0
     for spec in random_specs(count, seed, tma_share, small_m_share, dynamic_share, epilogue_share, row_blocks_share,
                              a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                             wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share):
+                             wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share,
+                             wq_share):
         if "plan" in spec:
             if _plans(spec):
                 pinned += 1

@@ -48,6 +48,7 @@ from dgemm_cli.randspec.common import (  # noqa: F401 (the CLI's defaults)
     WIDE_MAX_WEIGHT,
     WIDE_SHORT_K_SHARE,
     WIDE_STAGED_SHARE,
+    WQ_SHARE,
     _draw_sizes,
     _fits,
     _strides,
@@ -55,6 +56,7 @@ from dgemm_cli.randspec.common import (  # noqa: F401 (the CLI's defaults)
 from dgemm_cli.randspec.decode import _redraw_a_in_vectors, _small_m_spec, _widen_decode
 from dgemm_cli.randspec.fp8 import _fp8_spec, _fp8_view_spec
 from dgemm_cli.randspec.tma import _multicast_spec, _tma_spec
+from dgemm_cli.randspec.weights import wq_spec
 
 
 def _contraction_letters(rng: random.Random) -> tuple[tuple[str, str, str], bool, list[str]]:
@@ -95,7 +97,7 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
                 wide_batch_share: float = WIDE_BATCH_SHARE, wide_short_k_share: float = WIDE_SHORT_K_SHARE,
                 wide_staged_share: float = WIDE_STAGED_SHARE, multicast_share: float = MULTICAST_SHARE,
                 dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE,
-                fp8_views_share: float = FP8_VIEWS_SHARE) -> dict:
+                fp8_views_share: float = FP8_VIEWS_SHARE, wq_share: float = WQ_SHARE) -> dict:
     drawn: dict = {}  # a widened spec's letters and sizes as drawn
     spec = _fixed_spec(rng, name, tma_share, small_m_share, row_blocks_share, a_vectors_share, wide_decode_share,
                        drawn, wide_batch_share, wide_short_k_share, wide_staged_share)
@@ -114,6 +116,9 @@ def random_spec(rng: random.Random, name: str, tma_share: float = TMA_SHARE,
     fp8_views = random.Random(f"{name}/fp8-views")
     if fp8_views.random() < fp8_views_share:  # replaces the spec as drawn
         spec = _fp8_view_spec(fp8_views, name)
+    weights = random.Random(f"{name}/weight-only")
+    if weights.random() < wq_share:  # replaces the spec as drawn
+        spec = wq_spec(weights, name)
     dot = random.Random(f"{name}/dot")
     if dot.random() < dot_share and not _c_letters_and_sizes(spec)[0] and "plan" not in spec:
         spec["plan"] = {"family": "dot"}
@@ -281,11 +286,11 @@ def random_specs(count: int, seed: int, tma_share: float = TMA_SHARE, small_m_sh
                  wide_short_k_share: float = WIDE_SHORT_K_SHARE,
                  wide_staged_share: float = WIDE_STAGED_SHARE, multicast_share: float = MULTICAST_SHARE,
                  dot_share: float = DOT_SHARE, fp8_share: float = FP8_SHARE,
-                 fp8_views_share: float = FP8_VIEWS_SHARE) -> list[dict]:
+                 fp8_views_share: float = FP8_VIEWS_SHARE, wq_share: float = WQ_SHARE) -> list[dict]:
     rng = random.Random(seed)
     return [random_spec(rng, f"rand_{seed}_{i:03d}", tma_share, small_m_share, dynamic_share, epilogue_share,
                         row_blocks_share, a_vectors_share, wide_decode_share, wide_batch_share, wide_short_k_share,
-                        wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share)
+                        wide_staged_share, multicast_share, dot_share, fp8_share, fp8_views_share, wq_share)
             for i in range(count)]
 
 

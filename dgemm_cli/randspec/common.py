@@ -57,6 +57,9 @@ FP8_SHARE = 0.0
 # rows at any byte offset and pitch, batches (one operand sometimes broadcast), NCHW and NHWC 1x1 convolutions, k
 # blocks of 32 and 64. Drawn from a generator of the spec's own (at 0, no other draw changes).
 FP8_VIEWS_SHARE = 0.0
+# Share of specs redrawn as weight-only GEMMs (integer weights, the wq family; randspec/weights.py): apart, as the
+# e4m3 shares are.
+WQ_SHARE = 0.0
 # Bounds of a wide decode draw (the GPU verify runs them): rows x columns x K, and the weight's elements.
 WIDE_MAX_MACS = 3e9
 WIDE_MAX_WEIGHT = 1 << 26  # elements: 128 MB in f16/bf16
