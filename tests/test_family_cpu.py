@@ -46,9 +46,14 @@ def _files(spec):
 def test_every_spec_plans_on_the_host_or_says_why(path):
     spec = load_spec(path)
     views = analyse(spec)
-    if spec.scales:  # e4m3: the host has no FP8 kernel, and the one reason says where e4m3 runs
+    if spec.inputs == "e4m3":  # the host has no FP8 kernel, and the one reason says where e4m3 runs
         with pytest.raises(PlanError, match=r"e4m3 inputs: no e4m3 kernel in this family \(fp8_hopper and fp8_cta "
                                             r"run e4m3 on CUDA targets\)\)$"):
+            make_plan(views, CPU)
+        return
+    if spec.inputs == "weight-only":  # likewise integer weights, which the wq family runs on CUDA targets
+        with pytest.raises(PlanError, match=r"integer weights: no integer weights kernel in this family \(wq runs "
+                                            r"integer weights on CUDA targets\)\)$"):
             make_plan(views, CPU)
         return
     plan = make_plan(views, CPU)

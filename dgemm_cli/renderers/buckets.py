@@ -41,7 +41,7 @@ def rows_template(texts: list[str], rows: list[int]) -> str | None:
     for i, parts in enumerate(zip(*split)):
         if len(set(parts)) == 1:
             out.append(parts[0])
-        elif i % 2 == 1 and all(int(p) == r for p, r in zip(parts, rows)):
+        elif i % 2 == 1 and all(p == str(r) for p, r in zip(parts, rows)):  # "01" is no literal of 1
             out.append("ROWS")
         else:
             return None
