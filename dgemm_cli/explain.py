@@ -91,7 +91,7 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.append(f"  {v.name}[{v.letters}] {v.dtype}  sizes {list(v.sizes)}  strides {list(v.strides)}  offset "
                    f"{v.offset}  align {v.align} B: one scale a block of {sc.operand} ({blocks})")
     for z in spec.zeros:
-        out.append(_view_line(z.view) + f": B's zero points, the scales' blocks, "
+        out.append(_view_line(z.view) + ": B's zero points, the scales' blocks, "
                    + ("w = (q - z) s" if z.form == "subtract" else "w = q s - z (z prescaled)"))
     out.append("")
     out.append("  role   size      letters  segments (size, stride per operand), outer -> inner")

@@ -13,7 +13,6 @@ from dgemm_cli.randspec import (
     EPILOGUE_SHARE,
     FP8_SHARE,
     FP8_VIEWS_SHARE,
-    WQ_SHARE,
     MULTICAST_SHARE,
     ROW_BLOCKS_SHARE,
     SMALL_M_SHARE,
@@ -22,6 +21,7 @@ from dgemm_cli.randspec import (
     WIDE_DECODE_SHARE,
     WIDE_SHORT_K_SHARE,
     WIDE_STAGED_SHARE,
+    WQ_SHARE,
 )
 
 
