@@ -278,6 +278,24 @@ def test_errors_name_the_argument_and_the_fix(device):
 # ------------------------------------------------------------------------------------------- CUDA only
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tokens", [1, 16])
+def test_linear_backward_on_a_llama_down_projection(tokens):
+    """The down projection of a Llama MLP (14336 -> 4096, bf16) forward and backward against F.linear's: on an H100,
+    2026-12-05, tools/torch_mlp_bench.py's backward at one token stopped on a kernel that returned
+    cudaErrorInvalidValue (its plans at 16 tokens are the other products of that run)."""
+    torch.manual_seed(0)
+    x = rand(tokens, 14336, dtype=torch.bfloat16, device="cuda").requires_grad_()
+    w = (rand(4096, 14336, dtype=torch.float32, device="cuda") / 120).to(torch.bfloat16).requires_grad_()
+    gy = rand(tokens, 4096, dtype=torch.bfloat16, device="cuda")
+    y = dgt.linear(x, w)
+    ref_inputs = [t.detach().clone().requires_grad_() for t in (x, w)]
+    ref = torch.nn.functional.linear(*ref_inputs)
+    close(y, ref, torch.bfloat16)
+    for got, want in zip(torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, ref_inputs, gy)):
+        close(got, want, torch.bfloat16)
+
+
+@pytest.mark.gpu
 def test_a_cuda_graph_captures_and_replays_forward_and_backward():
     torch.manual_seed(0)
     model = dgt.replace_linear(torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.SiLU(),
