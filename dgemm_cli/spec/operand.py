@@ -16,6 +16,7 @@ from dgemm_cli.spec.reader import SpecReader
 
 OPERAND_KEYS = {"layout", "strides", "byte_strides", "dtype", "offset", "align", "packing"}
 PACKING_EXAMPLE = "`packing: gptq` (8 values a word along k), `packing: awq` (along n, AWQ's order) or `packing: dg`"
+NAMED_PACKINGS = ("gptq", "awq", "dg")
 
 
 def read_operand(ctx: SpecReader, op: str, letters: str, sizes: dict[str, int], raw: dict[str, Any],
@@ -86,19 +87,20 @@ def _read_packing(ctx: SpecReader, key: str, raw: dict[str, Any], dtype: str, le
         raise ctx.fail(f"{key}.packing", f"missing: {dtype} values are packed eight to a 32-bit word",
                        f"add {PACKING_EXAMPLE}")
     if isinstance(given, str):
-        name = ctx.choice(given, f"{key}.packing", (*packings, "dg"), "packing")
-        if name == "dg":
-            if len(letters) != 2 or "dg" not in packings:
-                raise ctx.fail(f"{key}.packing", f"`dg` packs a K x N weight matrix; this view has letters "
-                                                 f"'{letters}'", "use `gptq` or `awq`, or a spec whose B is one "
-                                                                 "k letter and one n letter")
-            return Packing(packings["dg"], "dg")
-        return Packing(packings[name], "linear" if name == "gptq" else "awq")
+        name = ctx.choice(given, f"{key}.packing", NAMED_PACKINGS, "packing")
+        if name not in packings:
+            where = {"gptq": "the one summed letter (k)", "awq": "the one output letter of B (n)",
+                     "dg": "a K x N weight of one k and one n letter"}[name]
+            if key.startswith("zeros") and name == "dg":
+                where = "B's words only"
+            raise ctx.fail(f"{key}.packing", f"`{name}` packs {where}; this view's letters are '{letters}'",
+                           "write `packing: {along: <letter>, order: linear}` (or `order: awq`)")
+        return Packing(packings[name], {"gptq": "linear", "awq": "awq", "dg": "dg"}[name])
     body = ctx.mapping(given, f"{key}.packing", {"along", "order"}, "packing")
     if "along" not in body:
         raise ctx.fail(f"{key}.packing.along", "missing", f"name the letter the words pack, one of '{letters}'")
     along = body["along"]
-    if along not in letters or not isinstance(along, str) or len(along) != 1:
+    if not isinstance(along, str) or len(along) != 1 or along not in letters:
         raise ctx.fail(f"{key}.packing.along", f"{along!r} is not a letter of this view ('{letters}')",
                        f"name one of '{letters}'")
     order = ctx.choice(body.get("order", "linear"), f"{key}.packing.order", PACKING_ORDERS[:2], "packing order")
