@@ -49,6 +49,7 @@ class WqPlan:
     ksplit: int  # thread rows along K
     tiles_n: int
     blocks: int  # at the largest M
+    b_reads: str  # how a warp's loads of B meet memory, for `explain`
     index_type: str
     decisions: tuple[Decision, ...]
     feasible: int
@@ -78,6 +79,7 @@ class WqPlan:
                 "through L1) and adds it times A into its rows' f32 sums; the block adds the "
                 f"{self.ksplit} partial sums in order ({self.static_smem_bytes} B of shared memory): bit-identical "
                 "run to run",
+                f"B: {self.b_reads}",
                 "speed: the CUDA cores' (a decode kernel of a few rows); the tensor-core decode kernel and the tiled "
                 "kernel are docs/design/weight-only.md's next slices"]
 
@@ -124,6 +126,24 @@ def _cost(views: ProblemViews, arch: Arch):
     return cost
 
 
+def b_reads(views: ProblemViews) -> str:
+    """How a warp's 32 lanes (32 consecutive columns, one k) read B: whole words in a row where B's innermost n
+    letter steps one word (or byte), else one sector a lane, and what layout reads coalesced."""
+    b = views.spec.B
+    inner_n = views.roles["n"].letters[-1] if views.roles["n"].letters else None
+    if b.packing is not None and b.packing.order == "dg":
+        return ("dg layout: 8 consecutive columns' words at one k are 16 words apart (one a lane of their mma tile): "
+                "a warp's 32 words span 16 lines; the layout is the tensor-core decode kernel's (slice 3)")
+    if inner_n is not None and b.stride_of(inner_n) == 1:
+        if b.packing is not None and b.packing.along == inner_n:
+            return "coalesced: the 32 columns are 4 consecutive words (eight columns a word)"
+        return "coalesced: the 32 columns' values of one k are consecutive words (bytes)"
+    faster = ("`deepgemm pack --to gptq` ([k/8, n] row-major words) or `--to awq`" if b.packing is not None else
+              "the weight stored [k, n] (n-contiguous bytes)")
+    return (f"strided: consecutive columns are {b.stride_of(inner_n) if inner_n else 0} elements apart, a sector "
+            f"a lane; n-contiguous weights read coalesced: {faster}")
+
+
 def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
           cost_us: float) -> WqPlan:
     tiles_n = -(-views.n // COLS)
@@ -131,8 +151,8 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if blocks > INT32_MAX:
         raise grid_too_large(views, blocks, "blocks")
     return WqPlan(threads=a["threads"], cols=COLS, rows=a["rows"], ksplit=a["threads"] // COLS, tiles_n=tiles_n,
-                  blocks=blocks, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
-                  feasible=feasible, cost_us=cost_us, assignment=dict(a))
+                  blocks=blocks, b_reads=b_reads(views), index_type="long long" if views.needs_int64 else "int",
+                  decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a))
 
 
 def problem(views: ProblemViews, arch: Arch) -> Problem:
