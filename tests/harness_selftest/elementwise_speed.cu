@@ -61,8 +61,8 @@ static DgProblem conv_bias_relu(long long b, long long k, long long hw) {
 static double check_pass(const DgProblem& p, cudaStream_t stream) {
   const DgElementwise e = dg_elementwise_plan(p);
   std::vector<unsigned char> out(dg_buffer_bytes(p, DG_C)), bias(dg_buffer_bytes(p, DG_BIAS));
-  dg_host_fill_random(out, p.dtype[DG_C], p.span[DG_C], 3, DG_RNG_C, 4.0f);
-  dg_host_fill_random(bias, p.dtype[DG_BIAS], p.span[DG_BIAS], 3, DG_RNG_BIAS);
+  dg_host_fill_random(out, DG_FILL_DATA, p.dtype[DG_C], p.span[DG_C], 3, DG_RNG_C, 4.0f);
+  dg_host_fill_random(bias, DG_FILL_DATA, p.dtype[DG_BIAS], p.span[DG_BIAS], 3, DG_RNG_BIAS);
   DgDeviceBuffer dev_out = dg_device_alloc(out.size(), 256), dev_bias = dg_device_alloc(bias.size(), 256);
   DG_CUDA(cudaMemcpy(dev_out.ptr, out.data(), out.size(), cudaMemcpyHostToDevice));
   DG_CUDA(cudaMemcpy(dev_bias.ptr, bias.data(), bias.size(), cudaMemcpyHostToDevice));
@@ -106,8 +106,8 @@ int main() {
   for (const DgProblem& p : {linear_bias_gelu(4096, 14336), linear_bias_gelu(8, 14336), conv_bias_relu(8, 512, 3136)}) {
     const DgElementwise e = dg_elementwise_plan(p);
     DgDeviceBuffer out = dg_device_alloc(dg_buffer_bytes(p, DG_C), 256), bias = dg_device_alloc(dg_buffer_bytes(p, DG_BIAS), 256);
-    dg_device_fill_random(out.ptr, p.dtype[DG_C], p.span[DG_C], 1, DG_RNG_C, stream);
-    dg_device_fill_random(bias.ptr, p.dtype[DG_BIAS], p.span[DG_BIAS], 1, DG_RNG_BIAS, stream);
+    dg_device_fill_random(out.ptr, DG_FILL_DATA, p.dtype[DG_C], p.span[DG_C], 1, DG_RNG_C, stream);
+    dg_device_fill_random(bias.ptr, DG_FILL_DATA, p.dtype[DG_BIAS], p.span[DG_BIAS], 1, DG_RNG_BIAS, stream);
     void* bufs[DG_SLOTS] = {};
     bufs[DG_C] = out.ptr;
     bufs[DG_BIAS] = bias.ptr;
