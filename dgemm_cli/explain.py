@@ -101,6 +101,11 @@ def explain_text(spec: Spec, arch: Arch, tuned: dict | None = None,
         out.append(f"  {r:<6} {rv.size:<9} {''.join(rv.letters) or '-':<8} {segs}")
     out.append("")
     for x, f in views.operands.items():
+        packing = spec.operand(x).packing
+        if packing is not None:  # words of eight values: no element vectors; the family says how it reads them
+            out.append(f"  {x}: 32-bit words of eight 4-bit values ({packing.order} packing); the family below "
+                       "says how its loads read them")
+            continue
         out.append(f"  {x}: contiguous along {f.unit_role or 'nothing'}; vector {f.vector_elems} element(s) as "
                    f"promised ({f.vector_limit}); {f.vector_elems_aligned} if the pointer is 16-byte aligned "
                    f"({f.vector_limit_aligned})" + (f"; broadcast over {','.join(f.broadcast)}" if f.broadcast else ""))

@@ -137,7 +137,8 @@ def b_reads(views: ProblemViews) -> str:
     if inner_n is not None and b.stride_of(inner_n) == 1:
         if b.packing is not None and b.packing.along == inner_n:
             return "coalesced: the 32 columns are 4 consecutive words (eight columns a word)"
-        return "coalesced: the 32 columns' values of one k are consecutive words (bytes)"
+        unit = "bytes" if b.packing is None else "words"
+        return f"coalesced: the 32 columns' values of one k are consecutive {unit}"
     faster = ("`deepgemm pack --to gptq` ([k/8, n] row-major words) or `--to awq`" if b.packing is not None else
               "the weight stored [k, n] (n-contiguous bytes)")
     return (f"strided: consecutive columns are {b.stride_of(inner_n) if inner_n else 0} elements apart, a sector "
