@@ -56,11 +56,7 @@ def _view_line(op) -> str:
     if op.packing is None:
         return (f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  strides {list(op.strides)}  "
                 f"offset {op.offset}  align {op.align} B  span {op.span} elements")
-    if op.packing.order == "dg":
-        layout = "packed dg (deepgemm pack's tiled layout: one dense run of words)"
-    else:
-        layout = (f"packed eight values of '{op.packing.along}' a 32-bit word ({op.packing.order} order), word strides "
-                  f"{list(op.strides)}")
+    layout = op.packing.describe(op.strides)
     return (f"  {op.name}[{op.letters}] {op.dtype}  sizes {list(op.sizes)}  {layout}  offset {op.offset} words  "
             f"align {op.align} B  span {op.span} words")
 

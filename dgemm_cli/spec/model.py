@@ -51,6 +51,13 @@ class Packing:
         """The view's extent along `letter` in words."""
         return -(-size // VALUES_PER_WORD) if letter == self.along else size
 
+    def describe(self, strides: tuple[int, ...]) -> str:
+        """How the words hold the values, as `explain` and a kernel's traits comment say it."""
+        if self.order == "dg":
+            return "packed dg (deepgemm pack's tiled layout: one dense run of words)"
+        return (f"packed eight values of '{self.along}' a 32-bit word ({self.order} order), word strides "
+                f"{list(strides)}")
+
     def to_dict(self) -> dict[str, str] | str:
         """As the spec writes it: `dg` by name (its letter is the one k letter), the others as a mapping."""
         return "dg" if self.order == "dg" else {"along": self.along, "order": self.order}

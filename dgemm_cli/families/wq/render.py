@@ -29,13 +29,9 @@ def _segs(spec: Spec, views: ProblemViews, role: str, view: OperandView, blocks:
 
 
 def _view_desc(view: OperandView) -> str:
-    p = view.packing
-    if p is None:
+    if view.packing is None:
         return f"{view.dtype} elements, strides {list(view.strides)} over '{view.letters}'"
-    if p.order == "dg":
-        return f"{view.dtype} in deepgemm's dg layout (one dense run of words)"
-    return (f"{view.dtype}, eight values of '{p.along}' a 32-bit word in {p.order} order, word strides "
-            f"{list(view.strides)} over '{view.letters}'")
+    return f"{view.dtype}, {view.packing.describe(view.strides)} over '{view.letters}'"
 
 
 def context(spec: Spec, views: ProblemViews, plan: WqPlan, base: dict) -> dict:
