@@ -125,9 +125,8 @@ def plan_baseline(views: ProblemViews) -> CublasPlan:
     spec with D or an epilogue, those of the product into the output view, then the elementwise kernel."""
     spec = views.spec
     if spec.inputs == "weight-only":  # no cuBLAS call takes packed integer weights with group scales
-        why = (f"cuBLAS has no {spec.B.dtype} weights with group scales (a dequantize-then-{spec.A.dtype} baseline "
-               "is docs/design/weight-only.md's slice 3)")
-        return CublasPlan(False, f"unavailable: {why}", why)
+        why = f"cuBLAS has no {spec.B.dtype} weights with group scales"
+        return CublasPlan(False, f"unavailable: {why}", why, alternative=dense_weights_alternative(spec))
     if spec.A.dtype in INPUT_ONLY_DTYPES:  # e4m3: cuBLAS's GemmEx has none; cuBLASLt's FP8 is the alternative
         fp8 = plan_fp8(views)
         why = f"cuBLAS's GemmEx has no {spec.A.dtype} inputs"
@@ -611,6 +610,16 @@ FP8_MODE_WORDS = {SCALAR: "tensorwise", OUTER_VEC: "outer vector", VEC128: "1x12
 # one orientation only: the harness's heuristic call refuses the other, and the next candidate runs).
 FP8_PAIRS = ((SCALAR, SCALAR), (OUTER_VEC, OUTER_VEC), (OUTER_VEC, BLK128), (BLK128, OUTER_VEC), (VEC128, BLK128),
              (BLK128, VEC128), (VEC128, VEC128))
+DENSE_WEIGHTS_CLASS = "DgCublasLtDenseWeights<DgAltBaseline, DgProblem>"
+
+
+def dense_weights_alternative(spec: Spec) -> EpilogueAlternative:
+    """The baseline of integer weights: the product with the weights dequantized once and held dense in A's dtype,
+    one cuBLASLt GEMM as F.linear runs it (dg_cublaslt.cuh's DgCublasLtDenseWeights): a 16-bit model's speed."""
+    return EpilogueAlternative(ALTERNATIVE_HEADER, DENSE_WEIGHTS_CLASS, "",
+                               f"cuBLASLt {spec.A.dtype} with the weights dense (what a {spec.A.dtype} model runs)")
+
+
 FP8_HEADER = "dg_cublaslt_fp8.cuh"
 FP8_CLASS = "DgCublasLtFp8Alternative<DgAltBaseline, DgProblem>"
 

@@ -606,3 +606,116 @@ class DgCublasLtAlternative : public Base {
   void* sample_[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   float alpha_ = 1.0f, beta_ = 0.0f;
 };
+
+// ------------------------------------------------------------------------------------------------
+// Dense products on operands of their own: DgCublasLtDense (one TN GEMM of a given shape in f16 or bf16, beside
+// the FP8 baseline: what a user without FP8 runs) and DgCublasLtDenseWeights (the baseline of integer weights:
+// the same product with the weights held dense in A's dtype).
+// ------------------------------------------------------------------------------------------------
+
+// DgDim::role values (dg_harness.cuh's DG_BATCH .. DG_K).
+static constexpr int DG_LT_ROLE_BATCH = 0, DG_LT_ROLE_M = 1, DG_LT_ROLE_N = 2, DG_LT_ROLE_K = 3;
+
+// D[rows x cols] = X^T Y with X [rows][k] and Y [cols][k] row-major (both K-major: cuBLASLt's TN), in dtype_ab with
+// f32 accumulation, on temps allocated and filled once a prepare: the speed of a dense GEMM of the shape.
+template <class Base, class Problem>
+class DgCublasLtDense : public Base {
+ public:
+  const char* epilogue() const override { return dtype_ab_ == DG_LT_F16 ? "cublaslt:f16" : "cublaslt:bf16"; }
+  std::string formulation() const override { return desc_; }
+
+  // The shape (rows x cols x k, the inputs' and the output's dtypes), set before prepare.
+  void shape(long long rows, long long cols, long long k, int dtype_ab, int dtype_out) {
+    rows_ = rows;
+    cols_ = cols;
+    k_ = k;
+    dtype_ab_ = dtype_ab;
+    dtype_out_ = dtype_out;
+  }
+
+  std::string prepare(const Problem&, cudaStream_t stream) override {
+    release();
+    if (rows_ < 1 || cols_ < 1 || k_ < 1) return "no shape";
+    if (dtype_ab_ != DG_LT_F16 && dtype_ab_ != DG_LT_BF16) return "a dense GEMM of 16-bit inputs only";
+    if (!handle_) {
+      const std::string why = dg_lt_open(&api_, &handle_);
+      if (!why.empty()) return why;
+    }
+    const size_t x_bytes = static_cast<size_t>(rows_ * k_) * 2, y_bytes = static_cast<size_t>(cols_ * k_) * 2;
+    const size_t d_bytes = static_cast<size_t>(rows_ * cols_) * dg_lt_elem_bytes(dtype_out_);
+    if (cudaMalloc(&x_, x_bytes) != cudaSuccess || cudaMalloc(&y_, y_bytes) != cudaSuccess ||
+        cudaMalloc(&d_, d_bytes) != cudaSuccess || cudaMalloc(&workspace_, kWorkspace) != cudaSuccess) {
+      cudaGetLastError();
+      release();
+      return "cannot allocate the dense operands";
+    }
+    // Every element 0x3030 (f16 0.129, bf16 6.4e-10): finite, nonzero, sums far from f16's range for any k a spec
+    // takes; the speed of a dense GEMM hardly depends on the values.
+    cudaMemsetAsync(x_, 0x30, x_bytes, stream);
+    cudaMemsetAsync(y_, 0x30, y_bytes, stream);
+    call_ = DgLtCall{"", 0, 1, 0, rows_, cols_, k_, k_, k_, rows_, rows_, 0, 0, 0, 0, 1, dtype_ab_, dtype_out_, -1,
+                     DG_LT_EPILOGUE_DEFAULT, 0, 1, 0u};
+    desc_ = std::string("cublasLt ") + (dtype_ab_ == DG_LT_F16 ? "f16" : "bf16") + " TN m=" +
+            std::to_string(rows_) + " n=" + std::to_string(cols_) + " k=" + std::to_string(k_) + " (" +
+            dg_lt_version(api_) + ")";
+    call_.desc = desc_.c_str();
+    const DgLtPointers p{x_, y_, d_, d_, nullptr};
+    return dg_lt_prepare(api_, handle_, call_, p, kWorkspace, &plan_);
+  }
+
+  std::string run(void* const*, cudaStream_t stream) override {
+    const DgLtPointers p{x_, y_, d_, d_, nullptr};
+    return dg_lt_run(api_, handle_, &plan_, p, 1.0f, 0.0f, workspace_, kWorkspace, stream);
+  }
+
+  ~DgCublasLtDense() override {
+    release();
+    dg_lt_close(api_, handle_);
+  }
+
+ protected:
+  std::string desc_;
+
+ private:
+  static constexpr size_t kWorkspace = size_t(32) << 20;
+  void release() {
+    dg_lt_destroy(api_, &plan_);
+    for (void** p : {&x_, &y_, &d_, &workspace_}) {
+      if (*p) cudaFree(*p);
+      *p = nullptr;
+    }
+  }
+  long long rows_ = 0, cols_ = 0, k_ = 0;
+  int dtype_ab_ = DG_LT_BF16, dtype_out_ = DG_LT_BF16;
+  DgLtApi api_;
+  void* handle_ = nullptr;
+  DgLtPlan plan_;
+  DgLtCall call_{};
+  void *x_ = nullptr, *y_ = nullptr, *d_ = nullptr, *workspace_ = nullptr;
+};
+
+// The baseline of integer weights (B int4 / uint4 / int8 / uint8 with scales): the same product with the weights
+// dequantized once and held dense in A's dtype, as F.linear runs it (out^T [n x m] = W [n][k] . x [m][k]^T): what a
+// user of a 16-bit model runs. A generated harness constructs one as
+//   DgCublasLtDenseWeights<DgAltBaseline, DgProblem> alternative;
+// Only the product is timed: alpha, beta and the epilogue's steps are left out, and formulation() says so.
+template <class Base, class Problem>
+class DgCublasLtDenseWeights : public DgCublasLtDense<Base, Problem> {
+  using Dense = DgCublasLtDense<Base, Problem>;
+
+ public:
+  const char* epilogue() const override { return "cublaslt:dense-weights"; }
+
+  std::string prepare(const Problem& p, cudaStream_t stream) override {
+    long long size[4] = {1, 1, 1, 1};  // batch, m, n, k: the problem's dims at this size, by role
+    for (int d = 0; d < p.ndims; ++d) size[p.dims[d].role] *= p.dims[d].size;
+    if (size[DG_LT_ROLE_BATCH] > 1) return "a batch of weight matrices has no dense-weights baseline";
+    const int out_slot = p.present[DG_LT_SLOT_D] ? DG_LT_SLOT_D : DG_LT_SLOT_C;
+    this->shape(size[DG_LT_ROLE_N], size[DG_LT_ROLE_M], size[DG_LT_ROLE_K], p.dtype[DG_LT_SLOT_A], p.dtype[out_slot]);
+    const std::string why = Dense::prepare(p, stream);
+    this->desc_ += p.nsteps || p.present[DG_LT_SLOT_D] || p.beta != 0.0f
+                       ? ": dense weights, the product alone (without beta * C and the epilogue)"
+                       : ": dense weights";
+    return why;
+  }
+};

@@ -279,8 +279,8 @@ static inline unsigned dg_lt_fp8_grid(long long n) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The bench's alternatives: DgCublasLtFp8Alternative (cuBLASLt FP8 with scales) and, beside it, DgCublasLtBf16Beside
-// (bf16 cuBLASLt on the same shape: what a user without FP8 runs), both over dg_harness.cuh's DgAltBaseline (Base)
+// The bench's alternatives: DgCublasLtFp8Alternative (cuBLASLt FP8 with scales) and, beside it, dg_cublaslt.cuh's
+// DgCublasLtDense in bf16 (cuBLASLt on the same shape: what a user without FP8 runs), both over dg_harness.cuh's DgAltBaseline (Base)
 // and DgProblem (Problem), as templates so that this header builds alone.
 // ------------------------------------------------------------------------------------------------
 
@@ -288,8 +288,6 @@ static inline unsigned dg_lt_fp8_grid(long long n) {
 // DG_B_SCALES = 8; until then a problem has no buffer there, and bufs[] stops at DG_SLOTS).
 static constexpr int DG_LT_FP8_SLOT_A = 0, DG_LT_FP8_SLOT_B = 1, DG_LT_FP8_SLOT_C = 2, DG_LT_FP8_SLOT_D = 3,
                      DG_LT_FP8_SLOT_A_SCALES = 7, DG_LT_FP8_SLOT_B_SCALES = 8;
-// DgDim::role values (dg_harness.cuh's DG_BATCH .. DG_K).
-static constexpr int DG_LT_FP8_ROLE_M = 1, DG_LT_FP8_ROLE_N = 2, DG_LT_FP8_ROLE_K = 3;
 
 // One letter of the problem as the scales see it (baseline.fp8_alternative renders these): the block each input's
 // scale covers along it (0: the input lacks the letter; -1: the whole extent), and its stride in each scale view.
@@ -308,76 +306,6 @@ struct DgLtFp8Candidate {
 // The scale views' element offsets (DgProblem has them once its scale slots exist; until then Python gives them).
 struct DgLtFp8Scales {
   long long offset_a, offset_b;
-};
-
-template <class Base, class Problem>
-class DgCublasLtBf16Beside : public Base {
- public:
-  const char* epilogue() const override { return "cublaslt:bf16"; }
-  std::string formulation() const override { return desc_; }
-
-  // The shape of the FP8 product (rows x cols x k, output dtype), set before prepare.
-  void shape(long long rows, long long cols, long long k, int dtype_out) {
-    rows_ = rows;
-    cols_ = cols;
-    k_ = k;
-    dtype_out_ = dtype_out;
-  }
-
-  std::string prepare(const Problem&, cudaStream_t stream) override {
-    release();
-    if (rows_ < 1) return "no shape";
-    if (!handle_) {
-      const std::string why = dg_lt_open(&api_, &handle_);
-      if (!why.empty()) return why;
-    }
-    const size_t x_bytes = static_cast<size_t>(rows_ * k_) * 2, y_bytes = static_cast<size_t>(cols_ * k_) * 2;
-    const size_t d_bytes = static_cast<size_t>(rows_ * cols_) * dg_lt_elem_bytes(dtype_out_);
-    if (cudaMalloc(&x_, x_bytes) != cudaSuccess || cudaMalloc(&y_, y_bytes) != cudaSuccess ||
-        cudaMalloc(&d_, d_bytes) != cudaSuccess || cudaMalloc(&workspace_, kWorkspace) != cudaSuccess) {
-      cudaGetLastError();
-      release();
-      return "cannot allocate the bf16 operands";
-    }
-    // Every bf16 0x3C3C (about 0.0115): finite, and the speed of a bf16 GEMM does not depend on the values much.
-    cudaMemsetAsync(x_, 0x3C, x_bytes, stream);
-    cudaMemsetAsync(y_, 0x3C, y_bytes, stream);
-    call_ = DgLtCall{"", 0, 1, 0, rows_, cols_, k_, k_, k_, rows_, rows_, 0, 0, 0, 0, 1, DG_LT_BF16, dtype_out_, -1,
-                     DG_LT_EPILOGUE_DEFAULT, 0, 1, 0u};
-    desc_ = "cublasLt bf16 TN m=" + std::to_string(rows_) + " n=" + std::to_string(cols_) + " k=" +
-            std::to_string(k_) + " (" + dg_lt_version(api_) + ")";
-    call_.desc = desc_.c_str();
-    const DgLtPointers p{x_, y_, d_, d_, nullptr};
-    return dg_lt_prepare(api_, handle_, call_, p, kWorkspace, &plan_);
-  }
-
-  std::string run(void* const*, cudaStream_t stream) override {
-    const DgLtPointers p{x_, y_, d_, d_, nullptr};
-    return dg_lt_run(api_, handle_, &plan_, p, 1.0f, 0.0f, workspace_, kWorkspace, stream);
-  }
-
-  ~DgCublasLtBf16Beside() override {
-    release();
-    dg_lt_close(api_, handle_);
-  }
-
- private:
-  static constexpr size_t kWorkspace = size_t(32) << 20;
-  void release() {
-    dg_lt_destroy(api_, &plan_);
-    for (void** p : {&x_, &y_, &d_, &workspace_}) {
-      if (*p) cudaFree(*p);
-      *p = nullptr;
-    }
-  }
-  long long rows_ = 0, cols_ = 0, k_ = 0;
-  int dtype_out_ = DG_LT_BF16;
-  DgLtApi api_;
-  void* handle_ = nullptr;
-  DgLtPlan plan_;
-  DgLtCall call_{};
-  std::string desc_;
-  void *x_ = nullptr, *y_ = nullptr, *d_ = nullptr, *workspace_ = nullptr;
 };
 
 // cuBLASLt FP8 with the spec's scales, or the nearest modes it has. A generated harness constructs one as
@@ -422,7 +350,7 @@ class DgCublasLtFp8Alternative : public Base {
     // C is read in place (the output is C) or not at all: with D, beta * C would be another view of cuBLASLt's C.
     beta_ = p.present[DG_LT_FP8_SLOT_D] ? 0.0f : p.beta;
     const bool beta_dropped = p.present[DG_LT_FP8_SLOT_D] && p.beta != 0.0f;
-    bf16_.shape(call_.rows, call_.cols, call_.k, out_dtype_);
+    bf16_.shape(call_.rows, call_.cols, call_.k, DG_LT_BF16, out_dtype_);
     // Temps: the operands that are not K-major matrices, the output when it is not a matrix, the scale tensors.
     const size_t out_elem = dg_lt_elem_bytes(out_dtype_);
     if ((gather_[0] && !alloc(&temp_[0], static_cast<size_t>(call_.rows * call_.k))) ||
@@ -535,9 +463,9 @@ class DgCublasLtFp8Alternative : public Base {
     out_offset_ = p.offset[out_slot_];
     for (int d = 0; d < p.ndims; ++d)
       if (p.dims[d].role == 0 && p.dims[d].size > 1) return "a batch: cuBLASLt's FP8 scales have no batch stride";
-    const std::vector<Letter> m = role_letters(p, DG_LT_FP8_ROLE_M, out_slot_);
-    const std::vector<Letter> n = role_letters(p, DG_LT_FP8_ROLE_N, out_slot_);
-    const std::vector<Letter> k = role_letters(p, DG_LT_FP8_ROLE_K, DG_LT_FP8_SLOT_A);
+    const std::vector<Letter> m = role_letters(p, DG_LT_ROLE_M, out_slot_);
+    const std::vector<Letter> n = role_letters(p, DG_LT_ROLE_N, out_slot_);
+    const std::vector<Letter> k = role_letters(p, DG_LT_ROLE_K, DG_LT_FP8_SLOT_A);
     // cuBLASLt's rows: the role whose innermost letter is contiguous in the output (n for a row-major C).
     swap_ = !n.empty() && p.dims[n.back().dim].stride[out_slot_] == 1;
     const std::vector<Letter>& rows = swap_ ? n : m;
@@ -680,5 +608,5 @@ class DgCublasLtFp8Alternative : public Base {
   float* scale_[2] = {nullptr, nullptr};
   long long scale_count_[2] = {0, 0};
   float alpha_ = 1.0f, beta_ = 0.0f;
-  DgCublasLtBf16Beside<Base, Problem> bf16_;
+  DgCublasLtDense<Base, Problem> bf16_;
 };

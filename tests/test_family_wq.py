@@ -149,3 +149,14 @@ def test_random_weight_only_specs_all_plan_wq():
         views = analyse(parse_spec(raw, raw["name"]))
         for arch in ("sm_80", "sm_90a"):
             assert all(kernel.family == "wq" for kernel in make_plan(views, get_arch(arch)).kernels), raw["name"]
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_the_bench_baseline_of_integer_weights_is_the_dense_gemm(path):
+    """No cuBLAS call takes packed weights: the baseline is cuBLASLt on the same shape with dense weights in A's
+    dtype (dg_cublaslt.cuh's DgCublasLtDenseWeights), rendered into the harness as its alternative."""
+    spec = _spec(path)
+    bl = plan_baseline(analyse(spec))
+    assert not bl.available and "cuBLAS has no" in bl.kind
+    assert bl.alternative is not None and bl.alternative.cls.startswith("DgCublasLtDenseWeights<")
+    assert bl.alternative.header == "dg_cublaslt.cuh" and spec.A.dtype in bl.alternative.why

@@ -10,7 +10,6 @@ static_assert(DG_LT_FP8_SLOT_A == +DG_A && DG_LT_FP8_SLOT_B == +DG_B && DG_LT_FP
 #ifdef DG_A_SCALES
 static_assert(DG_LT_FP8_SLOT_A_SCALES == +DG_A_SCALES && DG_LT_FP8_SLOT_B_SCALES == +DG_B_SCALES, "scale slots");
 #endif
-static_assert(DG_LT_FP8_ROLE_M == +DG_M && DG_LT_FP8_ROLE_N == +DG_N && DG_LT_FP8_ROLE_K == +DG_K, "roles");
 
 // DeepGEMM's format on a row-major A [m, k], B [n, k], C [m, n]: A_scales [m, k/128] m-contiguous, B_scales
 // [n/128, k/128] row-major.
