@@ -1,5 +1,6 @@
 // dg/ptx.cuh — thin wrappers of the PTX instructions the kernels use: shared-memory addresses, mbarriers,
-// TMA (tensor-map copies), clusters, programmatic dependent launch, cp.async, wgmma bookkeeping and stmatrix.
+// TMA (tensor-map copies), clusters, programmatic dependent launch, cp.async, wgmma bookkeeping, stmatrix, and the
+// warp-level mma.sync of 16-bit inputs.
 //
 // Each wrapper is one instruction (or one polling loop). Those that need sm_90 are templates or are only
 // referenced by sm_90 kernels, so that an sm_80 translation unit that includes this header compiles.
@@ -7,6 +8,9 @@
 
 #include <cstdint>
 #include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <type_traits>
 
 namespace dg {
 
@@ -248,6 +252,25 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
   } else {
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], { %1, %2, %3, %4 };\n"
                  ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+  }
+}
+
+// ---- Warp-level mma (sm_80 and later).
+
+// D += A * B for one m16n8k16 tile, E (__half or __nv_bfloat16) inputs, f32 accumulators.
+template <class E>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same<E, __nv_bfloat16>::value) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same<E, __half>::value, "mma.sync takes f16 or bf16 inputs");
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{ %0, %1, %2, %3}, { %4, %5, %6, %7}, { %8, %9}, { %0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
 

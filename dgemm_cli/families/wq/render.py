@@ -34,17 +34,23 @@ def _view_desc(view: OperandView) -> str:
     return f"{view.dtype}, {view.packing.describe(view.strides)} over '{view.letters}'"
 
 
-def context(spec: Spec, views: ProblemViews, plan: WqPlan, base: dict) -> dict:
+def weights_context(spec: Spec, views: ProblemViews) -> dict:
+    """B's fields for the traits: its description, bits, signedness, nibble order and Roles (dg: its k chunks)."""
     b = spec.B
-    sc, = spec.scales
-    blocks = dict(sc.blocks)
-    zero = spec.zeros[0] if spec.zeros else None
-    weights = {
+    return {
         "desc": _view_desc(b), "bits": 8 if b.packing is None else 4, "signed": b.dtype in ("int4", "int8"),
         "order": ORDERS.get(b.packing.order if b.packing else "linear", "dg::wq::LINEAR"),
         "dg": b.packing is not None and b.packing.order == "dg", "k_chunks": -(-views.k // 64),
         "k": _segs(spec, views, "k", b, {}), "n": _segs(spec, views, "n", b, {}),
     }
+
+
+def quant_context(spec: Spec, views: ProblemViews) -> tuple[dict, dict | None]:
+    """The scales' and the zero points' fields for the traits (None: no zero points): dtype, Roles per block,
+    and for the zero points their bits, nibble order and form."""
+    sc, = spec.scales
+    blocks = dict(sc.blocks)
+    zero = spec.zeros[0] if spec.zeros else None
     scales = {"desc": f"{sc.view.dtype}, one a block of {', '.join(f'{x}: {n}' for x, n in sc.blocks)}",
               "ctype": CTYPES[sc.view.dtype],
               "k": _segs(spec, views, "k", sc.view, blocks), "n": _segs(spec, views, "n", sc.view, blocks)}
@@ -56,6 +62,12 @@ def context(spec: Spec, views: ProblemViews, plan: WqPlan, base: dict) -> dict:
                  "order": ORDERS[z.packing.order] if z.packing is not None else "dg::wq::LINEAR",
                  "form": FORMS[zero.form],
                  "k": _segs(spec, views, "k", z, blocks), "n": _segs(spec, views, "n", z, blocks)}
+    return scales, zeros
+
+
+def context(spec: Spec, views: ProblemViews, plan: WqPlan, base: dict) -> dict:
+    weights = weights_context(spec, views)
+    scales, zeros = quant_context(spec, views)
     return {**base, "index_type": plan.index_type, "threads": plan.threads, "cols": plan.cols, "rows": plan.rows,
             "ksplit": plan.ksplit, "tiles_n": plan.tiles_n, "blocks": plan.blocks,
             "weights": weights, "scales": scales, "zeros": zeros}

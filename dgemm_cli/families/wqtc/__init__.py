@@ -1,0 +1,230 @@
+"""Kernel family `wqtc`: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) dequantized in registers into
+mma.sync fragments, times f16/bf16 activations on the tensor cores, for decode (up to 64 rows, run-time rows too;
+pure; docs/design/weight-only.md, templates/dg/wqtc.cuh).
+
+The dg layout holds each lane's A fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream
+from DRAM in whole 512-byte chunks a warp, dequantized by lop3 and the magic exponent (two instructions a pair of
+weights, three with zero points) and never staged. The tiling graph decides the block's K split (WK warps), the
+strips a warp (NS: the activations' fragments, read through L1, serve NS strips) and the chunks in flight a strip
+(DEPTH). The cost model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight
+and the L1 traffic of the activations; set a priori.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dgemm_cli.arch import Arch
+from dgemm_cli.constraints import Assignment, ConstraintGraph, Decision
+from dgemm_cli.families.base import KernelFamily
+from dgemm_cli.families.solving import Problem, gated_problem
+from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
+
+NAME = "wqtc"
+SUMMARY = ("4-bit weights in the dg layout dequantized by lop3 into mma.sync fragments, f16/bf16 activations on the "
+           "tensor cores: decode up to 64 rows at the weight stream's speed")
+RUNTIME_ROWS = True  # the rows are masked against a run-time M; MT tiles cover the most
+MAX_M = 64  # rows: 8 mma tiles of 8
+CHUNK_K, STRIP_N = 64, 16  # a chunk of the dg layout: 16 columns x 64 k, 512 bytes
+WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
+STRIPS = (1, 2, 4)  # 16-column strips a warp
+DEPTHS = (2, 4)  # chunks in flight a strip
+MAX_SUMS = 64  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
+# Cost model (a priori): a launch; the DRAM stream of the packed weights; the bytes a warp keeps in flight against
+# what the DRAM's latency needs (IN_FLIGHT_BYTES an SM); L1 moving the activations' fragments (L1_BYTES_CLK an SM).
+LAUNCH_US = 2.0
+IN_FLIGHT_BYTES = 32 * 1024
+L1_BYTES_CLK = 64
+RESIDENT_WARPS = 16  # warps an SM holds at about 128 registers a thread
+
+
+@dataclass(frozen=True)
+class WqtcPlan:
+    """WK warps a block over NS strips of 16 columns, MT tiles of 8 rows, DEPTH chunks in flight a strip."""
+
+    family = NAME
+    wk: int
+    ns: int
+    mt: int
+    depth: int
+    strips: int  # ceil(N / 16)
+    k_chunks: int  # ceil(K / 64)
+    blocks: int
+    group_k: int  # k indices one scale covers (K or more: one a column)
+    a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
+    a_pairs_why: str
+    index_type: str
+    decisions: tuple[Decision, ...]
+    feasible: int
+    cost_us: float
+    assignment: dict[str, Any] = field(default_factory=dict)
+
+    arch_features = frozenset()
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.wk
+
+    @property
+    def runtime_align(self) -> dict[str, int]:
+        """Nothing beyond the spec's promise: the gates ask it for B's 16-byte loads and A's pairs."""
+        return {}
+
+    @property
+    def smem_bytes(self) -> int:
+        return 0  # dynamic: none (the parked sums are static shared memory)
+
+    @property
+    def static_smem_bytes(self) -> int:
+        return max(self.wk - 1, 1) * self.ns * self.mt * 4 * 32 * 4
+
+    @property
+    def summary(self) -> str:
+        return (f"{self.wk} warps a block split K, {self.ns} strip(s) of 16 columns a warp, {self.mt} tile(s) of 8 "
+                f"rows, {self.depth} chunks in flight a strip, {self.blocks} blocks")
+
+    def detail_lines(self) -> list[str]:
+        return [f"=> {self.blocks} blocks of {self.threads} threads over {self.strips} strips of 16 columns; warp w "
+                f"takes chunks w, w + {self.wk}, ... of its strips' {self.k_chunks} (64 k, 512 bytes each), index "
+                f"type {self.index_type}",
+                "B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
+                "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points), "
+                f"one scale a column a {self.group_k if self.group_k < 1 << 40 else 'whole K'} k",
+                f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
+                f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
+                f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
+                "to run)"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, **asdict(self), "threads": self.threads, "smem_bytes": self.smem_bytes,
+                "decisions": [x.to_dict() for x in self.decisions]}
+
+
+def _k_letter(views: ProblemViews) -> str | None:
+    letters = views.roles["k"].letters
+    return letters[0] if len(letters) == 1 else None
+
+
+def group_k(views: ProblemViews) -> int:
+    """The k indices one scale (and zero point) covers: the scales' block along the k letter (K or more: one a
+    column)."""
+    sc, = views.spec.scales
+    return sc.block(_k_letter(views))
+
+
+def a_pairs(views: ProblemViews) -> tuple[bool, str]:
+    """Whether a pair (k, k + 1), k even, of a row of A is one aligned 32-bit load, and why (not)."""
+    spec = views.spec
+    a, k = spec.A, _k_letter(views)
+    if a.stride_of(k) != 1:
+        return False, f"k is not A's contiguous letter (stride {a.stride_of(k)}): element loads"
+    odd = [x for x in views.roles["m"].letters if a.stride_of(x) % 2]
+    if odd or a.offset % 2 or a.align < 4:
+        why = (f"letter {odd[0]}'s stride {a.stride_of(odd[0])} is odd" if odd else
+               f"the offset {a.offset} is odd" if a.offset % 2 else f"align {a.align} promises less than 4 bytes")
+        return False, f"k-contiguous, but {why}: element loads"
+    return True, "k-contiguous: a pair (k, k + 1) a 32-bit load"
+
+
+def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
+    spec = views.spec
+    if spec.inputs != "weight-only":
+        return [("integer weights", "this family runs integer weights only (docs/design/weight-only.md)")]
+    out = []
+    b = spec.B
+    if b.dtype not in ("int4", "uint4") or b.packing is None or b.packing.order != "dg":
+        out.append(("dg layout", f"B is {b.dtype}{' (' + b.packing.describe(b.strides) + ')' if b.packing else ''}:"
+                                 " this family reads 4-bit weights in the dg layout (`deepgemm pack --to dg`)"))
+    if arch.cc < (8, 0):
+        out.append(("mma.sync", f"{arch.name} has no bf16 mma.sync: sm_80 and later"))
+    if views.roles["batch"].size > 1:
+        out.append(("batch", "a batch of weight matrices (a letter of A, B and C): not taken"))
+    if views.m > MAX_M:
+        out.append(("decode rows", f"M = {views.m}: more than the {MAX_M} rows of 8 mma tiles (the tiled kernel is "
+                                   "docs/design/weight-only.md's slice 4)"))
+    if _k_letter(views) is None or len(views.roles["n"].letters) != 1:
+        out.append(("one k and one n", "the dg layout packs one k letter by one n letter"))
+    elif b.align < 16:
+        out.append(("16-byte loads", f"B's align {b.align}: a lane loads its 16 bytes of a chunk at once. Fix: "
+                                     "`align: 16` (deepgemm pack's words are a dense run)"))
+    elif (g := group_k(views)) % 16 and g < views.k:
+        out.append(("whole k tiles", f"a scale covers {g} k: not a multiple of the 16-k mma tile"))
+    return out
+
+
+def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+    g = ConstraintGraph()
+    g.node("warps_k", WARPS_K, "warps a block, each a slice of K's chunks; their sums meet in shared memory")
+    g.node("strips", STRIPS, "16-column strips a warp: the activations' fragments serve each")
+    g.node("depth", DEPTHS, "64-k chunks a strip kept in flight (16-byte loads a lane)")
+    mt = -(-views.m // 8)
+    chunks = -(-views.k // CHUNK_K)
+    strips = -(-views.n // STRIP_N)
+
+    def sums_fit(a: Assignment) -> str | None:
+        if a["strips"] * mt * 4 > MAX_SUMS:
+            return f"{a['strips']} strips x {mt} row tiles x 4 = {a['strips'] * mt * 4} f32 sums a lane (> {MAX_SUMS})"
+        return None
+
+    def warps_used(a: Assignment) -> str | None:
+        if a["warps_k"] > 2 and a["warps_k"] // 2 >= chunks:
+            return f"K = {views.k} has {chunks} chunks: half of {a['warps_k']} warps would idle"
+        return None
+
+    def strips_used(a: Assignment) -> str | None:
+        if a["strips"] > 1 and a["strips"] // 2 >= strips:
+            return f"N = {views.n} has {strips} strips: half of a warp's {a['strips']} would be empty"
+        return None
+
+    g.constrain("sums in registers", "registers", ["strips"], sums_fit, f"at most {MAX_SUMS} f32 sums a lane")
+    g.constrain("warps used", "problem", ["warps_k"], warps_used, "no warp without chunks")
+    g.constrain("strips used", "problem", ["strips"], strips_used, "no warp with empty strips")
+    return g
+
+
+def _cost(views: ProblemViews, arch: Arch):
+    spec = views.spec
+    weight_bytes = spec.B.span * spec.B.elem_bytes
+    other_bytes = views.m * views.k * spec.A.elem_bytes + views.m * views.n * spec.C.elem_bytes
+    mem_us = (weight_bytes + other_bytes) / (arch.dram_gbps * 1e3)
+    strips = -(-views.n // STRIP_N)
+    chunks = -(-views.k // CHUNK_K)
+    mt = -(-views.m // 8)
+
+    def cost(a: Assignment) -> float:
+        wk, ns, depth = a["warps_k"], a["strips"], a["depth"]
+        blocks = -(-strips // ns)
+        per_sm = max(1, RESIDENT_WARPS // wk)
+        resident = min(blocks, arch.resident_blocks(per_sm))
+        waves = -(-blocks // resident)
+        wave_use = blocks / (waves * resident)  # the last wave's empty slots stretch the stream
+        in_flight = resident * wk * ns * depth * 512 / arch.sms  # bytes an SM has requested at once
+        latency = min(1.0, in_flight / IN_FLIGHT_BYTES)
+        # Each chunk of a strip reads MT fragments of 8 rows x 64 k through L1, once for NS strips.
+        l1_us = strips * chunks * mt * 8 * CHUNK_K * spec.A.elem_bytes / ns / (
+            L1_BYTES_CLK * arch.sms * arch.clock_ghz * 1e3)
+        return LAUNCH_US + max(mem_us / (wave_use * latency), l1_us) + 0.05 * wk
+    return cost
+
+
+def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
+          cost_us: float) -> WqtcPlan:
+    strips = -(-views.n // STRIP_N)
+    blocks = -(-strips // a["strips"])
+    if blocks > INT32_MAX:
+        raise grid_too_large(views, blocks, "blocks")
+    pairs, why = a_pairs(views)
+    return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=-(-views.m // 8), depth=a["depth"], strips=strips,
+                    k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), a_pairs=pairs,
+                    a_pairs_why=why, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
+                    feasible=feasible, cost_us=cost_us, assignment=dict(a))
+
+
+def problem(views: ProblemViews, arch: Arch) -> Problem:
+    """The tiling graph and the cost model, once the gates allow the problem."""
+    return gated_problem(NAME, views, arch, gates, build_graph, _cost, _plan)
+
+
+FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (WqtcPlan,), "dgemm_cli.families.wqtc.render",
+                      inputs="weight-only")

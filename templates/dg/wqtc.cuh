@@ -1,0 +1,295 @@
+// dg/wqtc.cuh — the `wqtc` family: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) times f16 or
+// bf16 activations on the tensor cores (mma.sync m16n8k16, f32 sums), for decode: up to 64 rows, run-time rows too
+// (docs/design/weight-only.md).
+//
+// The weights are the mma's A operand (16 columns n by 16 k: its rows are n), the activations its B operand (16 k
+// by 8 rows m, zero past M), so each mma adds a 16 n x 8 m tile of C^T. The dg layout stores a 16 n x 64 k chunk as
+// 128 words in which lane l's four words, one 16-byte load, are its A fragments of the chunk's four 16-k tiles:
+// word j (k tile j) holds (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8) in nibbles 0..3 and the same at k + 1 in
+// nibbles 4..7 (g = l / 4, t = l % 4; (n, k) within the tile). So `(word >> 4 i) & 0x000F000F` is fragment register
+// i's pair, one nibble in the low bits of each 16-bit half; one lop3 ORs it into the bits of 1024.0 (f16 0x6400)
+// or 128.0 (bf16 0x4300), and each half reads magic + q exactly. One subtraction leaves q (int4: the word XOR
+// 0x88888888 first, so that the nibble is q + 8, then magic + 8 is subtracted), exact in both types; the weight is
+// q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
+// of the fragment row's column and 16-k tile.
+//
+// Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
+// of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
+// registers DEPTH chunks ahead, in 16-byte loads that bypass L1; the activations' fragments come through L1 (every
+// warp of the grid reads the same rows of A), a pair of k in one 32-bit load where A is k-contiguous (A_PAIRS).
+// The WK warps' partial sums meet in shared memory and warp 0 adds them in warp order (bit-identical run to run),
+// then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
+//
+// T is the traits type the generated code defines: the views of A and C (dg/view.cuh) with the output's store, and
+//   W_t = uint32_t, SIGNED    B: 4-bit values, eight a word in the dg layout (int4 when SIGNED, else uint4)
+//   K_CHUNKS                  64-k chunks a strip (ceil(K / 64)); the padding past K and N holds zero nibbles
+//   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
+//                             (a multiple of 16, or K and more: one a column)
+//   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
+//   A_PAIRS                   A's k letter is its one contiguous k segment and every pair (k, k + 1), k even, of a
+//                             row is 4-byte aligned: a pair is one load
+//   WK, NS, MT, DEPTH, BLOCKS warps a block (K slices), strips a warp, 8-row m tiles (ceil(max M / 8)), chunks in
+//                             flight a strip, blocks of the grid (ceil(strips / NS))
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "convert.cuh"
+#include "launch.cuh"
+#include "ptx.cuh"
+#include "view.cuh"
+#include "wq.cuh"
+
+namespace dg {
+namespace wqtc {
+
+// E's 16-bit pattern of `magic` + q for the nibble values of a pair (f16: 1024 + q; bf16: 128 + q).
+template <class E>
+struct Magic;
+template <>
+struct Magic<__half> {
+  static constexpr uint32_t BITS = 0x64006400u;  // 1024.0 in each half: a nibble ORed in is 1024 + q exactly
+  __device__ static __forceinline__ __half2 value(float x) { return __float2half2_rn(x); }
+  __device__ static __forceinline__ __half2 sub(uint32_t a, __half2 b) { return __hsub2(*reinterpret_cast<__half2*>(&a), b); }
+};
+template <>
+struct Magic<__nv_bfloat16> {
+  static constexpr uint32_t BITS = 0x43004300u;  // 128.0 in each half: 128 + q exactly (8 significant bits)
+  __device__ static __forceinline__ __nv_bfloat162 value(float x) { return __float2bfloat162_rn(x); }
+  __device__ static __forceinline__ __nv_bfloat162 sub(uint32_t a, __nv_bfloat162 b) {
+    return __hsub2(*reinterpret_cast<__nv_bfloat162*>(&a), b);
+  }
+};
+
+template <class E>
+using pair_t = typename std::conditional<std::is_same<E, __half>::value, __half2, __nv_bfloat162>::type;
+
+// (a & b) | c in one instruction.
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));  // 0xEA: (F0 & CC) | AA
+  return d;
+}
+
+template <class T>
+struct Quant {
+  const typename T::S_t* scales;
+  const typename T::Z_t* zeros;  // nullptr without zero points
+};
+
+// The scale s and the offset b (w = q s + b) of the weights at (k, n), in E pairs: both halves the same; zero past N
+// or K (padding, whose products are never stored or whose activations are zero).
+template <class T, class E>
+__device__ __forceinline__ void scale_and_offset(const Quant<T>& quant, typename T::index_t k, typename T::index_t n,
+                                                 pair_t<E>& s2, pair_t<E>& b2) {
+  using S = typename T::Scales;
+  using Z = typename T::Zeros;
+  float s = 0.0f, b = 0.0f;
+  if (n < T::N && k < T::K) {
+    s = to_float(__ldg(quant.scales + (S::k::offset(k) + S::n::offset(n))));
+    if constexpr (Z::HAS) {
+      float z;
+      if constexpr (Z::BITS == 0) {
+        z = to_float(__ldg(quant.zeros + (Z::k::offset(k) + Z::n::offset(n))));
+      } else {
+        z = float(wq::integer_at<Z>(quant.zeros, k, n));
+      }
+      b = Z::FORM == wq::SUBTRACT ? -z * s : -z;
+    }
+  }
+  s2 = Magic<E>::value(s);
+  b2 = Magic<E>::value(b);
+}
+
+// One word of four fragment registers' pairs (one 16-k tile) -> the four registers in E: rows g (registers 0 and 2)
+// take (s_lo, b_lo), rows g + 8 (registers 1 and 3) (s_hi, b_hi).
+template <class T, class E>
+__device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo, const pair_t<E>& b_lo,
+                                           const pair_t<E>& s_hi, const pair_t<E>& b_hi, uint32_t (&a)[4]) {
+  using P = pair_t<E>;
+  if constexpr (T::SIGNED) word ^= 0x88888888u;  // q + 8 in every nibble
+  // magic + 8 (int4) or magic: exact in E.
+  const P bias = Magic<E>::value(std::is_same<E, __half>::value ? (T::SIGNED ? 1032.0f : 1024.0f)
+                                                                  : (T::SIGNED ? 136.0f : 128.0f));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const P q = Magic<E>::sub(and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS), bias);
+    const P& s = (i & 1) ? s_hi : s_lo;
+    P w;
+    if constexpr (T::Zeros::HAS) {
+      const P& b = (i & 1) ? b_hi : b_lo;
+      w = __hfma2(q, s, b);
+    } else {
+      w = __hmul2(q, s);
+    }
+    a[i] = *reinterpret_cast<uint32_t*>(&w);
+  }
+}
+
+// The activations' B fragment of rows m0 .. m0 + 7 at k0 .. k0 + 15: this lane's row m0 + g, k pairs (k0 + 2t,
+// k0 + 2t + 1) and (k0 + 2t + 8, k0 + 2t + 9); zero past M and K.
+template <class T>
+__device__ __forceinline__ void activations(const typename T::A_t* __restrict__ A, typename T::index_t m,
+                                            typename T::index_t k0, typename T::index_t M, int t, uint32_t& b0,
+                                            uint32_t& b1) {
+  using Av = typename T::A_view;
+  using E = typename T::A_t;
+  b0 = b1 = 0u;
+  if (m >= M) return;
+  const E* row = A + Av::m::offset(m);
+  const typename T::index_t k = k0 + 2 * t;
+  if constexpr (T::A_PAIRS) {
+    if (k0 + 16 <= T::K) {
+      b0 = __ldg(reinterpret_cast<const unsigned*>(row + Av::k::offset(k)));
+      b1 = __ldg(reinterpret_cast<const unsigned*>(row + Av::k::offset(k + 8)));
+      return;
+    }
+  }
+  unsigned short h[4] = {0, 0, 0, 0};
+  const typename T::index_t ks[4] = {k, k + 1, k + 8, k + 9};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (ks[i] < T::K) h[i] = __ldg(reinterpret_cast<const unsigned short*>(row + Av::k::offset(ks[i])));
+  b0 = uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+  b1 = uint32_t(h[2]) | (uint32_t(h[3]) << 16);
+}
+
+// 16 bytes from global memory that will not be read again: no L1 allocation.
+__device__ __forceinline__ uint4 load_stream(const uint32_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// Block b owns strips b NS .. b NS + NS - 1; warp w of the block its chunks w, w + WK, ...
+template <class T>
+__global__ void __launch_bounds__(T::WK * 32)
+    kernel(const typename T::A_t* __restrict__ A, const uint32_t* __restrict__ B, typename T::C_param* __restrict__ C,
+           typename T::index_t M_arg, typename T::Epilogue ep, Quant<T> quant, float alpha, float beta) {
+  using index_t = typename T::index_t;
+  using E = typename T::A_t;
+  using P = pair_t<E>;
+  static_assert(!T::has_batch, "the family takes no batch of weight matrices");
+  static_assert(T::K_CHUNKS >= 1 && T::GROUP_K % 16 == 0, "a scale covers whole 16-k tiles");
+  const index_t M = T::rows_at_run_time ? M_arg : T::M;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int g = lane / 4, t = lane % 4;
+  const index_t strip0 = index_t(blockIdx.x) * T::NS;
+
+  float acc[T::NS][T::MT][4];
+#pragma unroll
+  for (int s = 0; s < T::NS; ++s)
+#pragma unroll
+    for (int i = 0; i < T::MT; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[s][i][j] = 0.0f;
+
+  // This warp's chunks of strip s: c = warp + WK i; the lane's 16 bytes of chunk c at word (strip K_CHUNKS + c) 128
+  // + 4 lane. A strip past the last (the grid's last block) reads its first strip again and stores nothing.
+  const uint32_t* base[T::NS];
+#pragma unroll
+  for (int s = 0; s < T::NS; ++s) {
+    const index_t strip = strip0 + s < index_t(T::STRIPS) ? strip0 + s : index_t(0);
+    base[s] = B + (strip * index_t(T::K_CHUNKS)) * 128 + 4 * lane;
+  }
+  constexpr int CHUNKS = T::K_CHUNKS;
+  const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
+
+  uint4 ring[T::DEPTH][T::NS];
+#pragma unroll
+  for (int d = 0; d < T::DEPTH; ++d)
+#pragma unroll
+    for (int s = 0; s < T::NS; ++s)
+      ring[d][s] = d < mine ? load_stream(base[s] + index_t(warp + T::WK * d) * 128) : make_uint4(0, 0, 0, 0);
+
+  P s_lo[T::NS], b_lo[T::NS], s_hi[T::NS], b_hi[T::NS];
+  if constexpr (T::GROUP_K >= T::K) {  // one scale a column: read once
+#pragma unroll
+    for (int s = 0; s < T::NS; ++s) {
+      const index_t n = (strip0 + s) * 16 + g;
+      scale_and_offset<T, E>(quant, 0, n, s_lo[s], b_lo[s]);
+      scale_and_offset<T, E>(quant, 0, n + 8, s_hi[s], b_hi[s]);
+    }
+  }
+
+  for (int i0 = 0; i0 < mine; i0 += T::DEPTH) {
+#pragma unroll
+    for (int d = 0; d < T::DEPTH; ++d) {
+      const int i = i0 + d;
+      if (i >= mine) break;
+      const index_t chunk = index_t(warp + T::WK * i);
+      uint4 words[T::NS];
+#pragma unroll
+      for (int s = 0; s < T::NS; ++s) {
+        words[s] = ring[d][s];
+        if (i + T::DEPTH < mine) ring[d][s] = load_stream(base[s] + (chunk + T::WK * T::DEPTH) * 128);
+      }
+#pragma unroll
+      for (int kt = 0; kt < 4; ++kt) {
+        const index_t k0 = chunk * 64 + kt * 16;
+        if constexpr (T::GROUP_K < T::K) {
+          if (T::GROUP_K % 64 != 0 || kt == 0) {  // the scales change every GROUP_K
+#pragma unroll
+            for (int s = 0; s < T::NS; ++s) {
+              const index_t n = (strip0 + s) * 16 + g;
+              scale_and_offset<T, E>(quant, k0, n, s_lo[s], b_lo[s]);
+              scale_and_offset<T, E>(quant, k0, n + 8, s_hi[s], b_hi[s]);
+            }
+          }
+        }
+        uint32_t act[T::MT][2];
+#pragma unroll
+        for (int mt = 0; mt < T::MT; ++mt) activations<T>(A, index_t(mt * 8 + g), k0, M, t, act[mt][0], act[mt][1]);
+#pragma unroll
+        for (int s = 0; s < T::NS; ++s) {
+          const uint32_t word = kt == 0 ? words[s].x : kt == 1 ? words[s].y : kt == 2 ? words[s].z : words[s].w;
+          uint32_t a[4];
+          dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+#pragma unroll
+          for (int mt = 0; mt < T::MT; ++mt) mma_m16n8k16<E>(acc[s][mt], a, act[mt][0], act[mt][1]);
+        }
+      }
+    }
+  }
+
+  // Warps 1 .. WK-1 park their sums; warp 0 adds them in warp order and stores.
+  constexpr int SUMS = T::NS * T::MT * 4;
+  __shared__ float parked[T::WK > 1 ? T::WK - 1 : 1][SUMS][32];
+  if (warp > 0) {
+#pragma unroll
+    for (int s = 0; s < T::NS; ++s)
+#pragma unroll
+      for (int mt = 0; mt < T::MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) parked[warp - 1][(s * T::MT + mt) * 4 + j][lane] = acc[s][mt][j];
+  }
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int s = 0; s < T::NS; ++s) {
+#pragma unroll
+    for (int mt = 0; mt < T::MT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float v = acc[s][mt][j];
+        for (int w = 1; w < T::WK; ++w) v += parked[w - 1][(s * T::MT + mt) * 4 + j][lane];
+        // C^T tile: row n = g (+ 8 for j >= 2), column m = 2 t (+ 1 for odd j).
+        const index_t n = (strip0 + s) * 16 + g + 8 * (j / 2), m = index_t(mt * 8 + 2 * t + (j % 2));
+        T::store(C, m, n, v, alpha, beta, M, ep);
+      }
+    }
+  }
+}
+
+// One grid of BLOCKS blocks of WK warps.
+template <class T>
+cudaError_t launch(const typename T::A_t* A, const uint32_t* B, typename T::C_param* C, typename T::index_t M,
+                   typename T::Epilogue ep, Quant<T> quant, float alpha, float beta, cudaStream_t stream) {
+  const LaunchShape shape{unsigned(T::BLOCKS), unsigned(T::WK * 32), 0u, false, 1};
+  return dg::launch(kernel<T>, shape, stream, A, B, C, M, ep, quant, alpha, beta);
+}
+
+}  // namespace wqtc
+}  // namespace dg
