@@ -15,7 +15,8 @@
 //
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
 // of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
-// registers DEPTH chunks ahead, in 16-byte loads that bypass L1; the activations' fragments come through L1 (every
+// registers DEPTH chunks ahead, in 16-byte loads that bypass L1, with their chunks' scales and zero points (held as
+// loaded, converted when used, so that no load stalls before its chunk); the activations' fragments come through L1 (every
 // warp of the grid reads the same rows of A), a pair of k in one 32-bit load where A is k-contiguous (A_PAIRS).
 // The WK warps' partial sums meet in shared memory and warp 0 adds them in warp order (bit-identical run to run),
 // then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
@@ -78,28 +79,62 @@ struct Quant {
   const typename T::Z_t* zeros;  // nullptr without zero points
 };
 
-// The scale s and the offset b (w = q s + b) of the weights at (k, n), in E pairs: both halves the same; zero past N
-// or K (padding, whose products are never stored or whose activations are zero).
-template <class T, class E>
-__device__ __forceinline__ void scale_and_offset(const Quant<T>& quant, typename T::index_t k, typename T::index_t n,
-                                                 pair_t<E>& s2, pair_t<E>& b2) {
+// The scales and zero points of the fragment rows g and g + 8 of a strip at one k, as loaded (converted at use, so
+// that a load issued chunks ahead does not stall until its values are needed): zero past N or K (padding, whose
+// products are never stored or meet zero activations). A 4-bit zero point is its word.
+template <class T>
+struct QuantRaw {
+  typename T::S_t s[2];
+  typename T::Z_t z[2];
+};
+
+template <class T>
+__device__ __forceinline__ QuantRaw<T> load_quant(const Quant<T>& quant, typename T::index_t k, typename T::index_t n) {
   using S = typename T::Scales;
   using Z = typename T::Zeros;
-  float s = 0.0f, b = 0.0f;
-  if (n < T::N && k < T::K) {
-    s = to_float(__ldg(quant.scales + (S::k::offset(k) + S::n::offset(n))));
+  QuantRaw<T> r;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const typename T::index_t col = n + 8 * h;
+    const bool in = col < T::N && k < T::K;
+    r.s[h] = in ? __ldg(quant.scales + (S::k::offset(k) + S::n::offset(col))) : typename T::S_t(0);
+    if constexpr (Z::HAS) r.z[h] = in ? __ldg(quant.zeros + (Z::k::offset(k) + Z::n::offset(col))) : typename T::Z_t(0);
+  }
+  return r;
+}
+
+// The zero point in a loaded element: a float, a byte, or the nibble of (k, n) in its word.
+template <class Z, class I, class E>
+__device__ __forceinline__ float zero_value(E raw, I k, I n) {
+  if constexpr (Z::BITS == 0) {
+    return to_float(raw);
+  } else if constexpr (Z::BITS == 8) {
+    return float(raw);
+  } else {
+    return float(wq::nibble<Z::ORDER, false>(raw, Z::k::slot(k) + Z::n::slot(n)));
+  }
+}
+
+// The scale s and the offset b (w = q s + b; b = -z s, -z, or 0 without zero points) of the rows g (lo) and g + 8
+// (hi) at k, in E pairs whose halves are the same.
+template <class T, class E>
+__device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename T::index_t k, typename T::index_t n,
+                                                 pair_t<E>& s_lo, pair_t<E>& b_lo, pair_t<E>& s_hi,
+                                                 pair_t<E>& b_hi) {
+  using Z = typename T::Zeros;
+  float s[2], b[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    s[h] = to_float(r.s[h]);
     if constexpr (Z::HAS) {
-      float z;
-      if constexpr (Z::BITS == 0) {
-        z = to_float(__ldg(quant.zeros + (Z::k::offset(k) + Z::n::offset(n))));
-      } else {
-        z = float(wq::integer_at<Z>(quant.zeros, k, n));
-      }
-      b = Z::FORM == wq::SUBTRACT ? -z * s : -z;
+      const float z = zero_value<Z>(r.z[h], k, n + 8 * h);
+      b[h] = Z::FORM == wq::SUBTRACT ? -z * s[h] : -z;
     }
   }
-  s2 = Magic<E>::value(s);
-  b2 = Magic<E>::value(b);
+  s_lo = Magic<E>::value(s[0]);
+  b_lo = Magic<E>::value(b[0]);
+  s_hi = Magic<E>::value(s[1]);
+  b_hi = Magic<E>::value(b[1]);
 }
 
 // One word of four fragment registers' pairs (one 16-k tile) -> the four registers in E: rows g (registers 0 and 2)
@@ -197,20 +232,34 @@ __global__ void __launch_bounds__(T::WK * 32)
   constexpr int CHUNKS = T::K_CHUNKS;
   const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
 
-  uint4 ring[T::DEPTH][T::NS];
+  // A ring of DEPTH chunks a strip in flight: the lane's 16 bytes and the chunk's scales and zero points (QPC a
+  // chunk: none where one a column covers all of K, loaded once; one where a group spans whole chunks; else one a
+  // 16-k tile).
+  constexpr int QPC = T::GROUP_K >= T::K ? 0 : T::GROUP_K % 64 == 0 ? 1 : 4;
+  struct Slot {
+    uint4 w[T::NS];
+    QuantRaw<T> q[T::NS][QPC > 0 ? QPC : 1];
+  };
+  auto fill = [&](Slot& slot, index_t chunk) {
+#pragma unroll
+    for (int s = 0; s < T::NS; ++s) {
+      slot.w[s] = load_stream(base[s] + chunk * 128);
+#pragma unroll
+      for (int j = 0; j < QPC; ++j)
+        slot.q[s][j] = load_quant<T>(quant, chunk * 64 + j * 16, (strip0 + s) * 16 + g);
+    }
+  };
+  Slot ring[T::DEPTH];
 #pragma unroll
   for (int d = 0; d < T::DEPTH; ++d)
-#pragma unroll
-    for (int s = 0; s < T::NS; ++s)
-      ring[d][s] = d < mine ? load_stream(base[s] + index_t(warp + T::WK * d) * 128) : make_uint4(0, 0, 0, 0);
+    if (d < mine) fill(ring[d], index_t(warp + T::WK * d));
 
   P s_lo[T::NS], b_lo[T::NS], s_hi[T::NS], b_hi[T::NS];
-  if constexpr (T::GROUP_K >= T::K) {  // one scale a column: read once
+  if constexpr (QPC == 0) {  // one scale a column: read once
 #pragma unroll
     for (int s = 0; s < T::NS; ++s) {
       const index_t n = (strip0 + s) * 16 + g;
-      scale_and_offset<T, E>(quant, 0, n, s_lo[s], b_lo[s]);
-      scale_and_offset<T, E>(quant, 0, n + 8, s_hi[s], b_hi[s]);
+      scale_and_offset<T, E>(load_quant<T>(quant, 0, n), 0, n, s_lo[s], b_lo[s], s_hi[s], b_hi[s]);
     }
   }
 
@@ -220,35 +269,43 @@ __global__ void __launch_bounds__(T::WK * 32)
       const int i = i0 + d;
       if (i >= mine) break;
       const index_t chunk = index_t(warp + T::WK * i);
-      uint4 words[T::NS];
+      const Slot cur = ring[d];
+      if (i + T::DEPTH < mine) fill(ring[d], chunk + T::WK * T::DEPTH);
+      // The activations' fragments (through L1: every warp reads the same rows): the chunk's four 16-k tiles at
+      // once for up to two row tiles, else a k tile at a time (their registers beside the sums).
+      constexpr int HOIST = T::MT <= 2 ? 4 : 1;
+      uint32_t act[HOIST][T::MT][2];
 #pragma unroll
-      for (int s = 0; s < T::NS; ++s) {
-        words[s] = ring[d][s];
-        if (i + T::DEPTH < mine) ring[d][s] = load_stream(base[s] + (chunk + T::WK * T::DEPTH) * 128);
-      }
+      for (int kt = 0; kt < HOIST; ++kt)
+#pragma unroll
+        for (int mt = 0; mt < T::MT; ++mt)
+          activations<T>(A, index_t(mt * 8 + g), chunk * 64 + kt * 16, M, t, act[kt][mt][0], act[kt][mt][1]);
 #pragma unroll
       for (int kt = 0; kt < 4; ++kt) {
-        const index_t k0 = chunk * 64 + kt * 16;
-        if constexpr (T::GROUP_K < T::K) {
-          if (T::GROUP_K % 64 != 0 || kt == 0) {  // the scales change every GROUP_K
+        if constexpr (HOIST == 1) {
+          if (kt > 0) {
 #pragma unroll
-            for (int s = 0; s < T::NS; ++s) {
-              const index_t n = (strip0 + s) * 16 + g;
-              scale_and_offset<T, E>(quant, k0, n, s_lo[s], b_lo[s]);
-              scale_and_offset<T, E>(quant, k0, n + 8, s_hi[s], b_hi[s]);
-            }
+            for (int mt = 0; mt < T::MT; ++mt)
+              activations<T>(A, index_t(mt * 8 + g), chunk * 64 + kt * 16, M, t, act[0][mt][0], act[0][mt][1]);
           }
         }
-        uint32_t act[T::MT][2];
+        if constexpr (QPC == 4 || QPC == 1) {
+          if (QPC == 4 || kt == 0) {
 #pragma unroll
-        for (int mt = 0; mt < T::MT; ++mt) activations<T>(A, index_t(mt * 8 + g), k0, M, t, act[mt][0], act[mt][1]);
+            for (int s = 0; s < T::NS; ++s)
+              scale_and_offset<T, E>(cur.q[s][QPC == 4 ? kt : 0], chunk * 64 + kt * 16, (strip0 + s) * 16 + g,
+                                     s_lo[s], b_lo[s], s_hi[s], b_hi[s]);
+          }
+        }
 #pragma unroll
         for (int s = 0; s < T::NS; ++s) {
-          const uint32_t word = kt == 0 ? words[s].x : kt == 1 ? words[s].y : kt == 2 ? words[s].z : words[s].w;
+          const uint4& w = cur.w[s];
+          const uint32_t word = kt == 0 ? w.x : kt == 1 ? w.y : kt == 2 ? w.z : w.w;
           uint32_t a[4];
           dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
 #pragma unroll
-          for (int mt = 0; mt < T::MT; ++mt) mma_m16n8k16<E>(acc[s][mt], a, act[mt][0], act[mt][1]);
+          for (int mt = 0; mt < T::MT; ++mt)
+            mma_m16n8k16<E>(acc[s][mt], a, act[HOIST == 4 ? kt : 0][mt][0], act[HOIST == 4 ? kt : 0][mt][1]);
         }
       }
     }

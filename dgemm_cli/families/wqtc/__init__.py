@@ -30,7 +30,13 @@ CHUNK_K, STRIP_N = 64, 16  # a chunk of the dg layout: 16 columns x 64 k, 512 by
 WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
 DEPTHS = (2, 4)  # chunks in flight a strip
-MAX_SUMS = 64  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
+MAX_SUMS = 32  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
+# A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words and its scales and
+# zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up to two row
+# tiles, else one), the converted scale pairs and the addressing; at most REGISTER_BUDGET, which ptxas meets
+# without spilling.
+BASE_REGISTERS = 48
+REGISTER_BUDGET = 128
 # Cost model (a priori): a launch; the DRAM stream of the packed weights; the bytes a warp keeps in flight against
 # what the DRAM's latency needs (IN_FLIGHT_BYTES an SM); L1 moving the activations' fragments (L1_BYTES_CLK an SM).
 LAUNCH_US = 2.0
@@ -113,6 +119,13 @@ def group_k(views: ProblemViews) -> int:
     return sc.block(_k_letter(views))
 
 
+def quant_loads_a_chunk(views: ProblemViews) -> int:
+    """Scale (and zero-point) loads a 64-k chunk of a strip: none where one scale a column covers K (read once), one
+    where a group spans whole chunks, else one a 16-k tile (dg/wqtc.cuh's QPC)."""
+    g = group_k(views)
+    return 0 if g >= views.k else 1 if g % CHUNK_K == 0 else 4
+
+
 def a_pairs(views: ProblemViews) -> tuple[bool, str]:
     """Whether a pair (k, k + 1), k even, of a row of A is one aligned 32-bit load, and why (not)."""
     spec = views.spec
@@ -177,7 +190,20 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return f"N = {views.n} has {strips} strips: half of a warp's {a['strips']} would be empty"
         return None
 
+    qpc = quant_loads_a_chunk(views)
+    quant_regs = 2 + (2 if views.spec.zeros else 0)  # the rows g and g + 8: a scale each, a zero point each
+
+    def registers_fit(a: Assignment) -> str | None:
+        ns, depth = a["strips"], a["depth"]
+        regs = (4 * ns * mt + depth * ns * (4 + qpc * quant_regs) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns
+                + BASE_REGISTERS)
+        if regs > REGISTER_BUDGET:
+            return f"about {regs} registers a thread (> {REGISTER_BUDGET}): {depth} chunks in flight of {ns} strip(s)"
+        return None
+
     g.constrain("sums in registers", "registers", ["strips"], sums_fit, f"at most {MAX_SUMS} f32 sums a lane")
+    g.constrain("registers", "registers", ["strips", "depth"], registers_fit,
+                f"at most about {REGISTER_BUDGET} registers a thread (no spills)")
     g.constrain("warps used", "problem", ["warps_k"], warps_used, "no warp without chunks")
     g.constrain("strips used", "problem", ["strips"], strips_used, "no warp with empty strips")
     return g
