@@ -51,7 +51,7 @@ def test_header_compiles_on_its_own(header, arch, tmp_path):
 
 
 # The families that also plan for sm_80 (no clusters, TMA, wgmma or dependent launches) instantiate there too.
-BEFORE_SM90 = {"cta_instantiate.cu", "wq_instantiate.cu"}
+BEFORE_SM90 = {"cta_instantiate.cu", "wq_instantiate.cu", "wqtc_instantiate.cu"}
 # The e4m3 families that also plan for sm_89 (mma.sync m16n8k32) instantiate there.
 AT_SM89 = {"fp8_cta_instantiate.cu"}
 

@@ -30,10 +30,10 @@ def _spec(path):
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_every_weight_only_spec_plans_wq_and_the_rest_say_why(path, arch):
+def test_every_weight_only_spec_plans_a_weight_only_family(path, arch):
     views = analyse(_spec(path))
     plan = make_plan(views, get_arch(arch))
-    assert plan.kernels and all(kernel.family == "wq" for kernel in plan.kernels)
+    assert plan.kernels and all(kernel.family in ("wq", "wqtc") for kernel in plan.kernels)
 
 
 def test_the_plan_covers_the_output_with_its_tiles():
@@ -141,14 +141,16 @@ def test_int8_weights_read_bytes_through_their_strides(tmp_path):
     assert (_weights_of(path, as_bytes) == values).all()
 
 
-def test_random_weight_only_specs_all_plan_wq():
-    """`random-specs --wq-share 1` draws specs the spec reader takes and the wq family plans, on both archs."""
+def test_random_weight_only_specs_all_plan_wq_or_wqtc():
+    """`random-specs --wq-share 1` draws specs the spec reader takes and a weight-only family plans, on both archs:
+    wqtc where its gates (the dg layout, up to 64 rows) allow and it costs less, else wq."""
     from dgemm_cli.randspec import random_specs
 
     for raw in random_specs(120, 42, wq_share=1.0):
         views = analyse(parse_spec(raw, raw["name"]))
         for arch in ("sm_80", "sm_90a"):
-            assert all(kernel.family == "wq" for kernel in make_plan(views, get_arch(arch)).kernels), raw["name"]
+            assert all(kernel.family in ("wq", "wqtc") for kernel in make_plan(views, get_arch(arch)).kernels), \
+                raw["name"]
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)

@@ -29,7 +29,7 @@ MAX_M = 64  # rows: 8 mma tiles of 8
 CHUNK_K, STRIP_N = 64, 16  # a chunk of the dg layout: 16 columns x 64 k, 512 bytes
 WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
-DEPTHS = (2, 4)  # chunks in flight a strip
+DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead; where the registers hold no more)
 MAX_SUMS = 32  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
 # A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words and its scales and
 # zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up to two row

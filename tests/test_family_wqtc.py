@@ -1,0 +1,129 @@
+"""The `wqtc` family (4-bit weights in the dg layout on the tensor cores, dg/wqtc.cuh): its gates, its plans (no more
+registers than ptxas holds without spilling), and the layout fact its dequantization rests on, checked against the
+PTX ISA's mma.m16n8k16 A-fragment table (pure; the GPU tests verify the built kernels)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from dgemm_cli import quant
+from dgemm_cli.arch import get_arch
+from dgemm_cli.families import wqtc
+from dgemm_cli.families.solving import best
+from dgemm_cli.plan import make_plan
+from dgemm_cli.spec import parse_spec
+from dgemm_cli.views import analyse
+
+from .conftest import REPO
+
+
+def _spec(doc: dict):
+    return parse_spec(doc, "<test>")
+
+
+def _dg(m=8, n=1024, k=4096, group=128, b_align=16, a=None, zeros=None, dtype="f16", b_dtype="int4", plan=None):
+    doc = {"name": "t", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
+           "operands": {"A": a or {"layout": "row", "align": 16}, "B": {"dtype": b_dtype, "packing": "dg",
+                                                                          "align": b_align},
+                        "C": {"layout": "row"}},
+           "scales": {"B": {"block": {"k": group}, "layout": "row"} if group else {"per": "channel"}}}
+    if zeros:
+        doc["zeros"] = {"B": zeros}
+    if plan:
+        doc["plan"] = plan
+    return _spec(doc)
+
+
+def test_the_dg_word_holds_the_mma_a_fragment_pairs_the_dequantization_extracts():
+    """`(word >> 4 i) & 0x000F000F` is fragment register i: PTX's m16n8k16 A fragment puts a_{2i}, a_{2i+1} in
+    register i at row g + 8 (i % 2), columns 2t + 8 (i // 2) and + 1. So nibble i must hold (row + 0, column + 0) of
+    that pair and nibble i + 4 its (row, column + 1), relative to the lane's (g, 2t)."""
+    for i in range(4):
+        row, column = 8 * (i % 2), 8 * (i // 2)
+        assert quant.DG_NIBBLES[i] == (row, column)
+        assert quant.DG_NIBBLES[i + 4] == (row, column + 1)
+
+
+def test_a_word_decodes_through_the_magic_exponent_as_the_kernel_does():
+    """Each nibble ORed into 1024.0's f16 bits (0x6400) reads 1024 + q; with the word XOR 0x88888888 (int4) it
+    reads 1024 + q + 8: the subtraction of 1024 (or 1032) leaves q exactly."""
+    import numpy as np
+
+    for q in range(16):
+        bits = np.array([0x6400 | q], dtype=np.uint16).view(np.float16)[0]
+        assert float(bits) - 1024.0 == q
+        signed = q - 16 if q >= 8 else q
+        flipped = np.array([0x6400 | (q ^ 8)], dtype=np.uint16).view(np.float16)[0]
+        assert float(flipped) - 1032.0 == signed
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_decode_on_the_dg_layout_plans_wqtc(arch):
+    views = analyse(_dg())
+    plan = make_plan(views, get_arch(arch))
+    assert [k.family for k in plan.kernels] == ["wqtc"]
+
+
+@pytest.mark.parametrize("kwargs, gate", [
+    ({"b_dtype": "uint4", "b_align": 4}, "16-byte loads"),
+    ({"m": 65}, "decode rows"),
+    ({"group": 8}, "whole k tiles"),
+])
+def test_gates_say_why(kwargs, gate):
+    blocked = dict(wqtc.gates(analyse(_dg(**kwargs)), get_arch("sm_90a")))
+    assert gate in blocked
+
+
+def test_gptq_layout_is_not_the_family_s():
+    doc = yaml.safe_load((REPO / "specs/weight_only/w4_gptq_decode.yaml").read_text())
+    blocked = dict(wqtc.gates(analyse(_spec(doc)), get_arch("sm_90a")))
+    assert "dg layout" in blocked and "deepgemm pack --to dg" in blocked["dg layout"]
+
+
+def test_group_sizes_set_the_quant_loads_a_chunk():
+    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=None))) == 0  # per channel: once
+    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=128))) == 1
+    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=32))) == 4
+    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=4096))) == 0  # one group: all of K
+
+
+def test_a_pairs_need_k_contiguous_even_rows_and_alignment():
+    assert wqtc.a_pairs(analyse(_dg()))[0]
+    odd = wqtc.a_pairs(analyse(_dg(m=11, k=1000, a={"strides": [1003, 1], "align": 16})))
+    assert not odd[0] and "odd" in odd[1]
+    assert not wqtc.a_pairs(analyse(_dg(a={"layout": "row", "align": 2})))[0]
+    assert not wqtc.a_pairs(analyse(_dg(a={"layout": "col", "align": 16})))[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 64), n=st.integers(1, 3000), k=st.integers(16, 9000),
+       group=st.sampled_from([None, 16, 32, 64, 128, 256]), zeros=st.booleans())
+def test_every_plan_keeps_its_registers_and_covers_the_columns(m, n, k, group, zeros):
+    spec = _dg(m=m, n=n, k=k, group=group, b_dtype="uint4" if zeros else "int4",
+               zeros={"dtype": "uint8", "layout": "row"} if zeros else None)
+    views = analyse(spec)
+    assume(not wqtc.gates(views, get_arch("sm_90a")))  # n = 1 drops the n letter: wq's
+    plan, _ = best(wqtc.problem(views, get_arch("sm_90a")))
+    assert plan.ns * plan.mt * 4 <= wqtc.MAX_SUMS
+    qpc = wqtc.quant_loads_a_chunk(views)
+    regs = (4 * plan.ns * plan.mt + plan.depth * plan.ns * (4 + qpc * (4 if zeros else 2))
+            + (4 if plan.mt <= 2 else 1) * plan.mt * 2 + 4 * plan.ns + wqtc.BASE_REGISTERS)
+    assert regs <= wqtc.REGISTER_BUDGET
+    assert plan.blocks * plan.ns * 16 >= n > (plan.blocks - 1) * plan.ns * 16
+    assert plan.mt * 8 >= m
+
+
+def test_the_rendered_traits_carry_the_plan(tmp_path):
+    from dgemm_cli.arch import get_arch as arch_of
+    from dgemm_cli.pipeline import generate
+
+    art = generate(_dg(m=5, n=300, k=1000, group=32, plan={"family": "wqtc"}), arch_of("sm_90a"), tmp_path)
+    text = (art.directory / "t.cu").read_text()
+    assert "dg::wqtc::launch<Traits>" in text
+    assert re.search(r"GROUP_K = 32;", text) and re.search(r"K_CHUNKS = 16;", text)
+    assert re.search(r"STRIPS = 19,", text)
