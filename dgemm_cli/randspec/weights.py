@@ -40,12 +40,21 @@ def wq_spec(rng: random.Random, name: str) -> dict:
             b["align"] = 16
     else:
         b["layout"] = rng.choice(["row", "col"])
+    # Tensor-core decode (the wqtc family, pinned: the cost model gives small shapes to wq): dg words 16-byte
+    # aligned, up to 64 rows, more than one column, groups of whole 16-k tiles.
+    tensor_cores = b.get("packing") == "dg" and rng.random() < 0.6
+    if tensor_cores:
+        b["align"] = 16
+        m, n = min(m, rng.randint(1, 64)), max(n, 2)
     scales = _groups(rng, k)
+    if tensor_cores and "block" in scales and scales["block"]["k"] % 16 and scales["block"]["k"] < k:
+        scales["block"]["k"] = rng.choice([16, 32, 64, 128])
     scales["dtype"] = rng.choice(["f16", "bf16", "f32", act])
     if "block" in scales and scales["block"]["k"] < k and n > 1 and rng.random() < 0.8:  # a [k / group, n] view
         scales["layout"] = rng.choice(["row", "col"])
     spec: dict = {"name": name, "dtype": act, "gemm": {"m": m, "n": n, "k": k},
-                  "operands": {"A": {"layout": "row"}, "B": b,
+                  "operands": {"A": {"layout": "row", **({"align": 16} if tensor_cores and rng.random() < 0.5 else {})},
+                               "B": b,
                                "C": {"layout": rng.choice(["row", "row", "col"]),
                                      "dtype": rng.choice([act, act, "f32"])}},
                   "scales": {"B": scales}}
@@ -73,6 +82,8 @@ def wq_spec(rng: random.Random, name: str) -> dict:
         spec["operands"]["C"]["layout"] = "row"
     spec["alpha"] = rng.choice([1.0, 1.0, 0.5])
     spec["beta"] = rng.choice([0.0, 0.0, 0.0, 1.0])
+    if tensor_cores:
+        spec["plan"] = {"family": "wqtc"}
     return spec
 
 

@@ -9,7 +9,8 @@
 // nibbles 4..7 (g = l / 4, t = l % 4; (n, k) within the tile). So `(word >> 4 i) & 0x000F000F` is fragment register
 // i's pair, one nibble in the low bits of each 16-bit half; one lop3 ORs it into the bits of 1024.0 (f16 0x6400)
 // or 128.0 (bf16 0x4300), and each half reads magic + q exactly. One subtraction leaves q (int4: the word XOR
-// 0x88888888 first, so that the nibble is q + 8, then magic + 8 is subtracted), exact in both types; the weight is
+// 0x88888888 first, so that the nibble is q + 8, then magic + 8 is subtracted), exact in both types (f16 takes the
+// odd registers' pairs unshifted, as 1024 + 16 q, and one fma by 1/16); the weight is
 // q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
 // of the fragment row's column and 16-k tile.
 //
@@ -138,25 +139,41 @@ __device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename 
 }
 
 // One word of four fragment registers' pairs (one 16-k tile) -> the four registers in E: rows g (registers 0 and 2)
-// take (s_lo, b_lo), rows g + 8 (registers 1 and 3) (s_hi, b_hi).
+// take (s_lo, b_lo), rows g + 8 (registers 1 and 3) (s_hi, b_hi). In f16 the odd registers' nibbles (1, 5 and 3, 7)
+// are masked where they lie, four bits up: 1024 + 16 q reads, and (1024 + 16 q) / 16 - 64 = q is one exact fma; bf16
+// has too few significant bits for 128 + 16 q, so each pair is shifted down.
 template <class T, class E>
 __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo, const pair_t<E>& b_lo,
                                            const pair_t<E>& s_hi, const pair_t<E>& b_hi, uint32_t (&a)[4]) {
   using P = pair_t<E>;
+  constexpr bool F16 = std::is_same<E, __half>::value;
   if constexpr (T::SIGNED) word ^= 0x88888888u;  // q + 8 in every nibble
-  // magic + 8 (int4) or magic: exact in E.
-  const P bias = Magic<E>::value(std::is_same<E, __half>::value ? (T::SIGNED ? 1032.0f : 1024.0f)
-                                                                  : (T::SIGNED ? 136.0f : 128.0f));
+  constexpr float OFFSET = T::SIGNED ? 8.0f : 0.0f;
+  const P low_bias = Magic<E>::value((F16 ? 1024.0f : 128.0f) + OFFSET);  // magic (+ 8): exact in E
+  P q[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const P q = Magic<E>::sub(and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS), bias);
+    if constexpr (F16) {
+      const uint32_t w = i < 2 ? word : word >> 8;
+      if (i % 2 == 0) {
+        q[i] = Magic<E>::sub(and_or(w, 0x000F000Fu, Magic<E>::BITS), low_bias);
+      } else {
+        const uint32_t h = and_or(w, 0x00F000F0u, Magic<E>::BITS);
+        q[i] = __hfma2(*reinterpret_cast<const P*>(&h), Magic<E>::value(1.0f / 16.0f), Magic<E>::value(-64.0f - OFFSET));
+      }
+    } else {
+      q[i] = Magic<E>::sub(and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS), low_bias);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
     const P& s = (i & 1) ? s_hi : s_lo;
     P w;
     if constexpr (T::Zeros::HAS) {
       const P& b = (i & 1) ? b_hi : b_lo;
-      w = __hfma2(q, s, b);
+      w = __hfma2(q[i], s, b);
     } else {
-      w = __hmul2(q, s);
+      w = __hmul2(q[i], s);
     }
     a[i] = *reinterpret_cast<uint32_t*>(&w);
   }
