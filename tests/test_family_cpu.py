@@ -51,9 +51,9 @@ def test_every_spec_plans_on_the_host_or_says_why(path):
                                             r"run e4m3 on CUDA targets\)\)$"):
             make_plan(views, CPU)
         return
-    if spec.inputs == "weight-only":  # likewise integer weights, which the wq family runs on CUDA targets
-        with pytest.raises(PlanError, match=r"integer weights: no integer weights kernel in this family \(wq runs "
-                                            r"integer weights on CUDA targets\)\)$"):
+    if spec.inputs == "weight-only":  # likewise integer weights, which the wq families run on CUDA targets
+        with pytest.raises(PlanError, match=r"integer weights: no integer weights kernel in this family \(wqtc and wq "
+                                            r"run integer weights on CUDA targets\)\)$"):
             make_plan(views, CPU)
         return
     plan = make_plan(views, CPU)

@@ -119,19 +119,20 @@ def test_prescaled_zeros_are_floats_and_a_run_time_m_is_taken():
     assert spec.zeros[0].form == "prescaled" and spec.zeros[0].view.dtype == "f16" and spec.dynamic == {"m": (1, 64)}
 
 
-def test_only_the_wq_family_takes_integer_weights_and_the_others_say_so():
+def test_only_the_weight_only_families_take_integer_weights_and_the_others_say_so():
     spec = parse_spec(_spec(), "w4.yaml")
     for arch in ("sm_80", "sm_90a"):
         gated = family_gates(analyse(spec), get_arch(arch))
         assert gated["wq"] == []
+        assert gated["wqtc"], "GPTQ's layout is wq's alone"
         for name, reasons in gated.items():
-            if name != "wq":
+            if name not in ("wq", "wqtc"):
                 assert reasons, f"{name} takes integer weights on {arch}"
         assert make_plan(analyse(spec), get_arch(arch)).family == "wq"
     with pytest.raises(PlanError) as info:  # the host runs none: the one reason names where they run
         make_plan(analyse(spec), get_arch("cpu"))
-    assert "integer weights: no integer weights kernel in this family (wq runs integer weights on CUDA targets)" \
-        in str(info.value)
+    assert "integer weights: no integer weights kernel in this family (wqtc and wq run integer weights on CUDA " \
+        "targets)" in str(info.value)
 
 
 @settings(max_examples=60, deadline=None)

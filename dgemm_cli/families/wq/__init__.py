@@ -8,9 +8,9 @@ each thread dequantizes a weight once for its MT rows. The partial sums meet in 
 (bit-identical run to run). Each value reads its word through L1, so a word of eight values packed along k is
 fetched once and hit seven times: the kernel moves the packed bytes from DRAM, not eight times as many.
 
-Its speed is the CUDA cores': it is a decode kernel at best (M of a few rows), far from the 4-bit stream the
-tensor-core decode kernel of docs/design/weight-only.md's slice 3 is for, and compute-bound past a few rows (the
-tiled kernel of slice 4). `explain` says so.
+Its speed is the CUDA cores': it is a decode kernel at best (M of a few rows), far from the 4-bit stream that the
+tensor-core decode family `wqtc` reaches on the dg layout, and compute-bound past a few rows (the tiled kernel of
+docs/design/weight-only.md's slice 4). `explain` says so.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ class WqPlan:
                 f"{self.ksplit} partial sums in order ({self.static_smem_bytes} B of shared memory): bit-identical "
                 "run to run",
                 f"B: {self.b_reads}",
-                "speed: the CUDA cores' (a decode kernel of a few rows); the tensor-core decode kernel and the tiled "
-                "kernel are docs/design/weight-only.md's next slices"]
+                "speed: the CUDA cores' (a decode kernel of a few rows); wqtc runs the dg layout on the tensor cores "
+                "(`deepgemm pack --to dg`), the tiled kernel for large M is docs/design/weight-only.md's slice 4"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, **asdict(self), "smem_bytes": self.smem_bytes,
@@ -137,7 +137,7 @@ def b_reads(views: ProblemViews) -> str:
     inner_n = views.roles["n"].letters[-1] if views.roles["n"].letters else None
     if b.packing is not None and b.packing.order == "dg":
         return ("dg layout: 8 consecutive columns' words at one k are 16 words apart (one a lane of their mma tile): "
-                "a warp's 32 words span 16 lines; the layout is the tensor-core decode kernel's (slice 3)")
+                "a warp's 32 words span 16 lines; the layout is the tensor-core decode kernel's (wqtc)")
     if inner_n is not None and b.stride_of(inner_n) == 1:
         if b.packing is not None and b.packing.along == inner_n:
             return "coalesced: the 32 columns are 4 consecutive words (eight columns a word)"

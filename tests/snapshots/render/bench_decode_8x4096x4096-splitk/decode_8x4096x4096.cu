@@ -31,6 +31,7 @@
 //   gemv: --family splitk: the command line asks for splitk
 //   dot: --family splitk: the command line asks for splitk
 //   cta: --family splitk: the command line asks for splitk
+//   wqtc: --family splitk: the command line asks for splitk
 //   wq: --family splitk: the command line asks for splitk
 //
 // Plan splitk: mma.sync.m16n8k16, tile 32x64x128, 256 threads, 6 stages, K split 2 ways over a cluster (16 k-tiles a block), 156672 B smem, 128 blocks

@@ -23,7 +23,7 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along nothing; vector 1 elem as promised (no dim of this operand has stride 1), 1 if 16-byte aligned (no dim of this operand has stride 1)
 //
-// Kernel family for sm_90a: family = dot (cheapest of 9 by the cost model)
+// Kernel family for sm_90a: family = dot (cheapest of 10 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   hopper: costs +98564% (cost model)
@@ -31,6 +31,7 @@
 //   gemv: gemv: A's K slice in shared memory: 1 x 1048576 elements of A a block (K = 16777216 over at most 16 blocks) exceed shared memory
 //   splitk: splitk: an output tile: M = N = 1: a tile would waste all but one of its rows and columns; the dot family's blocks along K take it
 //   cta: costs +382576% (cost model)
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan dot: 256 threads along K (M = N = 1), 8-element chunks x8 in flight (A x1 (x8 16-byte aligned), B x1 (x8 16-byte aligned)), K split over 256 blocks an output + a second kernel, 256 blocks

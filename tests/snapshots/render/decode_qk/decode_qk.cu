@@ -23,7 +23,7 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 2-byte aligned only (align:)), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = gemv (cheapest of 9 by the cost model)
+// Kernel family for sm_90a: family = gemv (cheapest of 10 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   hopper: costs +108% (cost model)
@@ -31,6 +31,7 @@
 //   splitk: costs +17% (cost model)
 //   dot: dot: one output element: C has 1 x 128 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +498% (cost model)
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan gemv: FMA GEMV, 128 threads, 4 columns a block, lanes along k, 1 column(s) a warp, 8-element chunks x4 in flight, K split 8 way(s) over a cluster (512 a block), 1056 B smem, 256 blocks

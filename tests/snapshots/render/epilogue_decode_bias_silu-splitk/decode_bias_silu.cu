@@ -34,6 +34,7 @@
 //   gemv: --family splitk: the command line asks for splitk
 //   dot: --family splitk: the command line asks for splitk
 //   cta: --family splitk: the command line asks for splitk
+//   wqtc: --family splitk: the command line asks for splitk
 //   wq: --family splitk: the command line asks for splitk
 //
 // Plan splitk: mma.sync.m16n8k16, tile 16x32x32, 64 threads, 8 stages, K split 2 ways over a cluster (64 k-tiles a block), 30720 B smem, 896 blocks

@@ -23,7 +23,7 @@
 //   B     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = splitk (cheapest of 9 by the cost model)
+// Kernel family for sm_90a: family = splitk (cheapest of 10 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
@@ -31,6 +31,7 @@
 //   gemv: gemv: few rows: M = 48 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   dot: dot: one output element: C has 48 x 512 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +544% (cost model)
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan splitk: ffma, tile 64x64x32, 256 threads, 6 stages, K split 16 ways over a cluster (8 k-tiles a block), 104448 B smem, 128 blocks

@@ -23,7 +23,7 @@
 //   B     contiguous along k; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along m; vector 1 elem as promised (base pointer promised 4-byte aligned only (align:)), 4 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = cta (forced by dot, fp8_cta, fp8_hopper, gemv, hopper, splitk, tcgemv, wq)
+// Kernel family for sm_90a: family = cta (forced by dot, fp8_cta, fp8_hopper, gemv, hopper, splitk, tcgemv, wq, wqtc)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are f32: this family runs e4m3 inputs with scales
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
@@ -31,6 +31,7 @@
 //   gemv: gemv: few rows: M = 392 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 392 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   dot: dot: one output element: C has 392 x 96 elements a batch index: blocks along K serve only M = N = 1
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan cta: ffma, tile 16x32x32, thread tile 1x2, 256 threads, 4 stages, A cp_async1, B transpose4, 28672 B smem, 75 blocks

@@ -23,7 +23,7 @@
 //   B     contiguous along k; vector 1 elem as promised (stride 111 of n is not a multiple of 2), 1 if 16-byte aligned (stride 111 of n is not a multiple of 2)
 //   C     contiguous along n; vector 1 elem as promised (stride 197 of m is not a multiple of 2), 1 if 16-byte aligned (stride 197 of m is not a multiple of 2)
 //
-// Kernel family for sm_90a: family = cta (forced by dot, fp8_cta, fp8_hopper, gemv, hopper, splitk, tcgemv, wq)
+// Kernel family for sm_90a: family = cta (forced by dot, fp8_cta, fp8_hopper, gemv, hopper, splitk, tcgemv, wq, wqtc)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are f16: this family runs e4m3 inputs with scales
 //   hopper: hopper: TMA A: A's stride along m[333] is 222 bytes, not a positive multiple of 16 below 2^40
@@ -31,6 +31,7 @@
 //   gemv: gemv: few rows: M = 333 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 333 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   dot: dot: one output element: C has 333 x 197 elements a batch index: blocks along K serve only M = N = 1
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan cta: mma.sync.m16n8k16, tile 32x32x64, 128 threads, 2 stages, A gather, B gather, 18432 B smem, 77 blocks

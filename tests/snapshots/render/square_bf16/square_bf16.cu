@@ -23,7 +23,7 @@
 //   B     contiguous along n; vector 8 elem as promised (16-byte vector limit), 8 if 16-byte aligned (16-byte vector limit)
 //   C     contiguous along n; vector 8 elem as promised (16-byte vector limit), 8 if 16-byte aligned (16-byte vector limit)
 //
-// Kernel family for sm_90a: family = hopper (cheapest of 9 by the cost model)
+// Kernel family for sm_90a: family = hopper (cheapest of 10 by the cost model)
 //   fp8_hopper: fp8_hopper: e4m3 inputs: A and B are bf16: this family runs e4m3 inputs with scales
 //   fp8_cta: fp8_cta: e4m3 inputs: A and B are bf16: this family runs e4m3 inputs with scales
 //   tcgemv: tcgemv: few rows: M = 4096 rows: more than the 16 tokens of one mma tile
@@ -31,6 +31,7 @@
 //   splitk: splitk: small M: M = 4096 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   dot: dot: one output element: C has 4096 x 4096 elements a batch index: blocks along K serve only M = N = 1
 //   cta: costs +117% (cost model)
+//   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A k-major, B mn-major, 218176 B smem, 512 tiles on a persistent grid of min(512, 1 x SMs) blocks, raster group 8
