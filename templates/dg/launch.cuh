@@ -76,8 +76,41 @@ struct LaunchShape {
   unsigned cluster;
 };
 
+// Whether a dependent launch may go on `stream` now: always outside a stream capture; inside one only behind kernel
+// nodes, since a programmatic edge joins two kernels (behind a memset, a copy or nothing the runtime refuses the
+// launch with cudaErrorInvalidValue). Elsewhere the launch goes plain: ordered after what precedes it, as any launch.
+inline bool dependent_launch_allowed(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    cudaGetLastError();  // not an error of the launch: the query's (e.g. the legacy stream during another capture)
+    return false;
+  }
+  if (status != cudaStreamCaptureStatusActive) return true;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t count = 0;
+#if CUDART_VERSION >= 13000
+  const cudaError_t err = cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, nullptr, &count);
+#else
+  const cudaError_t err = cudaStreamGetCaptureInfo_v2(stream, &status, nullptr, nullptr, &deps, &count);
+#endif
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (count == 0) return false;
+  for (size_t i = 0; i < count; ++i) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(deps[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) {
+      cudaGetLastError();
+      return false;
+    }
+  }
+  return true;
+}
+
 template <class... Params, class... Args>
 inline cudaError_t launch(void (*kernel)(Params...), LaunchShape shape, cudaStream_t stream, Args&&... args) {
+  if (shape.dependent && !dependent_launch_allowed(stream)) shape.dependent = false;
   if (!shape.dependent && shape.cluster <= 1) {
     kernel<<<shape.blocks, shape.threads, shape.smem_bytes, stream>>>(static_cast<Params>(args)...);
     return cudaGetLastError();
