@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(T::WK * 32)
   using P = pair_t<E>;
   static_assert(!T::has_batch, "the family takes no batch of weight matrices");
   (void)T::c_along_m;  // stores go element by element from the fragments, whatever C's contiguous role
-  static_assert(T::K_CHUNKS >= 1 && T::GROUP_K % 16 == 0, "a scale covers whole 16-k tiles");
+  static_assert(T::K_CHUNKS >= 1 && (T::GROUP_K % 16 == 0 || T::GROUP_K >= T::K), "a scale covers whole 16-k tiles");
   const index_t M = T::rows_at_run_time ? M_arg : T::M;
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int g = lane / 4, t = lane % 4;
