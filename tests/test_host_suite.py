@@ -60,3 +60,20 @@ def test_random_specs_verify_on_the_host(chunk, tmp_path):
 def test_the_e4m3_and_weight_only_specs_are_the_only_ones_left_out():
     left = sorted(p.relative_to(REPO / "specs") for p in (REPO / "specs").rglob("*.yaml") if load_spec(p).scales)
     assert left and all(p.parts[0] in ("fp8", "weight_only") or p.name.startswith(("fp8_", "w4_", "w8_")) for p in left)
+
+
+def test_a_folder_not_built_fails_alone_and_the_others_run(tmp_path):
+    """verify and bench over several folders where one build failed (or never ran): that folder is one failed row
+    naming the fix, the built ones still run, and the exit code is 1; a lone unbuilt folder is the error itself."""
+    out = tmp_path / "gen"
+    assert _dg("gen", REPO / "specs/odd_tails.yaml", REPO / "specs/square_bf16.yaml", "--arch", "cpu", "-o",
+               out).returncode == 0
+    assert _dg("build", out / "odd_tails", "-j", "1").returncode == 0
+    verify = _dg("verify", out, "--seeds", "1", "--json")
+    rows = {r["name"]: r for r in json.loads(verify.stdout)}
+    assert rows["odd_tails"]["passed"] and not rows["square_bf16"]["passed"]
+    assert "not built; run `deepgemm build" in rows["square_bf16"]["error"] and verify.returncode == 1
+    bench = _dg("bench", out, "--reps", "5")
+    assert bench.returncode == 1 and "square_bf16" in bench.stdout and "not built" in bench.stdout
+    alone = _dg("verify", out / "square_bf16", "--seeds", "1")
+    assert alone.returncode == 4 and "not built" in alone.stderr

@@ -16,28 +16,36 @@ from dgemm_cli.build import built_arches, harness_path, read_plan
 from dgemm_cli.build_host import HOST_ARCH, host_library
 from dgemm_cli.cli.common import ARCH_CHOICE, fail, fmt, generated_dirs, require_gpu
 from dgemm_cli.cli.formal_cmd import verify_formal
-from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError
+from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, DeepGemmError, NotBuiltError
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.records import BenchReport, BenchRow, VerifyReport, json_number
 from dgemm_cli.run import HarnessRun, harness_env, host_harness, parse_sizes, run_harness, size_args
 from dgemm_cli.stability import passes_text, row_stability, warning
 
+Harness = Path | tuple[list[str], list[str]] | NotBuiltError
 
-def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Path | tuple[list[str], list[str]]]]:
-    """(directory, arch, harness) for each built directory: a GPU folder's harness binary, a host folder's
-    host_harness command line; NotBuiltError with the fix otherwise."""
-    out = []
+
+def _targets(dirs: tuple[Path, ...], arch: str | None) -> list[tuple[Path, str, Harness]]:
+    """(directory, arch, harness) for each directory: a GPU folder's harness binary, a host folder's host_harness
+    command line, or the NotBuiltError (with its fix) of a folder not built. Raises that error when no folder is
+    built; otherwise an unbuilt folder is one failed kernel among the rest (a build that failed in a batch)."""
+    out: list[tuple[Path, str, Harness]] = []
     for d in generated_dirs(dirs):
         plan = read_plan(d)
         if plan.arch == HOST_ARCH:
-            out.append((d, HOST_ARCH, host_harness(d, host_library(d))))
-            continue
-        if arch:
+            target = HOST_ARCH
+        elif arch:
             target = arch
         else:
             built = built_arches(d)
             target = plan.arch if plan.arch in built or not built else built[0]
-        out.append((d, target, harness_path(d, target)))
+        try:
+            harness = host_harness(d, host_library(d)) if plan.arch == HOST_ARCH else harness_path(d, target)
+        except NotBuiltError as err:
+            harness = err
+        out.append((d, target, harness))
+    if out and all(isinstance(h, NotBuiltError) for _, _, h in out):
+        raise out[0][2]
     return out
 
 
@@ -66,6 +74,10 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
     def runs() -> Iterator[HarnessRun]:
         env = harness_env()
         for d, target, harness in targets:
+            if isinstance(harness, NotBuiltError):
+                failed = VerifyReport.failed if args[0] == "verify" else BenchReport.failed
+                yield HarnessRun(d, target, harness.exit_code, failed(str(harness)), "")
+                continue
             try:
                 yield run_harness(d, harness, target, args + extra[d], env)
             except DeepGemmError as err:
