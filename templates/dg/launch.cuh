@@ -77,8 +77,9 @@ struct LaunchShape {
 };
 
 // Whether a dependent launch may go on `stream` now: always outside a stream capture; inside one only behind kernel
-// nodes, since a programmatic edge joins two kernels (behind a memset, a copy or nothing the runtime refuses the
-// launch with cudaErrorInvalidValue). Elsewhere the launch goes plain: ordered after what precedes it, as any launch.
+// nodes, since a programmatic edge leaves from a kernel node's programmatic port (only kernel nodes have ports other
+// than full completion: cudaGraphEdgeData). Behind a memset, a copy, an event or nothing the launch goes plain:
+// ordered after what precedes it, as any launch, and its griddepcontrol.wait returns at once.
 inline bool dependent_launch_allowed(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
