@@ -17,14 +17,16 @@
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
 // of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
 // registers DEPTH chunks ahead, in 16-byte loads that bypass L1, with their chunks' scales and zero points (held as
-// loaded, converted when used, so that no load stalls before its chunk); the activations' fragments come through L1 (every
-// warp of the grid reads the same rows of A), a pair of k in one 32-bit load where A is k-contiguous (A_PAIRS).
+// loaded, converted when used, so that no load stalls before its chunk); the activations' fragments come through
+// L1 (every warp of the grid reads the same rows of A), a pair of k in one 32-bit load where A is k-contiguous
+// (A_PAIRS).
 // The WK warps' partial sums meet in shared memory and warp 0 adds them in warp order (bit-identical run to run),
 // then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
 //
 // T is the traits type the generated code defines: the views of A and C (dg/view.cuh) with the output's store, and
-//   W_t = uint32_t, SIGNED    B: 4-bit values, eight a word in the dg layout (int4 when SIGNED, else uint4)
-//   K_CHUNKS                  64-k chunks a strip (ceil(K / 64)); the padding past K and N holds zero nibbles
+//   B_t = uint32_t, SIGNED    B: 4-bit values, eight a word in the dg layout (int4 when SIGNED, else uint4)
+//   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16)); the padding
+//                             past K and N holds zero nibbles
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
 //   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
@@ -53,7 +55,9 @@ template <>
 struct Magic<__half> {
   static constexpr uint32_t BITS = 0x64006400u;  // 1024.0 in each half: a nibble ORed in is 1024 + q exactly
   __device__ static __forceinline__ __half2 value(float x) { return __float2half2_rn(x); }
-  __device__ static __forceinline__ __half2 sub(uint32_t a, __half2 b) { return __hsub2(*reinterpret_cast<__half2*>(&a), b); }
+  __device__ static __forceinline__ __half2 sub(uint32_t a, __half2 b) {
+    return __hsub2(*reinterpret_cast<__half2*>(&a), b);
+  }
 };
 template <>
 struct Magic<__nv_bfloat16> {
@@ -159,7 +163,8 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
         q[i] = Magic<E>::sub(and_or(w, 0x000F000Fu, Magic<E>::BITS), low_bias);
       } else {
         const uint32_t h = and_or(w, 0x00F000F0u, Magic<E>::BITS);
-        q[i] = __hfma2(*reinterpret_cast<const P*>(&h), Magic<E>::value(1.0f / 16.0f), Magic<E>::value(-64.0f - OFFSET));
+        q[i] = __hfma2(*reinterpret_cast<const P*>(&h), Magic<E>::value(1.0f / 16.0f),
+                       Magic<E>::value(-64.0f - OFFSET));
       }
     } else {
       q[i] = Magic<E>::sub(and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS), low_bias);
