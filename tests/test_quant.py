@@ -432,6 +432,6 @@ def test_pack_help_teaches_the_layouts_and_the_spec_that_reads_the_output():
     res = CliRunner().invoke(main, ["pack", "--help"], terminal_width=200)
     assert res.exit_code == 0
     for word in ("gptq", "awq", "int8", "uint8", "dg", "--from awq", "--from int8", "--from uint8", "--from gptq",
-                 "operands: {B: {dtype: uint4, packing: dg}}"):
+                 "operands: {B: {dtype: uint4, packing: dg, align: 16}}", "wqtc"):
         assert word in res.output
     assert "pack" in CliRunner().invoke(main, ["--help"]).output

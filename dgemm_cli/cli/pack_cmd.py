@@ -35,7 +35,8 @@ Examples:
   deepgemm pack w_u4.npy --from uint8 --to gptq -k 4096 -n 11008 -o qweight.npy
 \b
 The spec that reads the output (B is the weight [k, n]; scales: and zeros: as in the doc):
-  operands: {B: {dtype: uint4, packing: dg}}              # --to dg (int4 for --from int8)
+  operands: {B: {dtype: uint4, packing: dg, align: 16}}   # --to dg (int4 for --from int8); align: 16
+                                                          # lets the tensor-core decode kernel (wqtc) run it
   operands: {B: {dtype: uint4, packing: gptq, layout: row}}   # --to gptq
   operands: {B: {dtype: uint4, packing: awq, layout: row}}    # --to awq
 
