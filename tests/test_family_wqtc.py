@@ -110,10 +110,7 @@ def test_every_plan_keeps_its_registers_and_covers_the_columns(m, n, k, group, z
     assume(not wqtc.gates(views, get_arch("sm_90a")))  # n = 1 drops the n letter: wq's
     plan, _ = best(wqtc.problem(views, get_arch("sm_90a")))
     assert plan.ns * plan.mt * 4 <= wqtc.MAX_SUMS
-    qpc = wqtc.quant_loads_a_chunk(views)
-    regs = (4 * plan.ns * plan.mt + plan.depth * plan.ns * (4 + qpc * (4 if zeros else 2))
-            + (4 if plan.mt <= 2 else 1) * plan.mt * 2 + 4 * plan.ns + wqtc.BASE_REGISTERS)
-    assert regs <= wqtc.REGISTER_BUDGET
+    assert wqtc.registers(views, plan.ns, plan.depth) <= wqtc.REGISTER_BUDGET
     assert plan.blocks * plan.ns * 16 >= n > (plan.blocks - 1) * plan.ns * 16
     assert plan.mt * 8 >= m
 

@@ -96,7 +96,7 @@ class WqtcPlan:
                 f"type {self.index_type}",
                 "B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
                 "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points), "
-                f"one scale a column a {self.group_k if self.group_k < 1 << 40 else 'whole K'} k",
+                f"a scale covers {self.group_k} k",
                 f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
                 f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
                 f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
@@ -166,6 +166,13 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     return out
 
 
+def registers(views: ProblemViews, ns: int, depth: int) -> int:
+    """A thread's registers, estimated as REGISTER_BUDGET's comment says, for NS strips and DEPTH chunks in flight."""
+    mt = -(-views.m // 8)
+    quant = quant_loads_a_chunk(views) * (2 + (2 if views.spec.zeros else 0))  # rows g, g + 8: scale, zero point
+    return 4 * ns * mt + depth * ns * (4 + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
+
+
 def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("warps_k", WARPS_K, "warps a block, each a slice of K's chunks; their sums meet in shared memory")
@@ -190,13 +197,9 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
             return f"N = {views.n} has {strips} strips: half of a warp's {a['strips']} would be empty"
         return None
 
-    qpc = quant_loads_a_chunk(views)
-    quant_regs = 2 + (2 if views.spec.zeros else 0)  # the rows g and g + 8: a scale each, a zero point each
-
     def registers_fit(a: Assignment) -> str | None:
         ns, depth = a["strips"], a["depth"]
-        regs = (4 * ns * mt + depth * ns * (4 + qpc * quant_regs) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns
-                + BASE_REGISTERS)
+        regs = registers(views, ns, depth)
         if regs > REGISTER_BUDGET:
             return f"about {regs} registers a thread (> {REGISTER_BUDGET}): {depth} chunks in flight of {ns} strip(s)"
         return None
