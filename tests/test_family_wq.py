@@ -38,7 +38,7 @@ def test_every_weight_only_spec_plans_a_weight_only_family(path, arch):
 
 def test_the_plan_covers_the_output_with_its_tiles():
     views = analyse(_spec(REPO / "specs/weight_only/w4_gptq_decode.yaml"))
-    plan = make_plan(views, get_arch("sm_90a")).kernels[0]
+    plan = make_plan(views, get_arch("sm_90a"), "wq").kernels[0]
     assert plan.cols * plan.tiles_n >= views.n > plan.cols * (plan.tiles_n - 1)
     assert plan.rows <= 16 and plan.ksplit * plan.cols == plan.threads
     assert plan.blocks == plan.tiles_n * -(-views.m // plan.rows)
@@ -66,7 +66,7 @@ def _weights_of(path, words: np.ndarray):
     """B's values at every (k, n) as the rendered traits index them (the 4-bit linear/awq and 8-bit paths)."""
     spec = _spec(path)
     views = analyse(spec)
-    plan = make_plan(views, get_arch("sm_90a")).kernels[0]
+    plan = make_plan(views, get_arch("sm_90a"), "wq").kernels[0]
     k = context(spec, views, plan, base_context(spec, views, plan_baseline(views), get_arch("sm_90a")))
     w = k["weights"]
     kr, nr = _role(w["k"]), _role(w["n"])
@@ -124,7 +124,7 @@ def test_a_column_major_word_view_and_signed_values_read_back(tmp_path):
 def test_the_dg_layout_is_indexed_by_the_header_not_by_strides():
     spec = _spec(REPO / "specs/weight_only/w4_dg_int4_channel.yaml")
     views = analyse(spec)
-    plan = make_plan(views, get_arch("sm_90a")).kernels[0]
+    plan = make_plan(views, get_arch("sm_90a"), "wq").kernels[0]
     k = context(spec, views, plan, base_context(spec, views, plan_baseline(views), get_arch("sm_90a")))
     assert k["weights"]["dg"] and k["weights"]["k_chunks"] == 16 and k["weights"]["signed"]
 

@@ -70,7 +70,7 @@ def test_decode_on_the_dg_layout_plans_wqtc(arch):
 
 
 @pytest.mark.parametrize("kwargs, gate", [
-    ({"b_dtype": "uint4", "b_align": 4}, "16-byte loads"),
+    ({"b_dtype": "uint4", "b_align": 4}, "16-byte loads"),  # the dg layout's 16-byte loads
     ({"m": 65}, "decode rows"),
     ({"group": 8}, "whole k tiles"),
 ])
@@ -79,10 +79,47 @@ def test_gates_say_why(kwargs, gate):
     assert gate in blocked
 
 
-def test_gptq_layout_is_not_the_family_s():
-    doc = yaml.safe_load((REPO / "specs/weight_only/w4_gptq_decode.yaml").read_text())
+def test_awq_layout_is_not_the_family_s_and_gptq_s_is():
+    doc = yaml.safe_load((REPO / "specs/weight_only/w4_awq_tails.yaml").read_text())
     blocked = dict(wqtc.gates(analyse(_spec(doc)), get_arch("sm_90a")))
-    assert "dg layout" in blocked and "deepgemm pack --to dg" in blocked["dg layout"]
+    assert "4-bit layout" in blocked and "deepgemm pack --to dg" in blocked["4-bit layout"]
+    gptq = analyse(_spec(yaml.safe_load((REPO / "specs/weight_only/w4_gptq_decode.yaml").read_text())))
+    assert wqtc.layout_of(gptq) == "k_words" and not wqtc.gates(gptq, get_arch("sm_90a"))
+
+
+def test_a_problem_past_the_register_budget_is_gated_out():
+    """64 rows with zero points and a scale every 16 k need more registers than the budget: the family says so and
+    the planner takes wq."""
+    views = analyse(_dg(m=64, group=16, b_dtype="uint4", zeros={"dtype": "f16", "layout": "row"},
+                        plan=None))
+    views_k = analyse(_spec({"name": "t", "dtype": "f16", "gemm": {"m": 64, "n": 256, "k": 4096},
+                             "operands": {"A": {"layout": "row"}, "B": {"dtype": "uint4", "packing": "gptq",
+                                                                        "layout": "row"}, "C": {"layout": "row"}},
+                             "scales": {"B": {"block": {"k": 32}, "layout": "row"}},
+                             "zeros": {"B": {"dtype": "f16", "form": "prescaled", "layout": "row"}}}))
+    for v in (views, views_k):
+        if wqtc.registers(v, 1, 1) > wqtc.REGISTER_BUDGET:
+            assert "registers" in dict(wqtc.gates(v, get_arch("sm_90a")))
+            assert make_plan(v, get_arch("sm_90a")).family == "wq"
+    assert wqtc.registers(views_k, 1, 1) > wqtc.REGISTER_BUDGET
+
+
+def test_the_k_word_byte_permute_puts_a_pair_where_the_magic_exponent_reads_it():
+    """dequantize_words: byte t of a GPTQ word holds k = 2t (low nibble) and 2t + 1 (high nibble). Placed in bytes 0
+    and 2 and masked with 0x00F0000F, the low half's bits hold k = 2t's nibble and the high half's bits 20..23 hold
+    k = 2t + 1's: as f16 with 1024.0's bits ORed in, 1024 + q and 1024 + 16 q, so (1, 1/16) and (-1024, -64) give
+    both exactly."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for word in [int(w) for w in rng.integers(0, 2**32, 64, dtype=np.uint64)] + [0x76543210, 0xFEDCBA98]:
+        for t in range(4):
+            b = (word >> (8 * t)) & 0xFF
+            r = b | (b << 16)  # __byte_perm(word, 0, bytes t, 0, t, 0)
+            h = (r & 0x00F0000F) | 0x64006400
+            lo = float(np.array([h & 0xFFFF], dtype=np.uint16).view(np.float16)[0]) - 1024.0
+            hi = float(np.array([h >> 16], dtype=np.uint16).view(np.float16)[0]) / 16.0 - 64.0
+            assert (lo, hi) == ((word >> (8 * t)) & 0xF, (word >> (8 * t + 4)) & 0xF)
 
 
 def test_group_sizes_set_the_quant_loads_a_chunk():

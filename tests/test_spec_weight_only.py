@@ -123,12 +123,11 @@ def test_only_the_weight_only_families_take_integer_weights_and_the_others_say_s
     spec = parse_spec(_spec(), "w4.yaml")
     for arch in ("sm_80", "sm_90a"):
         gated = family_gates(analyse(spec), get_arch(arch))
-        assert gated["wq"] == []
-        assert gated["wqtc"], "GPTQ's layout is wq's alone"
+        assert gated["wq"] == [] and gated["wqtc"] == []  # GPTQ's words: both read them
         for name, reasons in gated.items():
             if name not in ("wq", "wqtc"):
                 assert reasons, f"{name} takes integer weights on {arch}"
-        assert make_plan(analyse(spec), get_arch(arch)).family == "wq"
+        assert make_plan(analyse(spec), get_arch(arch)).family in ("wq", "wqtc")
     with pytest.raises(PlanError) as info:  # the host runs none: the one reason names where they run
         make_plan(analyse(spec), get_arch("cpu"))
     assert "integer weights: no integer weights kernel in this family (wqtc and wq run integer weights on CUDA " \

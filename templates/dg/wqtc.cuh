@@ -14,6 +14,9 @@
 // q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
 // of the fragment row's column and 16-k tile.
 //
+// Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie: a lane loads the words
+// of its fragment rows' two columns, eight a chunk each, and one byte permute of a word gives a register's pair.
+//
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
 // of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
 // registers DEPTH chunks ahead, in 16-byte loads that bypass L1, with their chunks' scales and zero points (held as
@@ -24,9 +27,11 @@
 // then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
 //
 // T is the traits type the generated code defines: the views of A and C (dg/view.cuh) with the output's store, and
-//   B_t = uint32_t, SIGNED    B: 4-bit values, eight a word in the dg layout (int4 when SIGNED, else uint4)
-//   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16)); the padding
-//                             past K and N holds zero nibbles
+//   B_t = uint32_t, SIGNED    B: 4-bit values, eight a word (int4 when SIGNED, else uint4)
+//   LAYOUT, Weights           DG_WORDS: the dg layout (the padding past K and N holds zero nibbles); K_WORDS: words
+//                             of eight consecutive k, nibble j holding k % 8 = j (GPTQ's), at Weights::k and ::n's
+//                             offsets (dg/wq.cuh's Roles)
+//   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16))
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
 //   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
@@ -184,6 +189,61 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
   }
 }
 
+// The two layouts of B the family reads: deepgemm's dg chunks, or words of eight consecutive k of one column (GPTQ's
+// qweight[k / 8][n], any strides: Weights::k and ::n, dg/wq.cuh's Roles, give a word's offset).
+enum Layout { DG_WORDS = 0, K_WORDS = 1 };
+
+// A lane's words of one 64-k chunk of a strip: its 16 bytes of a dg chunk; or the words of k = 8 j .. 8 j + 7
+// (j = 0..7) of the columns of rows g and g + 8.
+template <int LAYOUT>
+struct ChunkWords;
+template <>
+struct ChunkWords<DG_WORDS> {
+  uint4 w;
+};
+template <>
+struct ChunkWords<K_WORDS> {
+  uint32_t w[8][2];
+};
+
+// A 16-k tile's four fragment registers from k-packed words: w[j][h] holds k = 8 j .. 8 j + 7 of the tile (j = 0, 1)
+// of the column of row g + 8 h. Register i takes row g + 8 (i % 2) at k 2t, 2t + 1 (+ 8 for i >= 2): byte t of
+// word w[i / 2][i % 2]. One byte permute puts it in bytes 0 and 2; its low nibble (k = 2t) is masked in the low
+// half, its high nibble (2t + 1) in the high half four bits up. f16: 1024 + q and 1024 + 16 q, both exact, then one
+// fma by (1, 1/16) and (-1024, -64) (- 8 each for int4); bf16 shifts the high nibble down first.
+template <class T, class E>
+__device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2][2], int t, const pair_t<E>& s_lo,
+                                                 const pair_t<E>& b_lo, const pair_t<E>& s_hi, const pair_t<E>& b_hi,
+                                                 uint32_t (&a)[4]) {
+  using P = pair_t<E>;
+  constexpr bool F16 = std::is_same<E, __half>::value;
+  constexpr float OFFSET = T::SIGNED ? 8.0f : 0.0f;
+  const uint32_t select = uint32_t(t) | 0x4000u | (uint32_t(t) << 8) | 0x40u;  // bytes t, 0, t, 0
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = w[i / 2][i % 2];
+    if constexpr (T::SIGNED) word ^= 0x88888888u;  // q + 8 in every nibble
+    const uint32_t r = __byte_perm(word, 0u, select);
+    P q;
+    if constexpr (F16) {
+      const uint32_t h = and_or(r, 0x00F0000Fu, Magic<E>::BITS);
+      q = __hfma2(*reinterpret_cast<const P*>(&h), __halves2half2(__float2half(1.0f), __float2half(1.0f / 16.0f)),
+                  __halves2half2(__float2half(-1024.0f - OFFSET), __float2half(-64.0f - OFFSET)));
+    } else {
+      const uint32_t h = and_or(r, 0x0000000Fu, Magic<E>::BITS) | ((r >> 4) & 0x000F0000u);
+      q = Magic<E>::sub(h, Magic<E>::value(128.0f + OFFSET));
+    }
+    const P& s = (i & 1) ? s_hi : s_lo;
+    P wv;
+    if constexpr (T::Zeros::HAS) {
+      wv = __hfma2(q, s, (i & 1) ? b_hi : b_lo);
+    } else {
+      wv = __hmul2(q, s);
+    }
+    a[i] = *reinterpret_cast<uint32_t*>(&wv);
+  }
+}
+
 // The activations' B fragment of rows m0 .. m0 + 7 at k0 .. k0 + 15: this lane's row m0 + g, k pairs (k0 + 2t,
 // k0 + 2t + 1) and (k0 + 2t + 8, k0 + 2t + 9); zero past M and K.
 template <class T>
@@ -244,14 +304,16 @@ __global__ void __launch_bounds__(T::WK * 32)
 #pragma unroll
       for (int j = 0; j < 4; ++j) acc[s][i][j] = 0.0f;
 
-  // This warp's chunks of strip s: c = warp + WK i; the lane's 16 bytes of chunk c at word (strip K_CHUNKS + c) 128
-  // + 4 lane. A strip past the last (the grid's last block) reads its first strip again and stores nothing.
+  // This warp's chunks of strip s: c = warp + WK i. DG_WORDS: the lane's 16 bytes of chunk c at word (strip
+  // K_CHUNKS + c) 128 + 4 lane; a strip past the last (the grid's last block) reads its first strip again and stores
+  // nothing. K_WORDS: the words of k = 64 c + 8 j (j = 0..7) of columns g and g + 8 of the strip, zero past K or N.
   const uint32_t* base[T::NS];
 #pragma unroll
   for (int s = 0; s < T::NS; ++s) {
     const index_t strip = strip0 + s < index_t(T::STRIPS) ? strip0 + s : index_t(0);
     base[s] = B + (strip * index_t(T::K_CHUNKS)) * 128 + 4 * lane;
   }
+  (void)base;
   constexpr int CHUNKS = T::K_CHUNKS;
   const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
 
@@ -260,13 +322,24 @@ __global__ void __launch_bounds__(T::WK * 32)
   // 16-k tile).
   constexpr int QPC = T::GROUP_K >= T::K ? 0 : T::GROUP_K % 64 == 0 ? 1 : 4;
   struct Slot {
-    uint4 w[T::NS];
+    ChunkWords<T::LAYOUT> b[T::NS];
     QuantRaw<T> q[T::NS][QPC > 0 ? QPC : 1];
   };
   auto fill = [&](Slot& slot, index_t chunk) {
 #pragma unroll
     for (int s = 0; s < T::NS; ++s) {
-      slot.w[s] = load_stream(base[s] + chunk * 128);
+      if constexpr (T::LAYOUT == DG_WORDS) {
+        slot.b[s].w = load_stream(base[s] + chunk * 128);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const index_t k = chunk * 64 + 8 * j, n = (strip0 + s) * 16 + g + 8 * h;
+            slot.b[s].w[j][h] = k < T::K && n < T::N
+                                   ? __ldg(B + (T::Weights::k::offset(k) + T::Weights::n::offset(n))) : 0u;
+          }
+      }
 #pragma unroll
       for (int j = 0; j < QPC; ++j)
         slot.q[s][j] = load_quant<T>(quant, chunk * 64 + j * 16, (strip0 + s) * 16 + g);
@@ -322,10 +395,16 @@ __global__ void __launch_bounds__(T::WK * 32)
         }
 #pragma unroll
         for (int s = 0; s < T::NS; ++s) {
-          const uint4& w = cur.w[s];
-          const uint32_t word = kt == 0 ? w.x : kt == 1 ? w.y : kt == 2 ? w.z : w.w;
           uint32_t a[4];
-          dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+          if constexpr (T::LAYOUT == DG_WORDS) {
+            const uint4& w = cur.b[s].w;
+            const uint32_t word = kt == 0 ? w.x : kt == 1 ? w.y : kt == 2 ? w.z : w.w;
+            dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+          } else {
+            const auto& w = cur.b[s].w;
+            const uint32_t words[2][2] = {{w[2 * kt][0], w[2 * kt][1]}, {w[2 * kt + 1][0], w[2 * kt + 1][1]}};
+            dequantize_words<T, E>(words, t, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+          }
 #pragma unroll
           for (int mt = 0; mt < T::MT; ++mt)
             mma_m16n8k16<E>(acc[s][mt], a, act[HOIST == 4 ? kt : 0][mt][0], act[HOIST == 4 ? kt : 0][mt][1]);

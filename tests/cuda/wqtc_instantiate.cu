@@ -1,7 +1,8 @@
 // Instantiates dg/wqtc.cuh with hand-written traits, as a generated folder does: signed int4 in the dg layout with
-// f16 scales in groups of 128 and k-contiguous activations (one load a k pair), rows at run time; and uint4 with
-// packed uint4 zero points and bf16 scales in groups of 32 (a load a 16-k tile), bf16 activations with an odd row
-// stride (element loads), and tails in K and N. tests/test_device_headers.py compiles it.
+// f16 scales in groups of 128 and k-contiguous activations (one load a k pair), rows at run time; uint4 in the dg
+// layout with packed uint4 zero points and bf16 scales in groups of 32 (a load a 16-k tile), bf16 activations with
+// an odd row stride (element loads), and tails in K and N; and GPTQ's words (K_WORDS) of uint4 with f16 zero points.
+// tests/test_device_headers.py compiles it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -42,6 +43,7 @@ struct Int4 : Problem<__half, 1000, 16> {
   static constexpr bool rows_at_run_time = true;
   static constexpr index_t M_UNIT = 1;
   static constexpr bool SIGNED = true, A_PAIRS = true;
+  static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 4, NS = 2, MT = 2, DEPTH = 4;
   static constexpr long long BLOCKS = 10;
   using S_t = __half;
@@ -60,6 +62,7 @@ struct Int4 : Problem<__half, 1000, 16> {
 struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
   static constexpr bool rows_at_run_time = false;
   static constexpr bool SIGNED = false, A_PAIRS = false;
+  static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 8, NS = 1, MT = 2, DEPTH = 2;
   static constexpr long long BLOCKS = 19;
   using S_t = __nv_bfloat16;
@@ -77,7 +80,38 @@ struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
   };
 };
 
+// GPTQ's qweight[k/8][n] uint4 read as it lies, f16 scales and prescaled f16 zero points [k/128][n], 16 rows.
+struct Gptq : Problem<__half, 1000, 16> {
+  static constexpr bool rows_at_run_time = false;
+  static constexpr bool SIGNED = false, A_PAIRS = true;
+  static constexpr int LAYOUT = dg::wqtc::K_WORDS;
+  struct Weights {
+    using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 1, 300, true>>;
+    using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
+  };
+  static constexpr int WK = 4, NS = 1, MT = 2, DEPTH = 1;
+  static constexpr long long BLOCKS = 19;
+  using S_t = __half;
+  static constexpr long long GROUP_K = 128;
+  struct Scales {
+    using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 128, 300>>;
+    using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
+  };
+  using Z_t = __half;
+  struct Zeros {
+    static constexpr bool HAS = true;
+    static constexpr int BITS = 0, FORM = dg::wq::PRESCALED;
+    using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 128, 300>>;
+    using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
+  };
+};
+
 }  // namespace
+
+cudaError_t wqtc_gptq(const __half* A, const uint32_t* B, __half* C, const __half* s, const __half* z,
+                      cudaStream_t stream) {
+  return dg::wqtc::launch<Gptq>(A, B, C, Gptq::M, {}, {s, z}, 1.0f, 0.0f, stream);
+}
 
 cudaError_t wqtc_int4(const __half* A, const uint32_t* B, __half* C, const __half* s, int m, cudaStream_t stream) {
   return dg::wqtc::launch<Int4>(A, B, C, m * Int4::M_UNIT, {}, {s, nullptr}, 1.0f, 0.0f, stream);

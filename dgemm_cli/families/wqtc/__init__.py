@@ -1,10 +1,11 @@
-"""Kernel family `wqtc`: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) dequantized in registers into
-mma.sync fragments, times f16/bf16 activations on the tensor cores, for decode (up to 64 rows, run-time rows too;
-pure; docs/design/weight-only.md, templates/dg/wqtc.cuh).
+"""Kernel family `wqtc`: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) or in GPTQ's words of eight
+k, dequantized in registers into mma.sync fragments, times f16/bf16 activations on the tensor cores, for decode (up
+to 64 rows, run-time rows too; pure; docs/design/weight-only.md, templates/dg/wqtc.cuh).
 
 The dg layout holds each lane's A fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream
 from DRAM in whole 512-byte chunks a warp, dequantized by lop3 and the magic exponent (two instructions a pair of
-weights, three with zero points) and never staged. The tiling graph decides the block's K split (WK warps), the
+weights, three with zero points) and never staged. GPTQ's words are read as they lie: 16 words a lane a chunk, a
+byte permute more a pair. The tiling graph decides the block's K split (WK warps), the
 strips a warp (NS: the activations' fragments, read through L1, serve NS strips) and the chunks in flight a strip
 (DEPTH). The cost model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight
 and the L1 traffic of the activations; set a priori.
@@ -31,10 +32,10 @@ WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
 DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead; where the registers hold no more)
 MAX_SUMS = 32  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
-# A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words and its scales and
-# zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up to two row
-# tiles, else one), the converted scale pairs and the addressing; at most REGISTER_BUDGET, which ptxas meets
-# without spilling.
+# A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words, 16 of GPTQ's, and
+# its scales and zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up
+# to two row tiles, else one), the converted scale pairs and the addressing; at most REGISTER_BUDGET, which ptxas
+# meets without spilling.
 BASE_REGISTERS = 48
 REGISTER_BUDGET = 128
 # Cost model (a priori): a launch; the DRAM stream of the packed weights; the bytes a warp keeps in flight against
@@ -58,6 +59,7 @@ class WqtcPlan:
     k_chunks: int  # ceil(K / 64)
     blocks: int
     group_k: int  # k indices one scale covers (K or more: one a column)
+    layout: str  # "dg" (deepgemm's chunks) or "k_words" (eight consecutive k a word, GPTQ's)
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
     a_pairs_why: str
     index_type: str
@@ -94,9 +96,12 @@ class WqtcPlan:
         return [f"=> {self.blocks} blocks of {self.threads} threads over {self.strips} strips of 16 columns; warp w "
                 f"takes chunks w, w + {self.wk}, ... of its strips' {self.k_chunks} (64 k, 512 bytes each), index "
                 f"type {self.index_type}",
-                "B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
-                "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points), "
-                f"a scale covers {self.group_k} k",
+                ("B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
+                 "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points)"
+                 if self.layout == "dg" else
+                 "B: GPTQ's words read as they lie, 16 a lane a chunk (8 k words of its two fragment columns); a "
+                 "byte permute and a lop3 into the magic exponent make a register's pair, one fma the integers, a "
+                 "multiply (fma with zero points) the weights") + f"; a scale covers {self.group_k} k",
                 f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
                 f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
                 f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
@@ -110,6 +115,20 @@ class WqtcPlan:
 def _k_letter(views: ProblemViews) -> str | None:
     letters = views.roles["k"].letters
     return letters[0] if len(letters) == 1 else None
+
+
+def layout_of(views: ProblemViews) -> str | None:
+    """How the family reads B: "dg" (deepgemm's chunks), "k_words" (4-bit values packed along the k letter in the
+    linear order: GPTQ's qweight, any strides), or None (not this family's: 8-bit, AWQ's order, packed along n)."""
+    b = views.spec.B
+    if b.dtype not in ("int4", "uint4") or b.packing is None:
+        return None
+    if b.packing.order == "dg":
+        return "dg"
+    k = _k_letter(views)
+    if b.packing.order == "linear" and k is not None and b.packing.along == k:
+        return "k_words"
+    return None
 
 
 def group_k(views: ProblemViews) -> int:
@@ -146,9 +165,10 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
         return [("integer weights", "this family runs integer weights only (docs/design/weight-only.md)")]
     out = []
     b = spec.B
-    if b.dtype not in ("int4", "uint4") or b.packing is None or b.packing.order != "dg":
-        out.append(("dg layout", f"B is {b.dtype}{' (' + b.packing.describe(b.strides) + ')' if b.packing else ''}:"
-                                 " this family reads 4-bit weights in the dg layout (`deepgemm pack --to dg`)"))
+    if layout_of(views) is None:
+        out.append(("4-bit layout", f"B is {b.dtype}{' (' + b.packing.describe(b.strides) + ')' if b.packing else ''}"
+                                    ": this family reads 4-bit weights in the dg layout (`deepgemm pack --to dg`) or "
+                                    "in words of eight consecutive k (GPTQ's, `deepgemm pack --to gptq`)"))
     if arch.cc < (8, 0):
         out.append(("mma.sync", f"{arch.name} has no bf16 mma.sync: sm_80 and later"))
     if views.roles["batch"].size > 1:
@@ -158,19 +178,23 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
                                    "docs/design/weight-only.md's slice 4)"))
     if _k_letter(views) is None or len(views.roles["n"].letters) != 1:
         out.append(("one k and one n", "the dg layout packs one k letter by one n letter"))
-    elif b.align < 16:
+    elif layout_of(views) == "dg" and b.align < 16:
         out.append(("16-byte loads", f"B's align {b.align}: a lane loads its 16 bytes of a chunk at once. Fix: "
                                      "`align: 16` (deepgemm pack's words are a dense run)"))
     elif (g := group_k(views)) % 16 and g < views.k:
         out.append(("whole k tiles", f"a scale covers {g} k: not a multiple of the 16-k mma tile"))
+    elif views.m <= MAX_M and (regs := registers(views, 1, 1)) > REGISTER_BUDGET:
+        out.append(("registers", f"about {regs} registers a thread at the least (> {REGISTER_BUDGET}): {views.m} "
+                                 "rows with a chunk's words, scales and zero points of every 16-k tile"))
     return out
 
 
 def registers(views: ProblemViews, ns: int, depth: int) -> int:
-    """A thread's registers, estimated as REGISTER_BUDGET's comment says, for NS strips and DEPTH chunks in flight."""
+    """A thread's registers, estimated (REGISTER_BUDGET's comment)."""
     mt = -(-views.m // 8)
     quant = quant_loads_a_chunk(views) * (2 + (2 if views.spec.zeros else 0))  # rows g, g + 8: scale, zero point
-    return 4 * ns * mt + depth * ns * (4 + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
+    words = 4 if layout_of(views) == "dg" else 16  # a strip's words of a chunk: 16 bytes, or 8 k words x 2 columns
+    return 4 * ns * mt + depth * ns * (words + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
 
 
 def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
@@ -245,7 +269,8 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
         raise grid_too_large(views, blocks, "blocks")
     pairs, why = a_pairs(views)
     return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=-(-views.m // 8), depth=a["depth"], strips=strips,
-                    k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), a_pairs=pairs,
+                    k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), layout=layout_of(views),
+                    a_pairs=pairs,
                     a_pairs_why=why, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
                     feasible=feasible, cost_us=cost_us, assignment=dict(a))
 
