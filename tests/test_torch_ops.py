@@ -4,6 +4,8 @@ indexing. Skipped where torch is not installed (`pip install ".[torch]"`; CI ins
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -12,6 +14,7 @@ from .test_torch_problem import calls
 torch = pytest.importorskip("torch")
 
 import deepgemm.torch as dgt  # noqa: E402  (after the skip: it imports torch)
+from deepgemm import KernelCallError  # noqa: E402
 from deepgemm.torch import launch  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -280,9 +283,8 @@ def test_errors_name_the_argument_and_the_fix(device):
 @pytest.mark.gpu
 @pytest.mark.parametrize("tokens", [1, 16])
 def test_linear_backward_on_a_llama_down_projection(tokens):
-    """The down projection of a Llama MLP (14336 -> 4096, bf16) forward and backward against F.linear's: on an H100,
-    2026-12-05, tools/torch_mlp_bench.py's backward at one token stopped on a kernel that returned
-    cudaErrorInvalidValue (its plans at 16 tokens are the other products of that run)."""
+    """The down projection of a Llama MLP (14336 -> 4096, bf16) forward and backward against F.linear's: at one token
+    dX is a vector times a matrix, run by a TMA kernel."""
     torch.manual_seed(0)
     x = rand(tokens, 14336, dtype=torch.bfloat16, device="cuda").requires_grad_()
     w = (rand(4096, 14336, dtype=torch.float32, device="cuda") / 120).to(torch.bfloat16).requires_grad_()
@@ -293,6 +295,35 @@ def test_linear_backward_on_a_llama_down_projection(tokens):
     close(y, ref, torch.bfloat16)
     for got, want in zip(torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, ref_inputs, gy)):
         close(got, want, torch.bfloat16)
+
+
+@pytest.mark.gpu
+def test_a_thread_whose_first_call_encodes_a_tensor_map():
+    """A kernel whose one-time state (attributes, SM count) the main thread set, called first on a new thread with
+    new pointers, encodes a tensor map before any runtime call of its own made a context current there: torch's
+    autograd thread in a backward after a forward. The launcher makes the context current first; without that the
+    driver refuses the encode and the call returns cudaErrorInvalidValue."""
+    torch.manual_seed(0)
+    equation = "n,nk->k"  # a vector times a matrix: a TMA kernel on sm_90a, as the down projection's dX at 1 token
+    inputs = [(rand(4096, dtype=torch.bfloat16, device="cuda"), rand(4096, 4096, dtype=torch.bfloat16,
+                                                                         device="cuda") / 64) for _ in range(2)]
+    outs = [torch.empty(4096, dtype=torch.bfloat16, device="cuda") for _ in range(2)]
+    dgt.einsum(equation, *inputs[0], out=outs[0])
+    failures = []
+
+    def call_on_new_pointers():
+        try:
+            dgt.einsum(equation, *inputs[1], out=outs[1])
+        except KernelCallError as err:
+            failures.append(err)
+
+    thread = threading.Thread(target=call_on_new_pointers)
+    thread.start()
+    thread.join()
+    assert not failures, failures[0]
+    torch.cuda.synchronize()
+    for (v, m), out in zip(inputs, outs):
+        close(out, torch.einsum(equation, v.float(), m.float()), torch.bfloat16)
 
 
 @pytest.mark.gpu

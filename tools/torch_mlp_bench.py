@@ -160,6 +160,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--replays", type=int, default=10)
     p.add_argument("--workers", type=int, default=16, help="parallel kernel builds")
+    p.add_argument("--check-only", action="store_true",
+                   help="errors only, no CUDA graphs or timing (e.g. under compute-sanitizer with "
+                        "PYTORCH_NO_CUDA_MEMORY_CACHING=1, so that each tensor is an allocation of its own)")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
@@ -179,7 +182,7 @@ def main() -> int:
         gy = torch.randn(t, args.d, device="cuda", dtype=dtype)
         try:
             errors = check(ours, ref, f32, x, gy)
-            timing = bench(ours, ref, x, gy, args.rounds, args.replays)
+            timing = {} if args.check_only else bench(ours, ref, x, gy, args.rounds, args.replays)
         except KernelCallError as err:  # a kernel refused its call: report it, go on with the next count
             rows.append({"tokens": t, "error": str(err)})
             continue
@@ -197,6 +200,9 @@ def main() -> int:
             print(f"{r['tokens']:>6} failed: {r['error']}")
             continue
         eo, et = max(r["errors"]["ours"].values()), max(r["errors"]["torch"].values())
+        if args.check_only:
+            print(f"{r['tokens']:>6} max rel err ours / torch (vs f32): {eo:.2e} / {et:.2e}")
+            continue
         print(f"{r['tokens']:>6} {r['fwd_bwd']['ours_us']:>16.1f} {r['fwd_bwd']['torch_us']:>9.1f} "
               f"{r['fwd_bwd']['ratio']:>6.2f} {r['fwd']['ours_us']:>12.1f} {r['fwd']['torch_us']:>9.1f} "
               f"{r['fwd']['ratio']:>6.2f}  {eo:.2e} / {et:.2e}")

@@ -673,7 +673,7 @@ cudaError_t tensor_maps(const typename T::A_t* A, const typename T::B_t* B, int 
       return cudaSuccess;
     }
   }
-  if (encode_tiled() == nullptr) return cudaErrorNotSupported;  // a driver without cuTensorMapEncodeTiled
+  if (const cudaError_t err = ready_to_encode(); err != cudaSuccess) return err;
   Entry& e = cache[next_slot];
   if (!encode<T, typename T::A_map>(&e.map_a, A, cuuint64_t(m_inner)) ||
       !encode<T, typename T::B_map>(&e.map_b, B, cuuint64_t(m_inner))) {

@@ -65,6 +65,31 @@ inline EncodeTiledFn encode_tiled() {
   return fn;
 }
 
+// Whether a tensor map can be encoded on the calling thread now: the driver has cuTensorMapEncodeTiled
+// (cudaErrorNotSupported where not) and a context is current. The driver's entry points act on the thread's current
+// context, which the runtime makes current only at the first runtime call on the thread that needs one; a thread
+// whose first call into this library finds the kernel's attributes set and the SM count read (by another thread:
+// torch's autograd thread after the forward ran on the main one) reaches the encode with none. Where none is
+// current, the current device's primary context is made current, as that first runtime call would; a context the
+// caller made current stays.
+inline cudaError_t ready_to_encode() {
+  if (encode_tiled() == nullptr) return cudaErrorNotSupported;
+  using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+  static const CtxGetCurrentFn get_current = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      return static_cast<CtxGetCurrentFn>(nullptr);
+    return reinterpret_cast<CtxGetCurrentFn>(p);
+  }();
+  CUcontext context = nullptr;
+  if (get_current != nullptr && get_current(&context) == CUDA_SUCCESS && context != nullptr) return cudaSuccess;
+  int device = 0;
+  const cudaError_t err = cudaGetDevice(&device);
+  return err == cudaSuccess ? cudaSetDevice(device) : err;
+}
+
 // How a kernel is launched beyond its grid: as a programmatic dependent launch (the kernel calls
 // dg::wait_for_predecessor() before its first global memory access; its launch and prologue overlap the previous
 // kernel's tail), and in clusters of `cluster` blocks along x (1: none).

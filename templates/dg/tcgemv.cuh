@@ -451,7 +451,7 @@ cudaError_t activation_map(const typename T::A_t* A, typename T::index_t M, CUte
       return cudaSuccess;
     }
   }
-  if (encode_tiled() == nullptr) return cudaErrorNotSupported;  // a driver without cuTensorMapEncodeTiled
+  if (const cudaError_t err = ready_to_encode(); err != cudaSuccess) return err;
   Entry& e = cache[next_slot];
   const cuuint64_t dims[2] = {cuuint64_t(T::K), cuuint64_t(M)};
   const cuuint64_t strides[1] = {row_bytes};  // bytes between A's rows
