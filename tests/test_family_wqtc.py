@@ -87,27 +87,46 @@ def test_awq_layout_is_not_the_family_s_and_gptq_s_is():
     assert wqtc.layout_of(gptq) == "k_words" and not wqtc.gates(gptq, get_arch("sm_90a"))
 
 
-def test_a_problem_past_the_register_budget_is_gated_out():
-    """64 rows with zero points and a scale every 16 k need more registers than the budget: the family says so and
-    the planner takes wq."""
-    views = analyse(_dg(m=64, group=16, b_dtype="uint4", zeros={"dtype": "f16", "layout": "row"},
-                        plan=None))
-    views_k = analyse(_spec({"name": "t", "dtype": "f16", "gemm": {"m": 64, "n": 256, "k": 4096},
-                             "operands": {"A": {"layout": "row"}, "B": {"dtype": "uint4", "packing": "gptq",
-                                                                        "layout": "row"}, "C": {"layout": "row"}},
-                             "scales": {"B": {"block": {"k": 32}, "layout": "row"}},
-                             "zeros": {"B": {"dtype": "f16", "form": "prescaled", "layout": "row"}}}))
-    for v in (views, views_k):
-        if wqtc.registers(v, 1, 1) > wqtc.REGISTER_BUDGET:
-            assert "registers" in dict(wqtc.gates(v, get_arch("sm_90a")))
-            assert make_plan(v, get_arch("sm_90a")).family == "wq"
-    assert wqtc.registers(views_k, 1, 1) > wqtc.REGISTER_BUDGET
+def test_the_least_tiling_fits_the_register_budget_at_every_m():
+    """One strip, one chunk in flight: within the budget for every M the family takes, in either layout, with zero
+    points and a scale every 16 k (the most registers), so every problem past the gates has a plan."""
+    for m in range(1, wqtc.MAX_M + 1):
+        dg = analyse(_dg(m=m, group=16, b_dtype="uint4", zeros={"dtype": "f16", "layout": "row"},
+                         plan={"family": "wqtc"}))
+        gptq = analyse(_spec({"name": "t", "dtype": "f16", "gemm": {"m": m, "n": 256, "k": 4096},
+                              "plan": {"family": "wqtc"},
+                              "operands": {"A": {"layout": "row"}, "B": {"dtype": "uint4", "packing": "gptq",
+                                                                         "layout": "row"}, "C": {"layout": "row"}},
+                              "scales": {"B": {"block": {"k": 16}, "layout": "row"}},
+                              "zeros": {"B": {"dtype": "f16", "form": "prescaled", "layout": "row"}}}))
+        for v in (dg, gptq):
+            assert wqtc.registers(v, 1, 1) <= wqtc.REGISTER_BUDGET, m
+            assert make_plan(v, get_arch("sm_90a")).family == "wqtc", m
+
+
+def test_gptq_lanes_take_16_consecutive_k_in_both_operands():
+    """K_WORDS: the k a weight register's nibble holds (word kt / 2 of the lane's column, byte 2 (kt % 2) + i / 2)
+    and the k an activation register holds (the lane's run of 16 k in pairs) meet at every mma k slot, and the
+    chunk's 64 k each meet one slot: the sum is the chunk's, in another order."""
+    seen = set()
+    for t in range(4):
+        for kt in range(4):
+            for i in range(4):  # A register i: slots 2t + 8 (i // 2) + e of tile kt
+                word, byte = kt // 2, 2 * (kt % 2) + i // 2
+                for e in range(2):
+                    weight_k = 16 * t + 8 * word + 2 * byte + e  # nibble 2 byte + e of the word of k 16 t + 8 word
+                    pair = 2 * kt + i // 2  # b0 (slots 2t, 2t + 1) is r[2 kt], b1 (2t + 8, 2t + 9) is r[2 kt + 1]
+                    activation_k = 16 * t + 2 * pair + e
+                    assert weight_k == activation_k, (t, kt, i, e)
+                    if i % 2 == 0:
+                        seen.add((kt, 2 * t + 8 * (i // 2) + e, weight_k))
+    assert len(seen) == 64 and {k for *_, k in seen} == set(range(64))
 
 
 def test_the_k_word_byte_permute_puts_a_pair_where_the_magic_exponent_reads_it():
-    """dequantize_words: byte t of a GPTQ word holds k = 2t (low nibble) and 2t + 1 (high nibble). Placed in bytes 0
-    and 2 and masked with 0x00F0000F, the low half's bits hold k = 2t's nibble and the high half's bits 20..23 hold
-    k = 2t + 1's: as f16 with 1024.0's bits ORed in, 1024 + q and 1024 + 16 q, so (1, 1/16) and (-1024, -64) give
+    """dequantize_words: byte b of a GPTQ word holds k = 2b (low nibble) and 2b + 1 (high nibble). Placed in bytes 0
+    and 2 and masked with 0x00F0000F, the low half's bits hold k = 2b's nibble and the high half's bits 20..23 hold
+    k = 2b + 1's: as f16 with 1024.0's bits ORed in, 1024 + q and 1024 + 16 q, so (1, 1/16) and (-1024, -64) give
     both exactly."""
     import numpy as np
 
@@ -115,7 +134,7 @@ def test_the_k_word_byte_permute_puts_a_pair_where_the_magic_exponent_reads_it()
     for word in [int(w) for w in rng.integers(0, 2**32, 64, dtype=np.uint64)] + [0x76543210, 0xFEDCBA98]:
         for t in range(4):
             b = (word >> (8 * t)) & 0xFF
-            r = b | (b << 16)  # __byte_perm(word, 0, bytes t, 0, t, 0)
+            r = b | (b << 16)  # __byte_perm(word, 0, bytes b, 0, b, 0) with b = t
             h = (r & 0x00F0000F) | 0x64006400
             lo = float(np.array([h & 0xFFFF], dtype=np.uint16).view(np.float16)[0]) - 1024.0
             hi = float(np.array([h >> 16], dtype=np.uint16).view(np.float16)[0]) / 16.0 - 64.0
@@ -127,14 +146,29 @@ def test_group_sizes_set_the_quant_loads_a_chunk():
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=128))) == 1
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=32))) == 4
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=4096))) == 0  # one group: all of K
+    gptq = _spec({"name": "t", "dtype": "f16", "gemm": {"m": 4, "n": 256, "k": 1024},
+                  "operands": {"A": {"layout": "row"}, "B": {"dtype": "int4", "packing": "gptq", "layout": "row"},
+                               "C": {"layout": "row"}}, "scales": {"B": {"block": {"k": 32}, "layout": "row"}}})
+    assert wqtc.quant_loads_a_chunk(analyse(gptq)) == 1  # a lane's k of a chunk are one 16-k tile
 
 
-def test_a_pairs_need_k_contiguous_even_rows_and_alignment():
-    assert wqtc.a_pairs(analyse(_dg()))[0]
-    odd = wqtc.a_pairs(analyse(_dg(m=11, k=1000, a={"strides": [1003, 1], "align": 16})))
-    assert not odd[0] and "odd" in odd[1]
-    assert not wqtc.a_pairs(analyse(_dg(a={"layout": "row", "align": 2})))[0]
-    assert not wqtc.a_pairs(analyse(_dg(a={"layout": "col", "align": 16})))[0]
+def test_activation_loads_need_k_contiguous_rows_and_alignment():
+    assert wqtc.a_loads(analyse(_dg()))[:2] == (True, False)  # the dg layout's lanes take pairs
+    odd = wqtc.a_loads(analyse(_dg(m=11, k=1000, a={"strides": [1003, 1], "align": 16})))
+    assert not odd[0] and "not a multiple of 2" in odd[2]
+    assert not wqtc.a_loads(analyse(_dg(a={"layout": "row", "align": 2})))[0]
+    assert not wqtc.a_loads(analyse(_dg(a={"layout": "col", "align": 16})))[0]
+
+    def gptq(a):
+        return analyse(_spec({"name": "t", "dtype": "f16", "gemm": {"m": 4, "n": 256, "k": 1024},
+                              "operands": {"A": a, "B": {"dtype": "int4", "packing": "gptq", "layout": "row"},
+                                           "C": {"layout": "row"}},
+                              "scales": {"B": {"block": {"k": 128}, "layout": "row"}}}))
+
+    assert wqtc.a_loads(gptq({"layout": "row", "align": 16}))[:2] == (True, True)
+    rows_apart = wqtc.a_loads(gptq({"strides": [1028, 1], "align": 16}))
+    assert rows_apart[:2] == (True, False) and "not a multiple of 8" in rows_apart[2]
+    assert wqtc.a_loads(gptq({"layout": "row", "align": 8}))[:2] == (True, False)
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,8 +14,11 @@
 // q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
 // of the fragment row's column and 16-k tile.
 //
-// Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie: a lane loads the words
-// of its fragment rows' two columns, eight a chunk each, and one byte permute of a word gives a register's pair.
+// Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie. The sum does not depend
+// on which k of a chunk meets which mma k slot, so lane t's slots take the chunk's k 16 t .. 16 t + 15 (tile kt's
+// pairs (2t, 2t + 1) and (2t + 8, 2t + 9) take k 16 t + 4 kt + (0, 1) and + (2, 3)): the lane loads two words of
+// each of its two columns, one byte permute of a word gives a register's pair, and its activations of a chunk are
+// 16 consecutive k of a row (two 16-byte loads where A allows), under one scale (a group covers whole 16-k tiles).
 //
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
 // of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
@@ -35,6 +38,8 @@
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
 //   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
+//   A_VEC16                   (K_WORDS) every run of 8 k from a multiple of 8 of a row of A is one aligned 16-byte
+//                             load
 //   A_PAIRS                   A's k letter is its one contiguous k segment and every pair (k, k + 1), k even, of a
 //                             row is 4-byte aligned: a pair is one load
 //   WK, NS, MT, DEPTH, BLOCKS warps a block (K slices), strips a warp, 8-row m tiles (ceil(max M / 8)), chunks in
@@ -193,8 +198,8 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
 // qweight[k / 8][n], any strides: Weights::k and ::n, dg/wq.cuh's Roles, give a word's offset).
 enum Layout { DG_WORDS = 0, K_WORDS = 1 };
 
-// A lane's words of one 64-k chunk of a strip: its 16 bytes of a dg chunk; or the words of k = 8 j .. 8 j + 7
-// (j = 0..7) of the columns of rows g and g + 8.
+// A lane's words of one 64-k chunk of a strip: its 16 bytes of a dg chunk; or w[h][j], the word of k = 16 t + 8 j ..
+// 16 t + 8 j + 7 of the column of row g + 8 h.
 template <int LAYOUT>
 struct ChunkWords;
 template <>
@@ -203,27 +208,27 @@ struct ChunkWords<DG_WORDS> {
 };
 template <>
 struct ChunkWords<K_WORDS> {
-  uint32_t w[8][2];
+  uint32_t w[2][2];
 };
 
-// A 16-k tile's four fragment registers from k-packed words: w[j][h] holds k = 8 j .. 8 j + 7 of the tile (j = 0, 1)
-// of the column of row g + 8 h. Register i takes row g + 8 (i % 2) at k 2t, 2t + 1 (+ 8 for i >= 2): byte t of
-// word w[i / 2][i % 2]. One byte permute puts it in bytes 0 and 2; its low nibble (k = 2t) is masked in the low
-// half, its high nibble (2t + 1) in the high half four bits up. f16: 1024 + q and 1024 + 16 q, both exact, then one
-// fma by (1, 1/16) and (-1024, -64) (- 8 each for int4); bf16 shifts the high nibble down first.
+// A 16-k tile's four fragment registers from k-packed words: w[h] is the lane's word of the tile's k (16 t + 8 (kt / 2)
+// ..) of the column of row g + 8 h. Register i takes row g + 8 (i % 2) at the lane's k 4 kt + 2 (i / 2) + (0, 1):
+// byte byte0 + i / 2 of w[i % 2], byte0 = 2 (kt % 2). One byte permute puts it in bytes 0 and 2; its low nibble (the
+// even k) is masked in the low half, its high nibble in the high half four bits up. f16: 1024 + q and 1024 + 16 q,
+// both exact, then one fma by (1, 1/16) and (-1024, -64) (- 8 each for int4); bf16 shifts the high nibble down first.
 template <class T, class E>
-__device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2][2], int t, const pair_t<E>& s_lo,
+__device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2], int byte0, const pair_t<E>& s_lo,
                                                  const pair_t<E>& b_lo, const pair_t<E>& s_hi, const pair_t<E>& b_hi,
                                                  uint32_t (&a)[4]) {
   using P = pair_t<E>;
   constexpr bool F16 = std::is_same<E, __half>::value;
   constexpr float OFFSET = T::SIGNED ? 8.0f : 0.0f;
-  const uint32_t select = uint32_t(t) | 0x4000u | (uint32_t(t) << 8) | 0x40u;  // bytes t, 0, t, 0
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    uint32_t word = w[i / 2][i % 2];
+    uint32_t word = w[i % 2];
     if constexpr (T::SIGNED) word ^= 0x88888888u;  // q + 8 in every nibble
-    const uint32_t r = __byte_perm(word, 0u, select);
+    const uint32_t byte = uint32_t(byte0 + i / 2);
+    const uint32_t r = __byte_perm(word, 0u, byte | 0x4000u | (byte << 8) | 0x40u);  // bytes b, 0, b, 0
     P q;
     if constexpr (F16) {
       const uint32_t h = and_or(r, 0x00F0000Fu, Magic<E>::BITS);
@@ -272,6 +277,69 @@ __device__ __forceinline__ void activations(const typename T::A_t* __restrict__ 
   b1 = uint32_t(h[2]) | (uint32_t(h[3]) << 16);
 }
 
+// K_WORDS: the activations of row m at k0 .. k0 + 2 PAIRS - 1 (k0 a multiple of 4), r[q] = (k0 + 2q, k0 + 2q + 1);
+// zero past M and K. 16-byte loads (A_VEC16, k0 a multiple of 8) or 8-byte ones (PAIRS = 2), else pairs, else
+// elements.
+template <class T, int PAIRS>
+__device__ __forceinline__ void activation_run(const typename T::A_t* __restrict__ A, typename T::index_t m,
+                                               typename T::index_t k0, typename T::index_t M, uint32_t (&r)[PAIRS]) {
+  using Av = typename T::A_view;
+  using E = typename T::A_t;
+#pragma unroll
+  for (int q = 0; q < PAIRS; ++q) r[q] = 0u;
+  if (m >= M) return;
+  const E* row = A + Av::m::offset(m);
+  if (k0 + 2 * PAIRS <= T::K) {
+    if constexpr (T::A_PAIRS && T::A_VEC16 && PAIRS % 4 == 0) {
+#pragma unroll
+      for (int v = 0; v < PAIRS / 4; ++v) {
+        const uint4 x = __ldg(reinterpret_cast<const uint4*>(row + Av::k::offset(k0 + 8 * v)));
+        r[4 * v] = x.x;
+        r[4 * v + 1] = x.y;
+        r[4 * v + 2] = x.z;
+        r[4 * v + 3] = x.w;
+      }
+      return;
+    } else if constexpr (T::A_PAIRS && T::A_VEC16 && PAIRS == 2) {
+      const uint2 x = __ldg(reinterpret_cast<const uint2*>(row + Av::k::offset(k0)));
+      r[0] = x.x;
+      r[1] = x.y;
+      return;
+    } else if constexpr (T::A_PAIRS) {
+#pragma unroll
+      for (int q = 0; q < PAIRS; ++q) r[q] = __ldg(reinterpret_cast<const unsigned*>(row + Av::k::offset(k0 + 2 * q)));
+      return;
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < PAIRS; ++q) {
+    unsigned short h[2] = {0, 0};
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      if (k0 + 2 * q + e < T::K) h[e] = __ldg(reinterpret_cast<const unsigned short*>(row + Av::k::offset(k0 + 2 * q + e)));
+    r[q] = uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+  }
+}
+
+// A row's activation fragments of tiles KT0 .. KT0 + TILES - 1 of a chunk: b[kt][0], b[kt][1] (the mma's b0, b1).
+template <class T, int TILES>
+__device__ __forceinline__ void activation_fragments(const typename T::A_t* __restrict__ A, typename T::index_t m,
+                                                     typename T::index_t chunk, int kt0, typename T::index_t M, int t,
+                                                     uint32_t (&b)[TILES][2]) {
+  if constexpr (T::LAYOUT == DG_WORDS) {
+#pragma unroll
+    for (int kt = 0; kt < TILES; ++kt) activations<T>(A, m, chunk * 64 + (kt0 + kt) * 16, M, t, b[kt][0], b[kt][1]);
+  } else {
+    uint32_t r[2 * TILES];
+    activation_run<T, 2 * TILES>(A, m, chunk * 64 + 16 * t + 4 * kt0, M, r);
+#pragma unroll
+    for (int kt = 0; kt < TILES; ++kt) {
+      b[kt][0] = r[2 * kt];
+      b[kt][1] = r[2 * kt + 1];
+    }
+  }
+}
+
 // 16 bytes from global memory that will not be read again: no L1 allocation.
 __device__ __forceinline__ uint4 load_stream(const uint32_t* p) {
   uint4 v;
@@ -317,10 +385,13 @@ __global__ void __launch_bounds__(T::WK * 32)
   constexpr int CHUNKS = T::K_CHUNKS;
   const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
 
-  // A ring of DEPTH chunks a strip in flight: the lane's 16 bytes and the chunk's scales and zero points (QPC a
-  // chunk: none where one a column covers all of K, loaded once; one where a group spans whole chunks; else one a
-  // 16-k tile).
-  constexpr int QPC = T::GROUP_K >= T::K ? 0 : T::GROUP_K % 64 == 0 ? 1 : 4;
+  // A ring of DEPTH chunks a strip in flight: the lane's words and the chunk's scales and zero points (QPC a chunk:
+  // none where one a column covers all of K, loaded once; one where a group spans whole chunks, or K_WORDS, whose
+  // lane's k of a chunk are one 16-k tile; else one a 16-k tile), at k quant_k(chunk, j).
+  constexpr int QPC = T::GROUP_K >= T::K ? 0 : T::GROUP_K % 64 == 0 || T::LAYOUT == K_WORDS ? 1 : 4;
+  auto quant_k = [&](index_t chunk, int j) {
+    return chunk * 64 + (T::LAYOUT == K_WORDS ? 16 * t : 16 * j);
+  };
   struct Slot {
     ChunkWords<T::LAYOUT> b[T::NS];
     QuantRaw<T> q[T::NS][QPC > 0 ? QPC : 1];
@@ -332,17 +403,17 @@ __global__ void __launch_bounds__(T::WK * 32)
         slot.b[s].w = load_stream(base[s] + chunk * 128);
       } else {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const index_t k = chunk * 64 + 8 * j, n = (strip0 + s) * 16 + g + 8 * h;
-            slot.b[s].w[j][h] = k < T::K && n < T::N
+          for (int j = 0; j < 2; ++j) {
+            const index_t k = chunk * 64 + 16 * t + 8 * j, n = (strip0 + s) * 16 + g + 8 * h;
+            slot.b[s].w[h][j] = k < T::K && n < T::N
                                    ? __ldg(B + (T::Weights::k::offset(k) + T::Weights::n::offset(n))) : 0u;
           }
       }
 #pragma unroll
       for (int j = 0; j < QPC; ++j)
-        slot.q[s][j] = load_quant<T>(quant, chunk * 64 + j * 16, (strip0 + s) * 16 + g);
+        slot.q[s][j] = load_quant<T>(quant, quant_k(chunk, j), (strip0 + s) * 16 + g);
     }
   };
   Slot ring[T::DEPTH];
@@ -370,26 +441,24 @@ __global__ void __launch_bounds__(T::WK * 32)
       // The activations' fragments (through L1: every warp reads the same rows): the chunk's four 16-k tiles at
       // once for up to two row tiles, else a k tile at a time (their registers beside the sums).
       constexpr int HOIST = T::MT <= 2 ? 4 : 1;
-      uint32_t act[HOIST][T::MT][2];
+      uint32_t act[T::MT][HOIST][2];
 #pragma unroll
-      for (int kt = 0; kt < HOIST; ++kt)
-#pragma unroll
-        for (int mt = 0; mt < T::MT; ++mt)
-          activations<T>(A, index_t(mt * 8 + g), chunk * 64 + kt * 16, M, t, act[kt][mt][0], act[kt][mt][1]);
+      for (int mt = 0; mt < T::MT; ++mt)
+        activation_fragments<T, HOIST>(A, index_t(mt * 8 + g), chunk, 0, M, t, act[mt]);
 #pragma unroll
       for (int kt = 0; kt < 4; ++kt) {
         if constexpr (HOIST == 1) {
           if (kt > 0) {
 #pragma unroll
             for (int mt = 0; mt < T::MT; ++mt)
-              activations<T>(A, index_t(mt * 8 + g), chunk * 64 + kt * 16, M, t, act[0][mt][0], act[0][mt][1]);
+              activation_fragments<T, 1>(A, index_t(mt * 8 + g), chunk, kt, M, t, act[mt]);
           }
         }
         if constexpr (QPC == 4 || QPC == 1) {
           if (QPC == 4 || kt == 0) {
 #pragma unroll
             for (int s = 0; s < T::NS; ++s)
-              scale_and_offset<T, E>(cur.q[s][QPC == 4 ? kt : 0], chunk * 64 + kt * 16, (strip0 + s) * 16 + g,
+              scale_and_offset<T, E>(cur.q[s][QPC == 4 ? kt : 0], quant_k(chunk, kt), (strip0 + s) * 16 + g,
                                      s_lo[s], b_lo[s], s_hi[s], b_hi[s]);
           }
         }
@@ -402,12 +471,12 @@ __global__ void __launch_bounds__(T::WK * 32)
             dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
           } else {
             const auto& w = cur.b[s].w;
-            const uint32_t words[2][2] = {{w[2 * kt][0], w[2 * kt][1]}, {w[2 * kt + 1][0], w[2 * kt + 1][1]}};
-            dequantize_words<T, E>(words, t, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+            const uint32_t words[2] = {w[0][kt / 2], w[1][kt / 2]};
+            dequantize_words<T, E>(words, 2 * (kt % 2), s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
           }
 #pragma unroll
           for (int mt = 0; mt < T::MT; ++mt)
-            mma_m16n8k16<E>(acc[s][mt], a, act[HOIST == 4 ? kt : 0][mt][0], act[HOIST == 4 ? kt : 0][mt][1]);
+            mma_m16n8k16<E>(acc[s][mt], a, act[mt][HOIST == 4 ? kt : 0][0], act[mt][HOIST == 4 ? kt : 0][1]);
         }
       }
     }

@@ -83,7 +83,7 @@ struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
 // GPTQ's qweight[k/8][n] uint4 read as it lies, f16 scales and prescaled f16 zero points [k/128][n], 16 rows.
 struct Gptq : Problem<__half, 1000, 16> {
   static constexpr bool rows_at_run_time = false;
-  static constexpr bool SIGNED = false, A_PAIRS = true;
+  static constexpr bool SIGNED = false, A_PAIRS = true, A_VEC16 = true;
   static constexpr int LAYOUT = dg::wqtc::K_WORDS;
   struct Weights {
     using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 1, 300, true>>;

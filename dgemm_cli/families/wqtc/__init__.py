@@ -32,7 +32,7 @@ WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
 DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead; where the registers hold no more)
 MAX_SUMS = 32  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
-# A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words, 16 of GPTQ's, and
+# A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words, and
 # its scales and zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up
 # to two row tiles, else one), the converted scale pairs and the addressing; at most REGISTER_BUDGET, 8 under the
 # 128 that ptxas may use: the estimate leaves out the epilogue's live values (C read back, alpha, beta), and an
@@ -62,6 +62,7 @@ class WqtcPlan:
     group_k: int  # k indices one scale covers (K or more: one a column)
     layout: str  # "dg" (deepgemm's chunks) or "k_words" (eight consecutive k a word, GPTQ's)
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
+    a_vec16: bool  # (k_words) A's 8 k from a multiple of 8 are one 16-byte load
     a_pairs_why: str
     index_type: str
     decisions: tuple[Decision, ...]
@@ -100,9 +101,10 @@ class WqtcPlan:
                 ("B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
                  "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points)"
                  if self.layout == "dg" else
-                 "B: GPTQ's words read as they lie, 16 a lane a chunk (8 k words of its two fragment columns); a "
-                 "byte permute and a lop3 into the magic exponent make a register's pair, one fma the integers, a "
-                 "multiply (fma with zero points) the weights") + f"; a scale covers {self.group_k} k",
+                 "B: GPTQ's words read as they lie, 4 a lane a chunk (lane t's mma k slots take the chunk's k 16 t .. "
+                 "16 t + 15: two words of each of its two columns); a byte permute and a lop3 into the magic exponent "
+                 "make a register's pair, one fma the integers, a multiply (fma with zero points) the weights")
+                + f"; a scale covers {self.group_k} k",
                 f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
                 f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
                 f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
@@ -141,23 +143,36 @@ def group_k(views: ProblemViews) -> int:
 
 def quant_loads_a_chunk(views: ProblemViews) -> int:
     """Scale (and zero-point) loads a 64-k chunk of a strip: none where one scale a column covers K (read once), one
-    where a group spans whole chunks, else one a 16-k tile (dg/wqtc.cuh's QPC)."""
+    where a group spans whole chunks or in GPTQ's words (a lane's k of a chunk are one 16-k tile), else one a 16-k
+    tile (dg/wqtc.cuh's QPC)."""
     g = group_k(views)
-    return 0 if g >= views.k else 1 if g % CHUNK_K == 0 else 4
+    return 0 if g >= views.k else 1 if g % CHUNK_K == 0 or layout_of(views) == "k_words" else 4
 
 
-def a_pairs(views: ProblemViews) -> tuple[bool, str]:
-    """Whether a pair (k, k + 1), k even, of a row of A is one aligned 32-bit load, and why (not)."""
+def a_loads(views: ProblemViews) -> tuple[bool, bool, str]:
+    """How the activations load, and why: whether a pair (k, k + 1), k even, of a row of A is one aligned 32-bit
+    load; whether (GPTQ's words, whose lane takes 16 consecutive k of a chunk) 8 k from a multiple of 8 are one
+    aligned 16-byte load."""
     spec = views.spec
     a, k = spec.A, _k_letter(views)
     if a.stride_of(k) != 1:
-        return False, f"k is not A's contiguous letter (stride {a.stride_of(k)}): element loads"
-    odd = [x for x in views.roles["m"].letters if a.stride_of(x) % 2]
-    if odd or a.offset % 2 or a.align < 4:
-        why = (f"letter {odd[0]}'s stride {a.stride_of(odd[0])} is odd" if odd else
-               f"the offset {a.offset} is odd" if a.offset % 2 else f"align {a.align} promises less than 4 bytes")
-        return False, f"k-contiguous, but {why}: element loads"
-    return True, "k-contiguous: a pair (k, k + 1) a 32-bit load"
+        return False, False, f"k is not A's contiguous letter (stride {a.stride_of(k)}): element loads"
+
+    def misaligned(elements: int, nbytes: int) -> str | None:
+        off = [x for x in views.roles["m"].letters if a.stride_of(x) % elements]
+        return (f"letter {off[0]}'s stride {a.stride_of(off[0])} is not a multiple of {elements}" if off else
+                f"the offset {a.offset} is not a multiple of {elements}" if a.offset % elements else
+                f"align {a.align} promises less than {nbytes} bytes" if a.align < nbytes else None)
+
+    why_not_pairs = misaligned(2, 4)
+    if why_not_pairs:
+        return False, False, f"k-contiguous, but {why_not_pairs}: element loads"
+    if layout_of(views) == "dg":
+        return True, False, "k-contiguous: a pair (k, k + 1) a 32-bit load"
+    why_not_vec = misaligned(8, 16)
+    if why_not_vec:
+        return True, False, f"k-contiguous, but {why_not_vec}: a lane's 16 k of a chunk in 32-bit pairs"
+    return True, True, "k-contiguous, rows 16-byte aligned: a lane's 16 k of a chunk in two 16-byte loads"
 
 
 def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
@@ -184,9 +199,6 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
                                      "`align: 16` (deepgemm pack's words are a dense run)"))
     elif (g := group_k(views)) % 16 and g < views.k:
         out.append(("whole k tiles", f"a scale covers {g} k: not a multiple of the 16-k mma tile"))
-    elif views.m <= MAX_M and (regs := registers(views, 1, 1)) > REGISTER_BUDGET:
-        out.append(("registers", f"about {regs} registers a thread at the least (> {REGISTER_BUDGET}): {views.m} "
-                                 "rows with a chunk's words, scales and zero points of every 16-k tile"))
     return out
 
 
@@ -194,8 +206,7 @@ def registers(views: ProblemViews, ns: int, depth: int) -> int:
     """A thread's registers, estimated (REGISTER_BUDGET's comment)."""
     mt = -(-views.m // 8)
     quant = quant_loads_a_chunk(views) * (2 + (2 if views.spec.zeros else 0))  # rows g, g + 8: scale, zero point
-    words = 4 if layout_of(views) == "dg" else 16  # a strip's words of a chunk: 16 bytes, or 8 k words x 2 columns
-    return 4 * ns * mt + depth * ns * (words + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
+    return 4 * ns * mt + depth * ns * (4 + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
 
 
 def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
@@ -268,11 +279,10 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     blocks = -(-strips // a["strips"])
     if blocks > INT32_MAX:
         raise grid_too_large(views, blocks, "blocks")
-    pairs, why = a_pairs(views)
+    pairs, vec16, why = a_loads(views)
     return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=-(-views.m // 8), depth=a["depth"], strips=strips,
                     k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), layout=layout_of(views),
-                    a_pairs=pairs,
-                    a_pairs_why=why, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
+                    a_pairs=pairs, a_vec16=vec16, a_pairs_why=why, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
                     feasible=feasible, cost_us=cost_us, assignment=dict(a))
 
 
