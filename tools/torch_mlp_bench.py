@@ -126,6 +126,7 @@ def bench(ours: MLP, ref: MLP, x: torch.Tensor, gy: torch.Tensor, rounds: int, r
     for mode in ("fwd_bwd", "fwd"):
         graphs = {}
         for name, model in (("ours", ours), ("torch", ref)):
+            print(f"tokens {x.shape[0]}, {mode}: capturing {name}", file=sys.stderr, flush=True)
             xi = x.detach().clone().requires_grad_(mode == "fwd_bwd")
 
             def reset(m=model, xi=xi):
@@ -140,6 +141,7 @@ def bench(ours: MLP, ref: MLP, x: torch.Tensor, gy: torch.Tensor, rounds: int, r
                         m(xi)
                 graphs[name] = graph_of(forward, reset)
         times = {"ours": [], "torch": []}
+        print(f"tokens {x.shape[0]}, {mode}: replaying", file=sys.stderr, flush=True)
         for _ in range(rounds):
             for name in ("ours", "torch", "torch", "ours"):
                 graphs[name].replay()  # one untimed replay: the clocks of this side's kernels
