@@ -215,6 +215,9 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("strips", STRIPS, "16-column strips a warp: the activations' fragments serve each")
     g.node("depth", DEPTHS, "64-k chunks a strip kept in flight (16-byte loads a lane)")
     mt = -(-views.m // 8)
+    # A tiling choice forced by M: a kernel's mma and activation work grow with it, so run-time ranges planned
+    # alike but for their row tiles keep kernels of their own.
+    g.node("row_tiles", (mt,), "8-row mma tiles of C a warp holds: ceil(M / 8)")
     chunks = -(-views.k // CHUNK_K)
     strips = -(-views.n // STRIP_N)
 
