@@ -195,3 +195,15 @@ def test_the_rendered_traits_carry_the_plan(tmp_path):
     assert "dg::wqtc::launch<Traits>" in text
     assert re.search(r"GROUP_K = 32;", text) and re.search(r"K_CHUNKS = 16;", text)
     assert re.search(r"STRIPS = 19,", text)
+
+
+def test_run_time_buckets_keep_their_row_tiles():
+    """Ranges of the run-time rows planned alike but for their row tiles (ceil(M / 8)) keep kernels of their own:
+    one made for 32 rows would do four times the mma work at 8."""
+    spec = parse_spec(yaml.safe_load((REPO / "specs/bench/w4_gptq_dyn_1-64x4096x14336.yaml").read_text()),
+                      "w4_gptq_dyn")
+    plan = make_plan(analyse(spec), get_arch("sm_90a"))
+    assert [b.plan.family for b in plan.buckets] == ["wqtc"] * len(plan.buckets)
+    for b in plan.buckets:
+        assert b.plan.primary.mt == -(-b.hi // 8), (b.lo, b.hi, b.plan.primary.mt)
+        assert b.hi <= 8 or b.lo > b.hi // 2, (b.lo, b.hi)  # no range spans two row-tile counts' sizes
