@@ -285,7 +285,8 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     pairs, vec16, why = a_loads(views)
     return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=-(-views.m // 8), depth=a["depth"], strips=strips,
                     k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), layout=layout_of(views),
-                    a_pairs=pairs, a_vec16=vec16, a_pairs_why=why, index_type="long long" if views.needs_int64 else "int", decisions=decisions,
+                    a_pairs=pairs, a_vec16=vec16, a_pairs_why=why,
+                    index_type="long long" if views.needs_int64 else "int", decisions=decisions,
                     feasible=feasible, cost_us=cost_us, assignment=dict(a))
 
 
