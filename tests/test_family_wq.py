@@ -143,14 +143,19 @@ def test_int8_weights_read_bytes_through_their_strides(tmp_path):
 
 def test_random_weight_only_specs_all_plan_wq_or_wqtc():
     """`random-specs --wq-share 1` draws specs the spec reader takes and a weight-only family plans, on both archs:
-    wqtc where its gates (the dg layout, up to 64 rows) allow and it costs less, else wq."""
+    wqtc where its gates (the dg layout or GPTQ's words, up to 64 rows) allow and it costs less, else wq; the share
+    pinned to wqtc reaches both of its layouts."""
     from dgemm_cli.randspec import random_specs
 
+    pinned = []
     for raw in random_specs(120, 42, wq_share=1.0):
         views = analyse(parse_spec(raw, raw["name"]))
         for arch in ("sm_80", "sm_90a"):
             assert all(kernel.family in ("wq", "wqtc") for kernel in make_plan(views, get_arch(arch)).kernels), \
                 raw["name"]
+        if raw.get("plan") == {"family": "wqtc"}:
+            pinned.append(raw["operands"]["B"]["packing"])
+    assert {"dg", "gptq"} <= set(pinned)
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)

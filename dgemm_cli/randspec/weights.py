@@ -41,10 +41,11 @@ def wq_spec(rng: random.Random, name: str) -> dict:
     else:
         b["layout"] = rng.choice(["row", "col"])
     # Tensor-core decode (the wqtc family, pinned: the cost model gives small shapes to wq): dg words 16-byte
-    # aligned, up to 64 rows, more than one column, groups of whole 16-k tiles.
-    tensor_cores = b.get("packing") == "dg" and rng.random() < 0.6
-    if tensor_cores:
+    # aligned, or GPTQ's words, up to 64 rows, more than one column, groups of whole 16-k tiles.
+    tensor_cores = b.get("packing") in ("dg", "gptq") and rng.random() < 0.6
+    if tensor_cores and b["packing"] == "dg":
         b["align"] = 16
+    if tensor_cores:
         m, n = min(m, rng.randint(1, 64)), max(n, 2)
     scales = _groups(rng, k)
     if tensor_cores and "block" in scales and scales["block"]["k"] % 16 and scales["block"]["k"] < k:
