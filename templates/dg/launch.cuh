@@ -48,20 +48,25 @@ inline int sm_count(int device) {
   return n > 0 ? n : 1;
 }
 
-// cuTensorMapEncodeTiled through the driver's entry point; null on a driver without it.
+// cuTensorMapEncodeTiled's type.
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
+// A driver function through the runtime's entry point (CUDA 12.0's version of it); null where the driver lacks it.
+template <class Fn>
+inline Fn driver_function(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(p);
+}
+
+// cuTensorMapEncodeTiled; null on a driver without it.
 inline EncodeTiledFn encode_tiled() {
-  static const EncodeTiledFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      return static_cast<EncodeTiledFn>(nullptr);
-    return reinterpret_cast<EncodeTiledFn>(p);
-  }();
+  static const EncodeTiledFn fn = driver_function<EncodeTiledFn>("cuTensorMapEncodeTiled");
   return fn;
 }
 
@@ -75,14 +80,7 @@ inline EncodeTiledFn encode_tiled() {
 inline cudaError_t ready_to_encode() {
   if (encode_tiled() == nullptr) return cudaErrorNotSupported;
   using CtxGetCurrentFn = CUresult (*)(CUcontext*);
-  static const CtxGetCurrentFn get_current = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      return static_cast<CtxGetCurrentFn>(nullptr);
-    return reinterpret_cast<CtxGetCurrentFn>(p);
-  }();
+  static const CtxGetCurrentFn get_current = driver_function<CtxGetCurrentFn>("cuCtxGetCurrent");
   CUcontext context = nullptr;
   if (get_current != nullptr && get_current(&context) == CUDA_SUCCESS && context != nullptr) return cudaSuccess;
   int device = 0;
