@@ -315,8 +315,10 @@ __device__ __forceinline__ void activation_run(const typename T::A_t* __restrict
   for (int q = 0; q < PAIRS; ++q) {
     unsigned short h[2] = {0, 0};
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
-      if (k0 + 2 * q + e < T::K) h[e] = __ldg(reinterpret_cast<const unsigned short*>(row + Av::k::offset(k0 + 2 * q + e)));
+    for (int e = 0; e < 2; ++e) {
+      const typename T::index_t k = k0 + 2 * q + e;
+      if (k < T::K) h[e] = __ldg(reinterpret_cast<const unsigned short*>(row + Av::k::offset(k)));
+    }
     r[q] = uint32_t(h[0]) | (uint32_t(h[1]) << 16);
   }
 }
