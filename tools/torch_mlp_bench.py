@@ -121,7 +121,14 @@ def time_graph(graph: torch.cuda.CUDAGraph, replays: int) -> float:
     return start.elapsed_time(end) * 1000 / replays
 
 
-def bench(ours: MLP, ref: MLP, x: torch.Tensor, gy: torch.Tensor, rounds: int, replays: int) -> dict:
+def settled(what: str) -> None:
+    """Synchronize and say `what` finished: an asynchronous fault then stops at the graph that caused it."""
+    torch.cuda.synchronize()
+    print(f"  {what}: ok", file=sys.stderr, flush=True)
+
+
+def bench(ours: MLP, ref: MLP, x: torch.Tensor, gy: torch.Tensor, rounds: int, replays: int,
+          sync_each: bool = False) -> dict:
     out = {}
     for mode in ("fwd_bwd", "fwd"):
         graphs = {}
@@ -140,12 +147,16 @@ def bench(ours: MLP, ref: MLP, x: torch.Tensor, gy: torch.Tensor, rounds: int, r
                     with torch.no_grad():
                         m(xi)
                 graphs[name] = graph_of(forward, reset)
+            if sync_each:
+                settled(f"{name}'s warm-up and capture")
         times = {"ours": [], "torch": []}
         print(f"tokens {x.shape[0]}, {mode}: replaying", file=sys.stderr, flush=True)
         for _ in range(rounds):
             for name in ("ours", "torch", "torch", "ours"):
                 graphs[name].replay()  # one untimed replay: the clocks of this side's kernels
                 times[name].append(time_graph(graphs[name], replays))
+                if sync_each:
+                    settled(f"{name}'s replays")
         ours_us, torch_us = statistics.median(times["ours"]), statistics.median(times["torch"])
         spread = {k: (max(v) - min(v)) / statistics.median(v) for k, v in times.items()}
         out[mode] = {"ours_us": ours_us, "torch_us": torch_us, "ratio": torch_us / ours_us, "spread": spread}
@@ -165,6 +176,8 @@ def main() -> int:
     p.add_argument("--check-only", action="store_true",
                    help="errors only, no CUDA graphs or timing (e.g. under compute-sanitizer with "
                         "PYTORCH_NO_CUDA_MEMORY_CACHING=1, so that each tensor is an allocation of its own)")
+    p.add_argument("--sync-each", action="store_true",
+                   help="synchronize after each side's capture and replays, so that a fault names its graph")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
@@ -184,7 +197,7 @@ def main() -> int:
         gy = torch.randn(t, args.d, device="cuda", dtype=dtype)
         try:
             errors = check(ours, ref, f32, x, gy)
-            timing = {} if args.check_only else bench(ours, ref, x, gy, args.rounds, args.replays)
+            timing = {} if args.check_only else bench(ours, ref, x, gy, args.rounds, args.replays, args.sync_each)
         except KernelCallError as err:  # a kernel refused its call: report it, go on with the next count
             rows.append({"tokens": t, "error": str(err)})
             continue
