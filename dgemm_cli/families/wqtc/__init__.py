@@ -4,11 +4,12 @@ to 64 rows, run-time rows too; pure; docs/design/weight-only.md, templates/dg/wq
 
 The dg layout holds each lane's A fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream
 from DRAM in whole 512-byte chunks a warp, dequantized by lop3 and the magic exponent (two instructions a pair of
-weights, three with zero points) and never staged. GPTQ's words are read as they lie: 16 words a lane a chunk, a
-byte permute more a pair. The tiling graph decides the block's K split (WK warps), the
-strips a warp (NS: the activations' fragments, read through L1, serve NS strips) and the chunks in flight a strip
-(DEPTH). The cost model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight
-and the L1 traffic of the activations; set a priori.
+weights, three with zero points) and never staged. GPTQ's words are read as they lie: lane t's mma k slots take the
+chunk's k 16t..16t+15, so it loads 4 words a chunk (a byte permute more a pair) and its activations as one run of
+16 k. The tiling graph decides the block's K split (WK warps), the strips a warp (NS: the activations' fragments,
+read through L1, serve NS strips) and the chunks in flight a strip (DEPTH); the row tiles (MT) follow M. The cost
+model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight and the L1
+traffic of the activations; set a priori.
 """
 
 from __future__ import annotations
