@@ -37,6 +37,9 @@
 //   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16))
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
+//   QPC                       scale (and zero-point) loads a chunk of a strip: 0 (one a column, read once), 1 (a
+//                             group spans whole chunks, or K_WORDS: a lane's k of a chunk are one 16-k tile), or 4
+//                             (one a 16-k tile)
 //   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
 //   A_VEC16                   (K_WORDS) every run of 8 k from a multiple of 8 of a row of A is one aligned 16-byte
 //                             load
@@ -152,6 +155,21 @@ __device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename 
   b_hi = Magic<E>::value(b[1]);
 }
 
+// Fragment register i from its integers' pair q: q s, or q s + b with zero points; rows g (even i) take (s_lo, b_lo),
+// rows g + 8 (odd i) (s_hi, b_hi).
+template <class T, class E>
+__device__ __forceinline__ uint32_t weight_pair(const pair_t<E>& q, int i, const pair_t<E>& s_lo,
+                                                const pair_t<E>& b_lo, const pair_t<E>& s_hi, const pair_t<E>& b_hi) {
+  using P = pair_t<E>;
+  P w;
+  if constexpr (T::Zeros::HAS) {
+    w = __hfma2(q, (i & 1) ? s_hi : s_lo, (i & 1) ? b_hi : b_lo);
+  } else {
+    w = __hmul2(q, (i & 1) ? s_hi : s_lo);
+  }
+  return *reinterpret_cast<uint32_t*>(&w);
+}
+
 // One word of four fragment registers' pairs (one 16-k tile) -> the four registers in E: rows g (registers 0 and 2)
 // take (s_lo, b_lo), rows g + 8 (registers 1 and 3) (s_hi, b_hi). In f16 the odd registers' nibbles (1, 5 and 3, 7)
 // are masked where they lie, four bits up: 1024 + 16 q reads, and (1024 + 16 q) / 16 - 64 = q is one exact fma; bf16
@@ -181,17 +199,7 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
     }
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const P& s = (i & 1) ? s_hi : s_lo;
-    P w;
-    if constexpr (T::Zeros::HAS) {
-      const P& b = (i & 1) ? b_hi : b_lo;
-      w = __hfma2(q[i], s, b);
-    } else {
-      w = __hmul2(q[i], s);
-    }
-    a[i] = *reinterpret_cast<uint32_t*>(&w);
-  }
+  for (int i = 0; i < 4; ++i) a[i] = weight_pair<T, E>(q[i], i, s_lo, b_lo, s_hi, b_hi);
 }
 
 // The two layouts of B the family reads: deepgemm's dg chunks, or words of eight consecutive k of one column (GPTQ's
@@ -238,14 +246,7 @@ __device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2], int byt
       const uint32_t h = and_or(r, 0x0000000Fu, Magic<E>::BITS) | ((r >> 4) & 0x000F0000u);
       q = Magic<E>::sub(h, Magic<E>::value(128.0f + OFFSET));
     }
-    const P& s = (i & 1) ? s_hi : s_lo;
-    P wv;
-    if constexpr (T::Zeros::HAS) {
-      wv = __hfma2(q, s, (i & 1) ? b_hi : b_lo);
-    } else {
-      wv = __hmul2(q, s);
-    }
-    a[i] = *reinterpret_cast<uint32_t*>(&wv);
+    a[i] = weight_pair<T, E>(q, i, s_lo, b_lo, s_hi, b_hi);
   }
 }
 
@@ -390,7 +391,8 @@ __global__ void __launch_bounds__(T::WK * 32)
   // A ring of DEPTH chunks a strip in flight: the lane's words and the chunk's scales and zero points (QPC a chunk:
   // none where one a column covers all of K, loaded once; one where a group spans whole chunks, or K_WORDS, whose
   // lane's k of a chunk are one 16-k tile; else one a 16-k tile), at k quant_k(chunk, j).
-  constexpr int QPC = T::GROUP_K >= T::K ? 0 : T::GROUP_K % 64 == 0 || T::LAYOUT == K_WORDS ? 1 : 4;
+  constexpr int QPC = T::QPC;
+  static_assert(QPC == 0 || QPC == 1 || QPC == 4, "scale loads a chunk: none, one, or one a 16-k tile");
   auto quant_k = [&](index_t chunk, int j) {
     return chunk * 64 + (T::LAYOUT == K_WORDS ? 16 * t : 16 * j);
   };

@@ -48,6 +48,7 @@ struct Int4 : Problem<__half, 1000, 16> {
   static constexpr long long BLOCKS = 10;
   using S_t = __half;
   static constexpr long long GROUP_K = 128;
+  static constexpr int QPC = 1;
   struct Scales {
     using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 128, 300>>;
     using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
@@ -67,6 +68,7 @@ struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
   static constexpr long long BLOCKS = 19;
   using S_t = __nv_bfloat16;
   static constexpr long long GROUP_K = 32;
+  static constexpr int QPC = 4;
   struct Scales {
     using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 32, 300>>;
     using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
@@ -93,6 +95,7 @@ struct Gptq : Problem<__half, 1000, 16> {
   static constexpr long long BLOCKS = 19;
   using S_t = __half;
   static constexpr long long GROUP_K = 128;
+  static constexpr int QPC = 1;
   struct Scales {
     using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 128, 300>>;
     using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;

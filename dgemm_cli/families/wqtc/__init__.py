@@ -61,6 +61,7 @@ class WqtcPlan:
     k_chunks: int  # ceil(K / 64)
     blocks: int
     group_k: int  # k indices one scale covers (K or more: one a column)
+    quant_loads: int  # scale (and zero-point) loads a chunk of a strip: quant_loads_a_chunk, the traits' QPC
     layout: str  # "dg" (deepgemm's chunks) or "k_words" (eight consecutive k a word, GPTQ's)
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
     a_vec16: bool  # (k_words) A's 8 k from a multiple of 8 are one 16-byte load
@@ -142,10 +143,15 @@ def group_k(views: ProblemViews) -> int:
     return sc.block(_k_letter(views))
 
 
+def row_tiles(views: ProblemViews) -> int:
+    """8-row mma tiles of C a warp holds (MT): ceil(M / 8)."""
+    return -(-views.m // 8)
+
+
 def quant_loads_a_chunk(views: ProblemViews) -> int:
     """Scale (and zero-point) loads a 64-k chunk of a strip: none where one scale a column covers K (read once), one
     where a group spans whole chunks or in GPTQ's words (a lane's k of a chunk are one 16-k tile), else one a 16-k
-    tile (dg/wqtc.cuh's QPC)."""
+    tile (rendered as the traits' QPC)."""
     g = group_k(views)
     return 0 if g >= views.k else 1 if g % CHUNK_K == 0 or layout_of(views) == "k_words" else 4
 
@@ -205,7 +211,7 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 
 def registers(views: ProblemViews, ns: int, depth: int) -> int:
     """A thread's registers, estimated (REGISTER_BUDGET's comment)."""
-    mt = -(-views.m // 8)
+    mt = row_tiles(views)
     quant = quant_loads_a_chunk(views) * (2 + (2 if views.spec.zeros else 0))  # rows g, g + 8: scale, zero point
     return 4 * ns * mt + depth * ns * (4 + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
 
@@ -215,7 +221,7 @@ def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("warps_k", WARPS_K, "warps a block, each a slice of K's chunks; their sums meet in shared memory")
     g.node("strips", STRIPS, "16-column strips a warp: the activations' fragments serve each")
     g.node("depth", DEPTHS, "64-k chunks a strip kept in flight (16-byte loads a lane)")
-    mt = -(-views.m // 8)
+    mt = row_tiles(views)
     # A tiling choice forced by M: a kernel's mma and activation work grow with it, so run-time ranges planned
     # alike but for their row tiles keep kernels of their own.
     g.node("row_tiles", (mt,), "8-row mma tiles of C a warp holds: ceil(M / 8)")
@@ -259,7 +265,7 @@ def _cost(views: ProblemViews, arch: Arch):
     mem_us = (weight_bytes + other_bytes) / (arch.dram_gbps * 1e3)
     strips = -(-views.n // STRIP_N)
     chunks = -(-views.k // CHUNK_K)
-    mt = -(-views.m // 8)
+    mt = row_tiles(views)
 
     def cost(a: Assignment) -> float:
         wk, ns, depth = a["warps_k"], a["strips"], a["depth"]
@@ -284,8 +290,9 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if blocks > INT32_MAX:
         raise grid_too_large(views, blocks, "blocks")
     pairs, vec16, why = a_loads(views)
-    return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=-(-views.m // 8), depth=a["depth"], strips=strips,
-                    k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views), layout=layout_of(views),
+    return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=a["row_tiles"], depth=a["depth"], strips=strips,
+                    k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views),
+                    quant_loads=quant_loads_a_chunk(views), layout=layout_of(views),
                     a_pairs=pairs, a_vec16=vec16, a_pairs_why=why,
                     index_type="long long" if views.needs_int64 else "int", decisions=decisions,
                     feasible=feasible, cost_us=cost_us, assignment=dict(a))

@@ -16,7 +16,8 @@ from dgemm_cli.views import ProblemViews
 def context(spec: Spec, views: ProblemViews, plan: WqtcPlan, base: dict) -> dict:
     scales, zeros = quant_context(spec, views)
     return {**base, "index_type": plan.index_type, "wk": plan.wk, "ns": plan.ns, "mt": plan.mt, "depth": plan.depth,
-            "strips": plan.strips, "blocks": plan.blocks, "group_k": plan.group_k, "layout": plan.layout,
+            "strips": plan.strips, "blocks": plan.blocks, "group_k": plan.group_k,
+            "qpc": plan.quant_loads, "layout": plan.layout,
             "a_pairs": plan.a_pairs, "a_vec16": plan.a_vec16,
             "a_pairs_why": plan.a_pairs_why, "weights": weights_context(spec, views), "scales": scales,
             "zeros": zeros}
