@@ -47,6 +47,8 @@
 //                             row is 4-byte aligned: a pair is one load
 //   WK, NS, MT, DEPTH, BLOCKS warps a block (K slices), strips a warp, 8-row m tiles (ceil(max M / 8)), chunks in
 //                             flight a strip, blocks of the grid (ceil(strips / NS))
+//   MIN_BLOCKS                blocks an SM the launch bound asks for: the plan's registers a thread (128), which
+//                             ptxas would otherwise undercut and spill
 #pragma once
 
 #include <cstdint>
@@ -353,7 +355,7 @@ __device__ __forceinline__ uint4 load_stream(const uint32_t* p) {
 
 // Block b owns strips b NS .. b NS + NS - 1; warp w of the block its chunks w, w + WK, ...
 template <class T>
-__global__ void __launch_bounds__(T::WK * 32)
+__global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
     kernel(const typename T::A_t* __restrict__ A, const uint32_t* __restrict__ B, typename T::C_param* __restrict__ C,
            typename T::index_t M_arg, typename T::Epilogue ep, Quant<T> quant, float alpha, float beta) {
   using index_t = typename T::index_t;

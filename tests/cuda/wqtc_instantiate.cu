@@ -45,6 +45,7 @@ struct Int4 : Problem<__half, 1000, 16> {
   static constexpr bool SIGNED = true, A_PAIRS = true;
   static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 4, NS = 2, MT = 2, DEPTH = 4;
+  static constexpr int MIN_BLOCKS = 16 / WK;
   static constexpr long long BLOCKS = 10;
   using S_t = __half;
   static constexpr long long GROUP_K = 128;
@@ -65,6 +66,7 @@ struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
   static constexpr bool SIGNED = false, A_PAIRS = false;
   static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 8, NS = 1, MT = 2, DEPTH = 2;
+  static constexpr int MIN_BLOCKS = 16 / WK;
   static constexpr long long BLOCKS = 19;
   using S_t = __nv_bfloat16;
   static constexpr long long GROUP_K = 32;
@@ -92,6 +94,7 @@ struct Gptq : Problem<__half, 1000, 16> {
     using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;
   };
   static constexpr int WK = 4, NS = 1, MT = 2, DEPTH = 1;
+  static constexpr int MIN_BLOCKS = 16 / WK;
   static constexpr long long BLOCKS = 19;
   using S_t = __half;
   static constexpr long long GROUP_K = 128;

@@ -79,6 +79,13 @@ class WqtcPlan:
         return 32 * self.wk
 
     @property
+    def min_blocks(self) -> int:
+        """Blocks an SM the kernel's launch bound asks for: RESIDENT_WARPS warps, so that ptxas may take the 128
+        registers a thread that the register estimate and the cost model assume (without the bound it aims lower
+        and spills)."""
+        return max(1, RESIDENT_WARPS // self.wk)
+
+    @property
     def runtime_align(self) -> dict[str, int]:
         """Nothing beyond the spec's promise: the gates ask it for B's 16-byte loads and A's pairs."""
         return {}

@@ -15,8 +15,8 @@ from dgemm_cli.views import ProblemViews
 
 def context(spec: Spec, views: ProblemViews, plan: WqtcPlan, base: dict) -> dict:
     scales, zeros = quant_context(spec, views)
-    return {**base, "index_type": plan.index_type, "wk": plan.wk, "ns": plan.ns, "mt": plan.mt, "depth": plan.depth,
-            "strips": plan.strips, "blocks": plan.blocks, "group_k": plan.group_k,
+    return {**base, "index_type": plan.index_type, "wk": plan.wk, "min_blocks": plan.min_blocks, "ns": plan.ns,
+            "mt": plan.mt, "depth": plan.depth, "strips": plan.strips, "blocks": plan.blocks, "group_k": plan.group_k,
             "qpc": plan.quant_loads, "layout": plan.layout,
             "a_pairs": plan.a_pairs, "a_vec16": plan.a_vec16,
             "a_pairs_why": plan.a_pairs_why, "weights": weights_context(spec, views), "scales": scales,
