@@ -12,7 +12,8 @@ from typing import Any
 
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.formal import coq as coq_mod
-from dgemm_cli.formal.model import KernelModel, Obligation, obligations, reference_offset
+from dgemm_cli.formal.model import KernelModel, Obligation, PlaceReference, obligations, reference_offset
+from dgemm_cli.formal.packed import quant_reference, quant_views, value_place
 from dgemm_cli.formal.search import Counterexample, search
 from dgemm_cli.plan import BucketPlan, Plan
 from dgemm_cli.views import ProblemViews
@@ -65,8 +66,20 @@ def models_of(views: ProblemViews, family_plan: Any, label: str) -> list[KernelM
 
 
 def references(views: ProblemViews) -> dict[str, Callable]:
+    """Each operand's reference offset: the spec's letters (`reference_offset`); for the weight-only views (an
+    integer B, the scales, the zero points) their words or elements through blocks and packing
+    (`formal.packed.quant_reference`)."""
     names = ("A", "B", "C", *(op.name for op in views.spec.extra_operands))
-    return {x: (lambda index, x=x: reference_offset(views, x, index)) for x in names}
+    out: dict[str, Callable] = {x: (lambda index, x=x: reference_offset(views, x, index)) for x in names}
+    for name, q in quant_views(views).items():
+        out[name] = lambda index, q=q: quant_reference(views, q, index)
+    return out
+
+
+def places(views: ProblemViews) -> dict[str, PlaceReference]:
+    """Each packed operand's statement of the place its loads select in their word (`formal.packed.value_place`)."""
+    return {name: (lambda index, place, q=q: value_place(views, q, index, place))
+            for name, q in quant_views(views).items() if q.packing is not None}
 
 
 def prove(views: ProblemViews, plan: Plan | BucketPlan, out_dir: Path, use_coq: bool = True,
@@ -96,7 +109,7 @@ def _file_name(kernel: str) -> str:
 
 
 def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq: bool = True) -> KernelProof:
-    obs = obligations(model, references(views))
+    obs = obligations(model, references(views), places(views))
     lemmas = coq_mod.lemmas(obs)
     name = _file_name(model.kernel)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -99,6 +99,10 @@ class Access:
     # that indexes a role by its segments' digits (a tile never straddling a segment) has a lane past its segment
     # outside the view although the role's combined index may lie below the role's size.
     inside: Pred | None = None
+    # Where the operand is a packed 4-bit view (its elements 32-bit words of eight values): the place (0..7) of the
+    # value among its word's eight that the kernel selects for lane e; the address is then the word's. None: a view of
+    # whole elements.
+    place: Expr | None = None
 
 
 LANE = Var("lane_e")
@@ -180,11 +184,16 @@ def _in_view(access: Access) -> Pred:
 
 # An operand's reference offset at role indices (`reference_offset` bound to the views and the operand).
 Reference = Callable[[Mapping[str, Expr]], Expr]
+# A packed operand's statement that the place (0..7) a kernel selects in the reference word holds the value at the role
+# indices (`formal.packed.value_place` bound to the views and the operand).
+PlaceReference = Callable[[Mapping[str, Expr], Expr], Pred]
 
 
-def obligations(model: KernelModel, references: Mapping[str, Reference]) -> list[Obligation]:
+def obligations(model: KernelModel, references: Mapping[str, Reference],
+                places: Mapping[str, PlaceReference] | None = None) -> list[Obligation]:
     """Every obligation of `model`. `references[operand]` is a function role-indices -> the reference element offset
-    (`reference_offset` bound to the views)."""
+    (`reference_offset` bound to the views); `places[operand]`, for a packed operand, the statement of the place its
+    accesses select (`Access.place`)."""
     out: list[Obligation] = []
     for a in model.accesses:
         reach = model.reach[a.operand]
@@ -208,11 +217,16 @@ def obligations(model: KernelModel, references: Mapping[str, Reference]) -> list
         # full-k: each lane moved is the view's element at its logical index.
         lane_ranges = (*a.ranges, _lane_range(a.count))
         expected = a.reference if a.reference is not None else references[a.operand](a.logical)
+        element = all_of(_in_view(a), Cmp("==", a.address + LANE, expected))
+        what = "element"
+        if a.place is not None:
+            assert places is not None and a.operand in places, f"{a.ident}: {a.operand} has no place reference"
+            element = all_of(element, places[a.operand](a.logical, a.place))
+            what = "word, and the place it selects holds the value,"
         out.append(Obligation(f"{a.ident}_element", "full-k" if a.kind == "load" else "written-once",
-                              f"{a.text}: lane e of the access is {a.operand}'s element at its logical index, "
+                              f"{a.text}: lane e of the access is {a.operand}'s {what} at its logical index, "
                               "inside the view",
-                              lane_ranges, _conj(lane_ranges),
-                              all_of(_in_view(a), Cmp("==", a.address + LANE, expected))))
+                              lane_ranges, _conj(lane_ranges), element))
         if a.zero_fill:
             fill_ranges = (*a.ranges, _lane_range(a.width))
             out.append(Obligation(f"{a.ident}_zero_fill", "full-k",
@@ -233,7 +247,7 @@ def _safety(model: KernelModel, a: Access) -> list[Obligation]:
     out = []
     lane_ranges = (*a.ranges, _lane_range(a.count))
     everywhere = [a.count, *a.always]
-    guarded = [a.address, *a.logical.values()]
+    guarded = [a.address, *a.logical.values(), *((a.place,) if a.place is not None else ())]
     for label, exprs, ranges, hyps in (("everywhere", everywhere, a.ranges, _conj(a.ranges)),
                                        ("moved", guarded, lane_ranges, _conj(lane_ranges))):
         goals = []

@@ -166,4 +166,4 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (WqPlan,), "dgemm_cli.families.wq.render",
-                      inputs="weight-only")
+                      inputs="weight-only", formal="dgemm_cli.families.wq.index")
