@@ -380,13 +380,14 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
   // This warp's chunks of strip s: c = warp + WK i. DG_WORDS: the lane's 16 bytes of chunk c at word (strip
   // K_CHUNKS + c) 128 + 4 lane; a strip past the last (the grid's last block) reads its first strip again and stores
   // nothing. K_WORDS: the words of k = 64 c + 8 j (j = 0..7) of columns g and g + 8 of the strip, zero past K or N.
-  const uint32_t* base[T::NS];
+  const uint32_t* base[T::NS] = {};  // DG_WORDS only: the lane's words of strip s's chunk 0
+  if constexpr (T::LAYOUT == DG_WORDS) {
 #pragma unroll
-  for (int s = 0; s < T::NS; ++s) {
-    const index_t strip = strip0 + s < index_t(T::STRIPS) ? strip0 + s : index_t(0);
-    base[s] = B + (strip * index_t(T::K_CHUNKS)) * 128 + 4 * lane;
+    for (int s = 0; s < T::NS; ++s) {
+      const index_t strip = strip0 + s < index_t(T::STRIPS) ? strip0 + s : index_t(0);
+      base[s] = B + (strip * index_t(T::K_CHUNKS)) * 128 + 4 * lane;
+    }
   }
-  (void)base;
   constexpr int CHUNKS = T::K_CHUNKS;
   const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
 
