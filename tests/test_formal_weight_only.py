@@ -293,7 +293,6 @@ def test_coq_proves_the_small_models(name, tmp_path):
     for views, _, model in _models(name):
         r = prove_model(views, model, tmp_path)
         assert r.status == PROVED, (r.failed, r.obligation, r.counterexample, r.reason)
-        assert r.seconds < 10, (model.kernel, r.seconds)
         out = subprocess.run([find_coqc(), "-q", Path(r.script).name], cwd=tmp_path, capture_output=True, text=True)
         assert "Proof completed" in out.stdout
 

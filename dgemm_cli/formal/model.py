@@ -106,6 +106,7 @@ class Access:
 
 
 LANE = Var("lane_e")
+PROPERTIES = ("in-bounds", "written-once", "full-k", "64-bit")  # what an obligation serves (issue 44's four)
 # CUDA's own indices, as the kernels spell them.
 THREAD = Var("thread", INT, "threadIdx.x")
 BLOCK = Var("block", INT, "blockIdx.x")
@@ -132,8 +133,8 @@ class Fact:
     """A plain statement over its ranges."""
 
     ident: str
+    prop: str  # the property it serves, as an Obligation's: in-bounds, written-once, full-k, 64-bit
     text: str
-    prop: str
     ranges: tuple[Range, ...]
     hyps: Pred
     goal: Pred
@@ -156,7 +157,7 @@ class Obligation:
     """One statement: for all `ranges` with `hyps`, `goal`."""
 
     ident: str
-    prop: str
+    prop: str  # one of PROPERTIES
     text: str
     ranges: tuple[Range, ...]
     hyps: Pred
@@ -237,6 +238,7 @@ def obligations(model: KernelModel, references: Mapping[str, Reference],
     for b in model.bijections:
         out.extend(bijection_obligations(b))
     for f in model.facts:
+        assert f.prop in PROPERTIES, f"fact {f.ident}: {f.prop!r} is not one of {PROPERTIES}"
         out.append(Obligation(f.ident, f.prop, f.text, f.ranges, _conj(f.ranges, f.hyps), f.goal))
     return out
 

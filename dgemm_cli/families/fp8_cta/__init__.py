@@ -208,4 +208,4 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (Fp8CtaPlan,), "dgemm_cli.families.fp8_cta.render",
-                      inputs="e4m3")
+                      inputs="e4m3", formal="dgemm_cli.families.fp8_cta.index")

@@ -205,4 +205,5 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (Fp8HopperPlan,),
-                      "dgemm_cli.families.fp8_hopper.render", inputs="e4m3")
+                      "dgemm_cli.families.fp8_hopper.render", inputs="e4m3",
+                      formal="dgemm_cli.families.fp8_hopper.index")
