@@ -97,7 +97,13 @@ def check(ours: MLP, ref: MLP, f32: MLP, x: torch.Tensor, gy: torch.Tensor) -> d
 
 def graph_of(fn, reset) -> torch.cuda.CUDAGraph:
     """`fn` captured after two runs outside the graph (kernels built and loaded); `reset()` drops the gradients
-    those runs left, so that the captured backward writes fresh ones rather than adding into old ones."""
+    those runs left, so that the captured backward writes fresh ones rather than adding into old ones.
+
+    Each graph is captured on a stream of its own, with the thread's cuBLAS workspaces dropped first, so that
+    cuBLAS allocates the workspace the graph records in the graph's own pool: torch 2.11 keys its cuBLAS
+    workspaces by stream and frees a stream's when a graph captured on it is destroyed, which left the next graph
+    captured on the shared capture stream replaying into freed memory (an illegal address in cuBLAS's kernels, with
+    torch's own Linear on both sides too; pytorch/pytorch#193402)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -105,8 +111,10 @@ def graph_of(fn, reset) -> torch.cuda.CUDAGraph:
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     reset()
+    torch.cuda.synchronize()
+    torch._C._cuda_clearCublasWorkspaces()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=stream):
         fn()
     return graph
 
