@@ -31,7 +31,7 @@ MAX_M = 64  # rows: 8 mma tiles of 8
 CHUNK_K, STRIP_N = 64, 16  # a chunk of the dg layout: 16 columns x 64 k, 512 bytes
 WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
-DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead; where the registers hold no more)
+DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead); the cost model prices them alike (_cost)
 MAX_SUMS = 32  # f32 sums a lane (NS x MT x 4): registers beside the weights in flight and the fragments
 # A thread's registers, estimated (dg/wqtc.cuh's kernel): the sums, the ring (a chunk's 4 words, and
 # its scales and zero points, a register each, a strip), the activations' fragments (a chunk's four k tiles for up
@@ -275,13 +275,16 @@ def _cost(views: ProblemViews, arch: Arch):
     mt = row_tiles(views)
 
     def cost(a: Assignment) -> float:
-        wk, ns, depth = a["warps_k"], a["strips"], a["depth"]
+        wk, ns = a["warps_k"], a["strips"]  # the ring's depth: priced alike, the tie goes to one chunk
         blocks = -(-strips // ns)
         per_sm = max(1, RESIDENT_WARPS // wk)
         resident = min(blocks, arch.resident_blocks(per_sm))
         waves = -(-blocks // resident)
         wave_use = blocks / (waves * resident)  # the last wave's empty slots stretch the stream
-        in_flight = resident * wk * ns * depth * 512 / arch.sms  # bytes an SM has requested at once
+        # Bytes an SM has requested at once: a chunk a strip of each resident warp. The ring's deeper chunks are
+        # left out: level-2 tunes at M = 1 and 16 (GPTQ words, 4096 -> 14336, H100) ran a ring of one chunk fastest
+        # at the fastest warps and strips, and deeper rings level or slower (docs/RESULTS.md, "Weight-only").
+        in_flight = resident * wk * ns * 512 / arch.sms
         latency = min(1.0, in_flight / IN_FLIGHT_BYTES)
         # Each chunk of a strip reads MT fragments of 8 rows x 64 k through L1, once for NS strips.
         l1_us = strips * chunks * mt * 8 * CHUNK_K * spec.A.elem_bytes / ns / (
