@@ -1,11 +1,14 @@
-"""What the formal tests share: a view's element offsets from the spec's letters (numpy), and an expression at every
-point of an enumeration."""
+"""What the formal tests share: a view's element offsets from the spec's letters (numpy), an expression at every
+point of an enumeration, the models of a spec's kernels, and the two checks every mutation must fail."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from dgemm_cli.formal.check import FAILED, models_of, places, prove_model, references
 from dgemm_cli.formal.expr import evaluate
+from dgemm_cli.formal.model import obligations
+from dgemm_cli.formal.search import search
 
 
 def view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
@@ -24,3 +27,29 @@ def at_points(e, pts: dict) -> np.ndarray:
     """`e` at every point of `pts` (a constant broadcast to them)."""
     n = len(next(iter(pts.values()))) if pts else 1
     return np.broadcast_to(np.asarray(evaluate(e, pts)), (n,))
+
+
+def models_of_plans(plans, family: str | None = None) -> list:
+    """(views, family plan, model) of every kernel of `plans` ((label, views, family plan), as check.kernel_plans
+    yields them), each of `family` where it is given."""
+    out = []
+    for label, views, fp in plans:
+        assert family is None or fp.family == family, (label, fp.family)
+        found = models_of(views, fp, label)
+        assert not isinstance(found, str), found
+        out.extend((views, fp, m) for m in found)
+    return out
+
+
+def assert_the_search_finds(views, model, lemmas: str) -> None:
+    """The enumerating search breaks one of the mutated model's obligations whose names start with `lemmas`."""
+    broken = [ob for ob in obligations(model, references(views), places(views)) if ob.ident.startswith(lemmas)]
+    assert broken and any(search(ob, tries=5000) for ob in broken), lemmas
+
+
+def assert_coq_rejects(views, model, lemmas: str, out_dir) -> None:
+    """Coq fails the mutated model at a lemma whose name starts with `lemmas`, with its statement and values that
+    break it."""
+    r = prove_model(views, model, out_dir)
+    assert r.status == FAILED and r.failed.startswith(lemmas), (r.failed, r.reason)
+    assert r.obligation and r.counterexample, r

@@ -20,16 +20,16 @@ from dgemm_cli.cli import main
 from dgemm_cli.families.cta import index as cta_index
 from dgemm_cli.families.fp8_cta import index as fp8_cta_index
 from dgemm_cli.families.fp8_hopper import index as fp8_hopper_index
-from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
+from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Cmp, Const, Let, Mod, Var, cuda, replace, walk
 from dgemm_cli.formal.model import obligations
-from dgemm_cli.formal.search import enumerate_points, exhaust, search
+from dgemm_cli.formal.search import enumerate_points, exhaust
 from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import at_points
+from .formal_support import assert_coq_rejects, assert_the_search_finds, at_points, models_of_plans
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
@@ -90,12 +90,7 @@ def _planned(doc: dict):
 
 def _models(name: str):
     _, planned = _planned(SMALL[name])
-    out = []
-    for label, views, fp in kernel_plans(planned.plan, planned.views):
-        assert fp.family == FAMILY[name], (name, fp.family)
-        found = models_of(views, fp, label)
-        assert not isinstance(found, str), found
-        out.extend((views, fp, m) for m in found)
+    out = models_of_plans(kernel_plans(planned.plan, planned.views), FAMILY[name])
     assert out, name
     return out
 
@@ -245,18 +240,13 @@ def _mutated(name: str):
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_the_search_finds_each_mutation(name):
-    views, model, lemmas = _mutated(name)
-    broken = [ob for ob in obligations(model, references(views)) if ob.ident.startswith(lemmas)]
-    assert broken and any(search(ob, tries=5000) for ob in broken), name
+    assert_the_search_finds(*_mutated(name))
 
 
 @needs_coq
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_mutations_are_rejected_by_coq(name, tmp_path):
-    views, model, lemmas = _mutated(name)
-    r = prove_model(views, model, tmp_path)
-    assert r.status == FAILED and r.failed.startswith(lemmas), (r.failed, r.reason)
-    assert r.obligation and r.counterexample, r
+    assert_coq_rejects(*_mutated(name), tmp_path)
 
 
 # ---- the model against the kernel's text

@@ -16,16 +16,16 @@ import pytest
 from dgemm_cli.arch import ARCHES
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.solving import best, of_assignment
-from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
+from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Const, Let, cuda, evaluate, replace, walk
 from dgemm_cli.formal.model import obligations
-from dgemm_cli.formal.search import enumerate_points, exhaust, search
+from dgemm_cli.formal.search import enumerate_points, exhaust
 from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
-from .formal_support import view_addresses
+from .formal_support import assert_coq_rejects, assert_the_search_finds, models_of_plans, view_addresses
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCH = ARCHES["sm_90a"]
@@ -113,13 +113,7 @@ def _plans(case: Case):
 
 
 def _models(case: Case):
-    out = []
-    for label, views, fp in _plans(case):
-        assert fp.family == case.family
-        found = models_of(views, fp, label)
-        assert not isinstance(found, str), found
-        out.extend((views, fp, m) for m in found)
-    return out
+    return models_of_plans(_plans(case), case.family)
 
 
 def test_the_cases_take_the_variants_they_name():
@@ -258,18 +252,13 @@ def _mutated(name: str):
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_the_search_finds_each_mutation(name):
-    views, model, lemmas = _mutated(name)
-    broken = [ob for ob in obligations(model, references(views)) if ob.ident.startswith(lemmas)]
-    assert any(search(ob, tries=5000) for ob in broken), name
+    assert_the_search_finds(*_mutated(name))
 
 
 @needs_coq
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_mutations_are_rejected_by_coq(name, tmp_path):
-    views, model, lemmas = _mutated(name)
-    r = prove_model(views, model, tmp_path)
-    assert r.status == FAILED and r.failed.startswith(lemmas), (r.failed, r.reason)
-    assert r.obligation and r.counterexample, r
+    assert_coq_rejects(*_mutated(name), tmp_path)
 
 
 # ---- the model against the kernel's text

@@ -20,15 +20,15 @@ from click.testing import CliRunner
 from dgemm_cli.arch import ARCHES
 from dgemm_cli.cli import main
 from dgemm_cli.families.tcgemv import index as tc_index
-from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
+from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Const, Let, cuda, evaluate, replace, walk
 from dgemm_cli.formal.model import obligations
-from dgemm_cli.formal.search import enumerate_points, exhaust, search
+from dgemm_cli.formal.search import enumerate_points, exhaust
 from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import view_addresses
+from .formal_support import assert_coq_rejects, assert_the_search_finds, models_of_plans, view_addresses
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
@@ -70,11 +70,7 @@ def _plans(name: str):
 
 
 def _models(name: str):
-    out = []
-    for label, views, fp in _plans(name):
-        found = models_of(views, fp, label)
-        assert not isinstance(found, str), found
-        out.extend((views, fp, m) for m in found)
+    out = models_of_plans(_plans(name))
     assert out
     return out
 
@@ -179,18 +175,13 @@ def _mutated(name: str):
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_the_search_finds_each_mutation(name):
-    views, model, lemmas = _mutated(name)
-    broken = [ob for ob in obligations(model, references(views)) if ob.ident.startswith(lemmas)]
-    assert any(search(ob, tries=5000) for ob in broken), name
+    assert_the_search_finds(*_mutated(name))
 
 
 @needs_coq
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_mutations_are_rejected_by_coq(name, tmp_path):
-    views, model, lemmas = _mutated(name)
-    r = prove_model(views, model, tmp_path)
-    assert r.status == FAILED and r.failed.startswith(lemmas), (r.failed, r.reason)
-    assert r.obligation and r.counterexample, r
+    assert_coq_rejects(*_mutated(name), tmp_path)
 
 
 # ---- the model against the kernel's text

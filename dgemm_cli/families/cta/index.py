@@ -326,18 +326,25 @@ def grid_fits(o: Origin, rows: Rows) -> Fact:
                 rows.param, TRUE, all_of(Cmp("<=", _c(1), o.tiles), Cmp("<=", o.tiles, _c(2**31 - 1))))
 
 
+def loader_pairs(plan: TilePlan) -> list[tuple[tuple[LoaderPlan, int], tuple[LoaderPlan, int]]]:
+    """The (loader, pointer alignment it was checked for) of A and of B in each instantiation the launcher can
+    take: the plan's loaders, then, where a pointer check can fail, the fallback pair (a checked loader's fallback,
+    unchecked)."""
+    pairs = [((plan.a, plan.a.runtime_align), (plan.b, plan.b.runtime_align))]
+    if plan.runtime_dispatch:
+        pairs.append(((plan.a.fallback or plan.a, 0) if plan.a.runtime_align else (plan.a, 0),
+                      (plan.b.fallback or plan.b, 0) if plan.b.runtime_align else (plan.b, 0)))
+    return pairs
+
+
 def models(views: ProblemViews, plan: TilePlan, name: str) -> list[KernelModel]:
     """A model per loader instantiation the launcher can take: the plan's loaders (with the pointers the dispatch
     checked, where it checks), then the fallback pair where a check can fail."""
     rows = rows_of(views)
     o = tile_origin(views, plan, rows)
     stores, once = store_accesses(views, plan, rows, o)
-    pairs = [((plan.a, plan.a.runtime_align), (plan.b, plan.b.runtime_align))]
-    if plan.runtime_dispatch:
-        pairs.append(((plan.a.fallback or plan.a, 0) if plan.a.runtime_align else (plan.a, 0),
-                      (plan.b.fallback or plan.b, 0) if plan.b.runtime_align else (plan.b, 0)))
     out = []
-    for variant, pair in enumerate(pairs):
+    for variant, pair in enumerate(loader_pairs(plan)):
         accesses, bijections, facts = [], [once], [k_cover(views, plan), grid_fits(o, rows)]
         reach = {}
         for ld, checked in pair:

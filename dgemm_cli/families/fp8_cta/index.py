@@ -37,6 +37,7 @@ from dgemm_cli.families.cta.index import (
     grid_fits,
     k_cover,
     loader_access,
+    loader_pairs,
     rows_of,
     store_accesses,
     tile_origin,
@@ -305,12 +306,8 @@ def models(views: ProblemViews, plan: Fp8CtaPlan, name: str) -> list[KernelModel
     k_tiles = all_k_tiles(views, plan)
     stores, once = store_accesses(views, plan, rows, o)
     scales, scale_facts, scale_reaches = scale_accesses(views, plan, rows, o)
-    pairs = [((plan.a, plan.a.runtime_align), (plan.b, plan.b.runtime_align))]
-    if plan.runtime_dispatch:
-        pairs.append(((plan.a.fallback or plan.a, 0) if plan.a.runtime_align else (plan.a, 0),
-                      (plan.b.fallback or plan.b, 0) if plan.b.runtime_align else (plan.b, 0)))
     out = []
-    for variant, pair in enumerate(pairs):
+    for variant, pair in enumerate(loader_pairs(plan)):
         accesses: list[Access] = []
         bijections: list[Bijection] = [once]
         facts: list[Fact] = [k_cover(views, plan), grid_fits(o, rows), *scale_facts]
