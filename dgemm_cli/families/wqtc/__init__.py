@@ -48,6 +48,11 @@ L1_BYTES_CLK = 64
 RESIDENT_WARPS = 16  # warps an SM holds at about 128 registers a thread
 
 
+def blocks_per_sm(wk: int) -> int:
+    """Blocks of WK warps an SM holds at RESIDENT_WARPS: what the cost model counts and the launch bound asks for."""
+    return max(1, RESIDENT_WARPS // wk)
+
+
 @dataclass(frozen=True)
 class WqtcPlan:
     """WK warps a block over NS strips of 16 columns, MT tiles of 8 rows, DEPTH chunks in flight a strip."""
@@ -83,7 +88,7 @@ class WqtcPlan:
         """Blocks an SM the kernel's launch bound asks for: RESIDENT_WARPS warps, so that ptxas may take the 128
         registers a thread that the register estimate and the cost model assume (without the bound it aims lower
         and spills)."""
-        return max(1, RESIDENT_WARPS // self.wk)
+        return blocks_per_sm(self.wk)
 
     @property
     def runtime_align(self) -> dict[str, int]:
@@ -277,7 +282,7 @@ def _cost(views: ProblemViews, arch: Arch):
     def cost(a: Assignment) -> float:
         wk, ns = a["warps_k"], a["strips"]  # the ring's depth: priced alike, the tie goes to one chunk
         blocks = -(-strips // ns)
-        per_sm = max(1, RESIDENT_WARPS // wk)
+        per_sm = blocks_per_sm(wk)
         resident = min(blocks, arch.resident_blocks(per_sm))
         waves = -(-blocks // resident)
         wave_use = blocks / (waves * resident)  # the last wave's empty slots stretch the stream
