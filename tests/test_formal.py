@@ -184,6 +184,23 @@ def test_coq_proves_a_spec_of_the_repository(tmp_path):
             assert r.status == PROVED, (r.failed, r.obligation, r.reason)
 
 
+# A batch of outputs whose rows are sized at run time: the store's inverse divides the block index by the run-time
+# tile count (batch x tiles along m x tiles along n), which lia cannot do; a bucket's proof splits on the values the
+# tile count takes over it (the widest bucket, 5..72, spans several tiles).
+BATCHED_DYN_ROWS = _spec("batched_dyn_rows", dtype="bf16", contraction="bshd,bthd->bhst",
+                         sizes={"b": 2, "s": {"min": 1, "max": 72}, "t": 40, "h": 3, "d": 16},
+                         operands={"A": {"strides": [3456, 48, 16, 1]}, "C": {"strides": [8640, 2880, 40, 1]}})
+
+
+@needs_coq
+def test_coq_proves_a_batch_of_run_time_rows_case_by_tile_count(tmp_path):
+    views, model = next((v, m) for v, m in _models(BATCHED_DYN_ROWS) if " 5..72 " in m.kernel)
+    stores = dataclasses.replace(model, accesses=())  # the written-once lemmas alone: the loads prove without a split
+    r = prove_model(views, stores, tmp_path)
+    assert r.status == PROVED, (r.failed, r.obligation, r.reason)
+    assert "destruct (Z.eq_dec" in Path(r.script).read_text(), "the tile count took one value: the split went untested"
+
+
 # ---- mutations: each must be rejected, with a readable obligation and the values that break it
 
 

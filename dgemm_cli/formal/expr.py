@@ -91,6 +91,13 @@ class Const(Expr):
 
 
 @dataclass(frozen=True, eq=True)
+class Rewritten(Const):
+    """The value a proof rewrote a run-time expression to (a tile count that one run-time bucket fixes): Coq's term
+    after the rewrite holds the literal inside the unfolded expression around it, so the printer folds nothing that
+    holds it."""
+
+
+@dataclass(frozen=True, eq=True)
 class Add(Expr):
     a: Expr
     b: Expr
@@ -507,5 +514,5 @@ def divisions(e: Expr | Pred) -> list[Div | Mod]:
 
 @functools.cache
 def constant(e: Expr | Pred) -> bool:
-    """Whether `e` has no variable."""
-    return all(constant(k) for k in children(e)) if not isinstance(e, Var) else False
+    """Whether `e` has no variable and no rewritten value (an expression Coq holds unfolded)."""
+    return all(constant(k) for k in children(e)) if not isinstance(e, (Var, Rewritten)) else False
