@@ -7,8 +7,9 @@ values nibble j holds is the word's order:
 
 - `linear` (GPTQ): nibble j holds value j, the value at index 8w + j of the packed letter.
 - `awq`: nibble j holds value AWQ_ORDER[j] (AWQ's `order_map`).
-- `dg` (deepgemm's own layout, `to_dg` / `from_dg`): a 16 (n) x 16 (k) tile's values a lane of a warp holds as its
-  mma.m16n8k16 A fragment, nibble j holding the tile element DG_NIBBLES[j] relative to the lane's (g, 2t).
+- `dg` (deepgemm's own layout, `to_dg` / `from_dg`): a 16 (n) x 64 (k) chunk's values a lane of a warp holds as its
+  mma.m16n8k16 A fragments of four 16-k tiles, lane t (= lane % 4) holding the chunk's 16 consecutive k 16t .. 16t +
+  15; nibble j of its word kt holds the fragment slot DG_NIBBLES[j] relative to the lane's (g, 2t) of tile kt.
 
 Nibble values are 0..15 (uint8). A signed int4 is its two's complement nibble (`unsigned`, and back: `signed`).
 """
@@ -37,12 +38,18 @@ FORMS: tuple[str, ...] = ("subtract", "prescaled")
 # AWQ's order_map: its packer ORs value AWQ_ORDER[j] of a word's eight into bits 4j.
 AWQ_ORDER: tuple[int, ...] = (0, 2, 4, 6, 1, 3, 5, 7)
 
-# The dg layout's in-word order: nibble j of lane l = 4g + t's word holds the element (row, column) =
-# (g + DG_NIBBLES[j][0], 2t + DG_NIBBLES[j][1]) of its 16 (n, rows) x 16 (k, columns) tile, the order the 0x6400
-# magic-exponent conversion unpacks a word in (nibbles 0 and 4 first: the fragment's first pair of halves).
+# The dg layout's in-word order: nibble j of lane l = 4g + t's word kt holds the mma slot (row, column) =
+# (g + DG_NIBBLES[j][0], 2t + DG_NIBBLES[j][1]) of its 16 (n, rows) x 16 (k slots, columns) tile kt, the order the
+# 0x6400 magic-exponent conversion unpacks a word in (nibbles 0 and 4 first: the fragment's first pair of halves).
 # In mma.m16n8k16's A fragment a0..a7 = (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1), (g, 2t + 8), ...,
 # nibble j holds a[AWQ_ORDER[j]]: the same interleave AWQ packs its words in.
 DG_NIBBLES: tuple[tuple[int, int], ...] = ((0, 0), (8, 0), (0, 8), (8, 8), (0, 1), (8, 1), (0, 9), (8, 9))
+
+# The k a slot takes: the sum over k does not depend on which k meets which mma k slot, so lane t's slots take its
+# chunk's 16 consecutive k 16t .. 16t + 15 (a lane's activations are one run of a row): tile kt's slot columns 2t +
+# DG_SLOT_COLUMN[r] take k = 64 (k // 64) + 16t + 4kt + r, r = 0..3. The slot pair (2t, 2t + 1) holds r = 0, 1 and
+# (2t + 8, 2t + 9) r = 2, 3: a fragment register's pair is two consecutive k, as in the activations' B fragment.
+DG_SLOT_COLUMN: tuple[int, ...] = (0, 1, 8, 9)
 
 DG_TILE_N = 16  # a tile's rows: N is padded to a multiple of 16
 DG_CHUNK_K = 64  # four 16-k tiles, one word each a lane: K is padded to a multiple of 64
@@ -56,18 +63,16 @@ _NIBBLE_OF_VALUE: dict[str, tuple[int, ...]] = {
     order: tuple(values.index(i) for i in range(8)) for order, values in _VALUE_OF_NIBBLE.items()}
 
 
-def _tile_nibbles() -> NDArray[np.intp]:
-    """[16, 16]: the nibble that holds the tile element (row n % 16, column k % 16), read off DG_NIBBLES."""
-    table = np.full((DG_TILE_N, 16), -1, dtype=np.intp)
+def _slot_nibbles() -> NDArray[np.intp]:
+    """[2, 4]: the nibble that holds the row half (n % 16) // 8 at r = k % 4, read off DG_NIBBLES and DG_SLOT_COLUMN."""
+    table = np.full((2, 4), -1, dtype=np.intp)
     for j, (row, column) in enumerate(DG_NIBBLES):
-        for g in range(8):
-            for t in range(4):
-                table[g + row, 2 * t + column] = j
-    assert (table >= 0).all(), "DG_NIBBLES covers every element of a tile once"
+        table[row // 8, DG_SLOT_COLUMN.index(column)] = j
+    assert (table >= 0).all(), "DG_NIBBLES covers every (row half, r) of a lane's word once"
     return table
 
 
-_DG_TILE_NIBBLE = _tile_nibbles()
+_DG_SLOT_NIBBLE = _slot_nibbles()
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -176,17 +181,18 @@ def dg_position(k: int, n: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """([k, n] word index, [k, n] nibble index) of every value of a [k, n] weight in the dg layout:
 
         K64 = ceil(K / 64)
-        word   = ((n // 16) * K64 + k // 64) * 128 + 4 * lane + (k % 64) // 16,  lane = 4 * (n % 8) + (k % 8) // 2
-        nibble = the j with DG_NIBBLES[j] = (n % 16 - n % 8, k % 16 - 2 * ((k % 8) // 2))
+        word   = ((n // 16) * K64 + k // 64) * 128 + 4 * lane + (k % 16) // 4,  lane = 4 * (n % 8) + (k % 64) // 16
+        nibble = the j with DG_NIBBLES[j] = (n % 16 - n % 8, DG_SLOT_COLUMN[k % 4])
+               = (n % 16) // 8 + 2 * ((k % 4) // 2) + 4 * (k % 2)
 
     Invariant: the (word, nibble) pairs are distinct and lie below dg_words(k, n) words."""
     k64 = _ceil(_size(k, "k"), DG_CHUNK_K)
     kk = np.arange(k, dtype=np.intp)[:, None]
     nn = np.arange(_size(n, "n"), dtype=np.intp)[None, :]
-    g, t = nn % 8, (kk % 8) // 2
+    g, t = nn % 8, (kk % 64) // 16
     lane = 4 * g + t
-    word = ((nn // 16) * k64 + kk // 64) * 128 + 4 * lane + (kk % 64) // 16
-    nibble = _DG_TILE_NIBBLE[nn % 16, kk % 16]
+    word = ((nn // 16) * k64 + kk // 64) * 128 + 4 * lane + (kk % 16) // 4
+    nibble = _DG_SLOT_NIBBLE[(nn % 16) // 8, kk % 4]
     return word, nibble
 
 

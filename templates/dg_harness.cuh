@@ -585,14 +585,14 @@ __host__ __device__ inline long long dg_int_value(const DgProblem& p, const void
   long long word = p.offset[x];
   int nibble = 0;
   if (p.pack[x] == DG_PACK_DG) {
-    // 16 (n) x 64 (k) chunks of 128 words, n-major; lane 4 g + t (g = n % 8, t = (k % 8) / 2) holds its four
-    // 16-k tiles' mma.m16n8k16 A fragments in words 4 lane .. 4 lane + 3; in a word, nibble 0 (n, k) = (g, 2t),
-    // 1 (g + 8, 2t), 2 (g, 2t + 8), 3 (g + 8, 2t + 8), 4 (g, 2t + 1), 5 (g + 8, 2t + 1), 6 (g, 2t + 9), 7 (g + 8, 2t + 9).
+    // 16 (n) x 64 (k) chunks of 128 words, n-major; lane 4 g + t (g = n % 8, t = (k % 64) / 16) holds the chunk's
+    // k 16 t .. 16 t + 15 in words 4 lane .. 4 lane + 3, word kt the k 16 t + 4 kt + r (r = 0..3); in a word, nibble
+    // 0 (n, r) = (g, 0), 1 (g + 8, 0), 2 (g, 2), 3 (g + 8, 2), 4 (g, 1), 5 (g + 8, 1), 6 (g, 3), 7 (g + 8, 3).
     const long long k = idx[p.pack_dims[x][0]], n = idx[p.pack_dims[x][1]];
     const long long k_chunks = (p.dims[p.pack_dims[x][0]].size + 63) / 64;
-    const long long lane = 4 * (n % 8) + (k % 8) / 2;
-    word += ((n / 16) * k_chunks + k / 64) * 128 + 4 * lane + (k % 64) / 16;
-    nibble = static_cast<int>((n % 16) / 8 + 2 * ((k % 16) / 8) + 4 * (k % 2));
+    const long long lane = 4 * (n % 8) + (k % 64) / 16;
+    word += ((n / 16) * k_chunks + k / 64) * 128 + 4 * lane + (k % 16) / 4;
+    nibble = static_cast<int>((n % 16) / 8 + 2 * ((k % 4) / 2) + 4 * (k % 2));
   } else {
     for (int d = 0; d < p.ndims; ++d) {
       const DgDim& dim = p.dims[d];

@@ -123,6 +123,67 @@ def test_gptq_lanes_take_16_consecutive_k_in_both_operands():
     assert len(seen) == 64 and {k for *_, k in seen} == set(range(64))
 
 
+# PTX ISA, mma.m16n8k16 (f16/bf16): lane (g, t) = (lane // 4, lane % 4). A register i holds (row, k slot) =
+# (g + 8 (i % 2), 2t + 8 (i // 2) + h) in its half h; B register j holds (k slot, column) = (2t + 8 j + h, g).
+def _a_slot(g: int, t: int, i: int, h: int) -> tuple[int, int]:
+    return g + 8 * (i % 2), 2 * t + 8 * (i // 2) + h
+
+
+def _b_slot(g: int, t: int, j: int, h: int) -> tuple[int, int]:
+    return 2 * t + 8 * j + h, g
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(1, 200), n=st.integers(1, 40), m=st.integers(1, 20), signed=st.booleans(),
+       group=st.sampled_from([16, 32, 64, 128, None]), seed=st.integers(0, 2**32 - 1))
+def test_dg_fragments_built_as_the_kernel_does_multiply_to_a_times_the_weights(k, n, m, signed, group, seed):
+    """dg/wqtc.cuh's DG_WORDS path, in numpy: lane (g, t) takes word 4 lane + kt of its strip's chunk, register i's
+    halves from nibbles i and i + 4 (`(word >> 4 i) & 0x000F000F`), scaled by the scale at quant_k = 64 chunk + 16 t of
+    the register's column; its activations are activation_run's at k0 = 64 chunk + 16 t + 4 kt (b0 = (k0, k0 + 1),
+    b1 = (k0 + 2, k0 + 3)), zero past M and K. Placed in the mma's slots by PTX's fragment table, the tiles' products
+    add up to (A . dequant(B))^T: the weights' and the activations' k agree at every slot."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    g_k = group or k
+    q = rng.integers(0, 16, (k, n), dtype=np.uint8)
+    values = quant.signed(q) if signed else q
+    scales = rng.integers(1, 5, (-(-k // g_k), n)).astype(np.float64) / 4
+    a = rng.integers(-4, 5, (m, k)).astype(np.float64)
+    words = quant.to_dg(q)
+    k64, strips, mt = -(-k // 64), -(-n // 16), -(-m // 8)
+    a_pad = np.zeros((8 * mt, 64 * k64))
+    a_pad[:m, :k] = a
+    ct = np.zeros((16 * strips, 8 * mt))  # C^T, the mma's tiles 16 n x 8 m
+    for strip in range(strips):
+        for chunk in range(k64):
+            for kt in range(4):
+                a_mma = np.full((16, 16), np.nan)  # the weights: 16 n x 16 k slots
+                b_mma = np.full((16, 8 * mt), np.nan)  # the activations: 16 k slots x 8 mt rows
+                for lane in range(32):
+                    g, t = divmod(lane, 4)
+                    word = int(words[(strip * k64 + chunk) * 128 + 4 * lane + kt])
+                    quant_k = 64 * chunk + 16 * t
+                    for i in range(4):
+                        pair = (word >> (4 * i)) & 0x000F000F
+                        for h, nibble in enumerate((pair & 0xF, pair >> 16)):
+                            value = nibble - 16 if signed and nibble >= 8 else nibble
+                            row, slot = _a_slot(g, t, i, h)
+                            col = 16 * strip + row
+                            s = scales[quant_k // g_k, col] if col < n and quant_k < k else 0.0
+                            a_mma[row, slot] = value * s
+                    k0 = 64 * chunk + 16 * t + 4 * kt
+                    for tile in range(mt):
+                        for j in range(2):
+                            for h in range(2):
+                                slot, column = _b_slot(g, t, j, h)
+                                b_mma[slot, 8 * tile + column] = a_pad[8 * tile + g, k0 + 2 * j + h]
+                assert not np.isnan(a_mma).any() and not np.isnan(b_mma).any(), "every slot filled once"
+                ct[16 * strip:16 * strip + 16] += a_mma @ b_mma
+    expected = a @ quant.dequantize(values, scales, g_k)
+    np.testing.assert_allclose(ct[:n, :m], expected.T, rtol=0, atol=1e-9)
+
+
 def test_the_k_word_byte_permute_puts_a_pair_where_the_magic_exponent_reads_it():
     """dequantize_words: byte b of a GPTQ word holds k = 2b (low nibble) and 2b + 1 (high nibble). Placed in bytes 0
     and 2 and masked with 0x00F0000F, the low half's bits hold k = 2b's nibble and the high half's bits 20..23 hold
@@ -144,7 +205,7 @@ def test_the_k_word_byte_permute_puts_a_pair_where_the_magic_exponent_reads_it()
 def test_group_sizes_set_the_quant_loads_a_chunk():
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=None))) == 0  # per channel: once
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=128))) == 1
-    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=32))) == 4
+    assert wqtc.quant_loads_a_chunk(analyse(_dg(group=16))) == 1  # a lane's k of a chunk are one 16-k tile
     assert wqtc.quant_loads_a_chunk(analyse(_dg(group=4096))) == 0  # one group: all of K
     gptq = _spec({"name": "t", "dtype": "f16", "gemm": {"m": 4, "n": 256, "k": 1024},
                   "operands": {"A": {"layout": "row"}, "B": {"dtype": "int4", "packing": "gptq", "layout": "row"},
@@ -153,7 +214,8 @@ def test_group_sizes_set_the_quant_loads_a_chunk():
 
 
 def test_activation_loads_need_k_contiguous_rows_and_alignment():
-    assert wqtc.a_loads(analyse(_dg()))[:2] == (True, False)  # the dg layout's lanes take pairs
+    assert wqtc.a_loads(analyse(_dg()))[:2] == (True, True)  # a lane's 16 k of a chunk in two 16-byte loads
+    assert wqtc.a_loads(analyse(_dg(a={"layout": "row", "align": 4})))[:2] == (True, False)
     odd = wqtc.a_loads(analyse(_dg(m=11, k=1000, a={"strides": [1003, 1], "align": 16})))
     assert not odd[0] and "not a multiple of 2" in odd[2]
     assert not wqtc.a_loads(analyse(_dg(a={"layout": "row", "align": 2})))[0]

@@ -70,9 +70,10 @@ CASES = {
                       "scales": {"B": {"block": {"k": 16}, "layout": "row"}},
                       "zeros": {"B": {"dtype": "f16", "form": "prescaled", "layout": "row"}}}, "wq"),
     # wqtc: the dg layout, two strips a warp (the grid's last strip past N: read as strip 0, never stored), A in
-    # pairs, a scale a 16-k tile; every tail with element loads of A (odd row pitch) and byte zero points; one scale a
-    # column; GPTQ's words with packed zero points and A in 16-byte runs, K ending inside a chunk and a group; rows at
-    # run time; A in 4-byte pairs only, 3 row tiles (a tile's activations at a time), prescaled zero points.
+    # 16-byte runs, K ending inside a chunk and a group of 32; every tail with element loads of A (odd row pitch) and
+    # byte zero points; one scale a column; GPTQ's words with packed zero points and A in 16-byte runs, K ending
+    # inside a chunk and a group; rows at run time; A in 4-byte pairs only, 3 row tiles (a tile's activations at a
+    # time), prescaled zero points.
     "tc_dg": ({"name": "tc_dg", "dtype": "f16", "gemm": {"m": 3, "n": 40, "k": 200},
                "operands": {"A": _ROW16, "B": {"dtype": "int4", "packing": "dg", "align": 16}, "C": _ROW},
                "scales": {"B": {"block": {"k": 32}, "layout": "row"}}, "plan": {"family": "wqtc", "strips": 2}},
@@ -129,7 +130,7 @@ def _obligations(views, model):
 def test_the_tc_cases_take_the_variants_they_name():
     plans = {n: [fp for _, _, fp in _plans(n)] for n in TC_CASES}
     dg = plans["tc_dg"][0]
-    assert dg.layout == "dg" and dg.ns == 2 and dg.strips % dg.ns and dg.a_pairs and dg.quant_loads == 4
+    assert dg.layout == "dg" and dg.ns == 2 and dg.strips % dg.ns and dg.a_vec16 and dg.quant_loads == 1 and 200 % 64
     assert not plans["tc_dg_tails"][0].a_pairs and plans["tc_dg_tails"][0].mt == 2
     assert plans["tc_dg_channel"][0].quant_loads == 0
     gptq = plans["tc_gptq"][0]

@@ -66,8 +66,10 @@ def awq_pack_reference(intweight: np.ndarray) -> np.ndarray:
     return qweight.view(np.int32)
 
 
-# The doc's table, typed from the page in its order: nibble -> (row, column) offset from (g, 2t).
+# The doc's table, typed from the page in its order: nibble -> (row, slot column) offset from (g, 2t).
 DOC_TABLE = {0: (0, 0), 4: (0, 1), 1: (8, 0), 5: (8, 1), 2: (0, 8), 6: (0, 9), 3: (8, 8), 7: (8, 9)}
+# The doc's k of a slot column offset c of tile kt of lane t: 16t + 4kt + r, r = 0, 1, 2, 3 for c = 0, 1, 8, 9.
+DOC_SLOT_K = {0: 0, 1: 1, 8: 2, 9: 3}
 
 
 def dg_reference_decode(words: np.ndarray, k: int, n: int) -> np.ndarray:
@@ -78,11 +80,11 @@ def dg_reference_decode(words: np.ndarray, k: int, n: int) -> np.ndarray:
     for index, word in enumerate(words.tolist()):
         block, within = divmod(index, 128)
         n_tile, k_chunk = divmod(block, k64)
-        lane, j = divmod(within, 4)  # four words a lane: the 16-k tiles j of the 64-k chunk
-        g, t = divmod(lane, 4)  # lane = 4 g + t
+        lane, kt = divmod(within, 4)  # four words a lane: the 16-k tiles kt of the 64-k chunk
+        g, t = divmod(lane, 4)  # lane = 4 g + t: the chunk's k 16t .. 16t + 15
         for nibble, (row, column) in DOC_TABLE.items():
             nn = 16 * n_tile + g + row
-            kk = 64 * k_chunk + 16 * j + 2 * t + column
+            kk = 64 * k_chunk + 16 * t + 4 * kt + DOC_SLOT_K[column]
             assert out[nn, kk] == -1, "each value lies in one nibble"
             out[nn, kk] = (word >> (4 * nibble)) & 0xF
     assert (out >= 0).all(), "the words hold every value of the padded tiles"
@@ -129,17 +131,23 @@ def test_a_word_of_32_bits_is_unsigned_whatever_its_array_dtype():
 
 
 @pytest.mark.parametrize(("k", "n", "value", "word", "expected"), [
-    # (k, n) = (37, 11) of a [64, 16] weight: g = 3, t = 2, lane 14, j = 2 -> word 58; row 11 = g + 8, column 5 =
-    # 2t + 1 -> nibble 5
-    (37, 11, 0xB, 58, 0x00B00000),
-    # (15, 8): g = 0, t = 3, lane 3, j = 0 -> word 12; row 8 = g + 8, column 15 = 2t + 9 -> nibble 7
-    (15, 8, 0xF, 12, 0xF0000000),
+    # (k, n) = (37, 11) of a [64, 16] weight: g = 3, t = 37 // 16 = 2, lane 14, kt = (37 % 16) // 4 = 1 -> word
+    # 4 * 14 + 1 = 57; row 11 = g + 8, r = 37 % 4 = 1 -> slot 2t + 1 -> nibble 5
+    (37, 11, 0xB, 57, 0x00B00000),
+    # (15, 8): g = 0, t = 0, lane 0, kt = 3 -> word 3; row 8 = g + 8, r = 3 -> slot 2t + 9 -> nibble 7
+    (15, 8, 0xF, 3, 0xF0000000),
     # (0, 0): lane 0, word 0, nibble 0
     (0, 0, 0x1, 0, 0x00000001),
-    # (63, 7): g = 7, t = 3, lane 31, j = 3 -> word 127; row 7 = g, column 15 = 2t + 9 -> nibble 6
+    # (63, 7): g = 7, t = 3, lane 31, kt = 3 -> word 127; row 7 = g, r = 3 -> slot 2t + 9 -> nibble 6
     (63, 7, 0x9, 127, 0x09000000),
-    # (8, 0): t = 0, j = 0; row 0, column 8 = 2t + 8 -> nibble 2
-    (8, 0, 0x3, 0, 0x00000300),
+    # (8, 0): t = 0, kt = 2 -> word 2; row 0, r = 0 -> slot 2t -> nibble 0
+    (8, 0, 0x3, 2, 0x00000003),
+    # (2, 0): t = 0, kt = 0 -> word 0; row 0, r = 2 -> slot 2t + 8 -> nibble 2
+    (2, 0, 0x3, 0, 0x00000300),
+    # (17, 0): g = 0, t = 1, lane 1, kt = 0 -> word 4; row 0, r = 1 -> slot 2t + 1 -> nibble 4
+    (17, 0, 0x5, 4, 0x00050000),
+    # (22, 9): g = 1, t = 1, lane 5, kt = 1 -> word 21; row 9 = g + 8, r = 2 -> slot 2t + 8 -> nibble 3
+    (22, 9, 0x6, 21, 0x00006000),
 ])
 def test_a_single_value_lands_where_the_docs_formula_puts_it(k, n, value, word, expected):
     q = np.zeros((64, 16), np.uint8)
@@ -151,12 +159,27 @@ def test_a_single_value_lands_where_the_docs_formula_puts_it(k, n, value, word, 
 
 
 def test_a_value_in_a_later_tile_and_chunk():
-    # [128, 32]: K64 = 2. (k, n) = (70, 20): n // 16 = 1, k // 64 = 1 -> block 1 * 2 + 1 = 3 (word 384); g = 4, t = 3
-    # -> lane 19 (word 384 + 76); j = (70 % 64) // 16 = 0; row 4 = g, column 6 = 2t -> nibble 0
+    # [128, 32]: K64 = 2. (k, n) = (70, 20): n // 16 = 1, k // 64 = 1 -> block 1 * 2 + 1 = 3 (word 384); g = 4,
+    # t = (70 % 64) // 16 = 0 -> lane 16 (word 384 + 64); kt = (70 % 16) // 4 = 1 -> word 449; row 4 = g, r = 70 % 4
+    # = 2 -> slot 2t + 8 -> nibble 2
     q = np.zeros((128, 32), np.uint8)
     q[70, 20] = 7
     words = to_dg(q)
-    assert words.shape == (2 * 2 * 128,) and words[460] == 7 and np.count_nonzero(words) == 1
+    assert words.shape == (2 * 2 * 128,) and words[449] == 0x700 and np.count_nonzero(words) == 1
+
+
+def test_a_lanes_word_holds_16_consecutive_k_of_its_two_columns():
+    """Lane t of a chunk holds its k 16t .. 16t + 15, word kt the four k 16t + 4kt + r: with q = k % 16 on column 0
+    and 15 - k % 16 on column 8, lane 1's word 2 holds k 24..27 (k % 16 = 8..11), nibble j column 8 (j % 2) at
+    r = 2 ((j // 2) % 2) + j // 4."""
+    q = np.zeros((64, 16), np.uint8)
+    q[:, 0] = np.arange(64) % 16
+    q[:, 8] = 15 - np.arange(64) % 16
+    words = to_dg(q)
+    # word 4 * 1 + 2 = 6: k 24, 25, 26, 27 (k % 16 = 8, 9, 10, 11) of column 0 and 15 - those of column 8
+    # nibble 0 (col 0, r 0) = 8, 1 (col 8, r 0) = 7, 2 (col 0, r 2) = 10, 3 (col 8, r 2) = 5,
+    # nibble 4 (col 0, r 1) = 9, 5 (col 8, r 1) = 6, 6 (col 0, r 3) = 11, 7 (col 8, r 3) = 4
+    assert words[6] == 0x4B695A78
 
 
 def test_dg_nibbles_is_the_docs_table_and_the_fragment_in_awq_order():

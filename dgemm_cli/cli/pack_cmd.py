@@ -24,8 +24,9 @@ Layouts (docs/design/weight-only.md, "Packed 4-bit views"):
   int8   plain [k, n], values -8..7 (written as int4 two's complement nibbles)
   uint8  plain [k, n], values 0..15
   dg     deepgemm's own: one dense 1-D run of ceil(n/16) * ceil(k/64) * 128 uint32 words, each
-         lane's mma.m16n8k16 fragment of a 16 (n) x 16 (k) tile in a word, four 16-k tiles a
-         16-byte load; zero nibbles past k and n (the decode kernel's layout)
+         lane's mma.m16n8k16 fragments of a 16 (n) x 64 (k) chunk in a 16-byte load, one word a
+         16-k tile, lane t holding the chunk's k 16t..16t+15; zero nibbles past k and n (the
+         decode kernel's layout)
 \b
 Examples:
   deepgemm pack qweight.npy --from gptq --to dg -k 4096 -n 11008 -o w_dg.npy \\

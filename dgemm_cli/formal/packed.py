@@ -12,9 +12,11 @@ The layouts, as dgemm_cli/quant.py defines them (tests/test_formal_weight_only.p
 tables):
   along a letter, order linear  value 8w + j of the letter in word w, nibble j;
   order awq                     nibble j holds value AWQ_ORDER[j] = 2 (j % 4) + j / 4 of its word's eight;
-  dg                            word ((n / 16) K64 + k / 64) 128 + 4 (4 (n % 8) + (k % 8) / 2) + (k % 64) / 16, and
-                                nibble j holds the tile element (row, column) = DG_NIBBLES[j] = (8 (j % 2),
-                                8 ((j / 2) % 2) + j / 4) past (n % 8, 2 ((k % 8) / 2)).
+  dg                            word ((n / 16) K64 + k / 64) 128 + 4 (4 (n % 8) + (k % 64) / 16) + (k % 16) / 4
+                                (lane t = (k % 64) / 16 holds the chunk's k 16 t .. 16 t + 15, its word kt = (k % 16)
+                                / 4 four of them), and nibble j holds the mma slot (row, column) = DG_NIBBLES[j] =
+                                (8 (j % 2), 8 ((j / 2) % 2) + j / 4) past (n % 8, 2 t): row n % 16 - n % 8, column
+                                DG_SLOT_COLUMN[k % 4] = 8 ((k % 4) / 2) + k % 2.
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ def quant_reference(views: ProblemViews, q: QuantView, index: Mapping[str, Expr]
     if q.packing == "dg":
         k, n = _kn(views, index)
         k64 = -(-views.k // DG_CHUNK_K)
-        lane = (n % 8) * 4 + (k % 8) // 2
-        return ((n // DG_TILE_N) * k64 + k // DG_CHUNK_K) * DG_WORDS_PER_CHUNK + lane * 4 + (k % DG_CHUNK_K) // 16
+        lane = (n % 8) * 4 + (k % DG_CHUNK_K) // 16
+        return ((n // DG_TILE_N) * k64 + k // DG_CHUNK_K) * DG_WORDS_PER_CHUNK + lane * 4 + (k % 16) // 4
     total: Expr = Const(0, ctype=INDEX)
     for letter, digit in _digits(views, index).items():
         if letter not in q.view.letters:
@@ -112,7 +114,7 @@ def value_place(views: ProblemViews, q: QuantView, index: Mapping[str, Expr], pl
     bounded = all_of(Cmp("<=", Const(0), place), Cmp("<", place, Const(VALUES_PER_WORD)))
     if q.packing == "dg":
         k, n = _kn(views, index)
-        row, column = n % 16 - n % 8, k % 16 - ((k % 8) // 2) * 2
+        row, column = n % 16 - n % 8, ((k % 4) // 2) * 8 + k % 2
         return all_of(bounded, Cmp("==", (place % 2) * 8, row), Cmp("==", ((place // 2) % 2) * 8 + place // 4, column))
     assert q.view.packing is not None, f"{q.name} is no packed view"
     along = q.view.packing.along

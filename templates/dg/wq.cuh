@@ -85,12 +85,13 @@ __device__ __forceinline__ int integer_at(const E* __restrict__ p, I k, I n) {
   if constexpr (R::BITS == 8) {
     return int(__ldg(p + (R::k::offset(k) + R::n::offset(n))));
   } else if constexpr (R::DG) {
-    // 16 (n) x 64 (k) chunks of 128 words, n-major; lane 4 g + t (g = n % 8, t = (k % 8) / 2) holds its four 16-k
-    // tiles' mma.m16n8k16 A fragments, words 4 lane .. 4 lane + 3; nibble 0 (g, 2t), 1 (g + 8, 2t), 2 (g, 2t + 8),
-    // 3 (g + 8, 2t + 8), 4 .. 7 the same at 2t + 1 and 2t + 9.
-    const I lane = I(4) * (n % I(8)) + (k % I(8)) / I(2);
-    const uint32_t word = __ldg(p + ((n / I(16) * I(R::K_CHUNKS) + k / I(64)) * I(128) + I(4) * lane + (k % I(64)) / I(16)));
-    const int at = int((n % I(16)) / I(8) + I(2) * ((k % I(16)) / I(8)) + I(4) * (k % I(2)));
+    // 16 (n) x 64 (k) chunks of 128 words, n-major; lane 4 g + t (g = n % 8, t = (k % 64) / 16) holds the chunk's
+    // k 16 t .. 16 t + 15 as its four 16-k tiles' mma.m16n8k16 A fragments, words 4 lane .. 4 lane + 3, word kt =
+    // (k % 16) / 4 the k 16 t + 4 kt + r (r = k % 4); nibble 0 (g, r = 0), 1 (g + 8, 0), 2 (g, 2), 3 (g + 8, 2), 4 .. 7
+    // the same at r = 1 and 3 (the fragment's slots 2t, 2t + 8 and 2t + 1, 2t + 9).
+    const I lane = I(4) * (n % I(8)) + (k % I(64)) / I(16);
+    const uint32_t word = __ldg(p + ((n / I(16) * I(R::K_CHUNKS) + k / I(64)) * I(128) + I(4) * lane + (k % I(16)) / I(4)));
+    const int at = int((n % I(16)) / I(8) + I(2) * ((k % I(4)) / I(2)) + I(4) * (k % I(2)));
     const int q = int((word >> (4 * at)) & 15u);
     return R::SIGNED ? (q ^ 8) - 8 : q;
   } else {

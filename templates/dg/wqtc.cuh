@@ -3,29 +3,32 @@
 // (docs/design/weight-only.md).
 //
 // The weights are the mma's A operand (16 columns n by 16 k: its rows are n), the activations its B operand (16 k
-// by 8 rows m, zero past M), so each mma adds a 16 n x 8 m tile of C^T. The dg layout stores a 16 n x 64 k chunk as
-// 128 words in which lane l's four words, one 16-byte load, are its A fragments of the chunk's four 16-k tiles:
-// word j (k tile j) holds (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8) in nibbles 0..3 and the same at k + 1 in
-// nibbles 4..7 (g = l / 4, t = l % 4; (n, k) within the tile). So `(word >> 4 i) & 0x000F000F` is fragment register
-// i's pair, one nibble in the low bits of each 16-bit half; one lop3 ORs it into the bits of 1024.0 (f16 0x6400)
-// or 128.0 (bf16 0x4300), and each half reads magic + q exactly. One subtraction leaves q (int4: the word XOR
+// by 8 rows m, zero past M), so each mma adds a 16 n x 8 m tile of C^T. The sum does not depend on which k of a
+// chunk meets which mma k slot, as long as both operands agree, so lane t's slots take the chunk's k 16 t .. 16 t +
+// 15 in either layout: tile kt's pairs (2t, 2t + 1) and (2t + 8, 2t + 9) take k 16 t + 4 kt + (0, 1) and + (2, 3).
+// A lane's activations of a chunk are then 16 consecutive k of a row (two 16-byte loads where A allows), under one
+// scale (a group covers whole 16-k tiles).
+//
+// The dg layout stores a 16 n x 64 k chunk as 128 words in which lane l's four words, one 16-byte load, are its A
+// fragments of the chunk's four 16-k tiles: word kt holds the slots (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8) in
+// nibbles 0..3 and the same at slot + 1 in nibbles 4..7 (g = l / 4, t = l % 4; (n, slot) within the tile): nibble
+// j holds column g + 8 (j % 2) at k 16 t + 4 kt + 2 ((j / 2) % 2) + j / 4. So `(word >> 4 i) & 0x000F000F` is
+// register i's pair, one nibble in the low bits of each 16-bit half; one lop3 ORs it into the bits of 1024.0 (f16
+// 0x6400) or 128.0 (bf16 0x4300), and each half reads magic + q exactly. One subtraction leaves q (int4: the word XOR
 // 0x88888888 first, so that the nibble is q + 8, then magic + 8 is subtracted), exact in both types (f16 takes the
 // odd registers' pairs unshifted, as 1024 + 16 q, and one fma by 1/16); the weight is
 // q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
-// of the fragment row's column and 16-k tile.
+// of the fragment row's column and the lane's 16 k.
 //
-// Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie. The sum does not depend
-// on which k of a chunk meets which mma k slot, so lane t's slots take the chunk's k 16 t .. 16 t + 15 (tile kt's
-// pairs (2t, 2t + 1) and (2t + 8, 2t + 9) take k 16 t + 4 kt + (0, 1) and + (2, 3)): the lane loads two words of
-// each of its two columns, one byte permute of a word gives a register's pair, and its activations of a chunk are
-// 16 consecutive k of a row (two 16-byte loads where A allows), under one scale (a group covers whole 16-k tiles).
+// Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie: the lane loads two
+// words of each of its two columns, and one byte permute of a word gives a register's pair.
 //
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
 // of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
 // registers DEPTH chunks ahead, in 16-byte loads that bypass L1, with their chunks' scales and zero points (held as
 // loaded, converted when used, so that no load stalls before its chunk); the activations' fragments come through
-// L1 (every warp of the grid reads the same rows of A), a pair of k in one 32-bit load where A is k-contiguous
-// (A_PAIRS).
+// L1 (every warp of the grid reads the same rows of A), a lane's run of k in 16-byte loads where A's rows allow
+// (A_VEC16), else in 32-bit pairs where A is k-contiguous (A_PAIRS).
 // The WK warps' partial sums meet in shared memory and warp 0 adds them in warp order (bit-identical run to run),
 // then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
 //
@@ -37,12 +40,10 @@
 //   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16))
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
-//   QPC                       scale (and zero-point) loads a chunk of a strip: 0 (one a column, read once), 1 (a
-//                             group spans whole chunks, or K_WORDS: a lane's k of a chunk are one 16-k tile), or 4
-//                             (one a 16-k tile)
+//   QPC                       scale (and zero-point) loads a chunk of a strip: 0 (one a column, read once) or 1
+//                             (a lane's k of a chunk lie in one 16-k tile, so in one group)
 //   Zeros, Z_t                HAS: whether there are zero points; their Roles, BITS (0: a float), ORDER, FORM
-//   A_VEC16                   (K_WORDS) every run of 8 k from a multiple of 8 of a row of A is one aligned 16-byte
-//                             load
+//   A_VEC16                   every run of 8 k from a multiple of 8 of a row of A is one aligned 16-byte load
 //   A_PAIRS                   A's k letter is its one contiguous k segment and every pair (k, k + 1), k even, of a
 //                             row is 4-byte aligned: a pair is one load
 //   WK, NS, MT, DEPTH, BLOCKS warps a block (K slices), strips a warp, 8-row m tiles (ceil(max M / 8)), chunks in
@@ -252,37 +253,8 @@ __device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2], int byt
   }
 }
 
-// The activations' B fragment of rows m0 .. m0 + 7 at k0 .. k0 + 15: this lane's row m0 + g, k pairs (k0 + 2t,
-// k0 + 2t + 1) and (k0 + 2t + 8, k0 + 2t + 9); zero past M and K.
-template <class T>
-__device__ __forceinline__ void activations(const typename T::A_t* __restrict__ A, typename T::index_t m,
-                                            typename T::index_t k0, typename T::index_t M, int t, uint32_t& b0,
-                                            uint32_t& b1) {
-  using Av = typename T::A_view;
-  using E = typename T::A_t;
-  b0 = b1 = 0u;
-  if (m >= M) return;
-  const E* row = A + Av::m::offset(m);
-  const typename T::index_t k = k0 + 2 * t;
-  if constexpr (T::A_PAIRS) {
-    if (k0 + 16 <= T::K) {
-      b0 = __ldg(reinterpret_cast<const unsigned*>(row + Av::k::offset(k)));
-      b1 = __ldg(reinterpret_cast<const unsigned*>(row + Av::k::offset(k + 8)));
-      return;
-    }
-  }
-  unsigned short h[4] = {0, 0, 0, 0};
-  const typename T::index_t ks[4] = {k, k + 1, k + 8, k + 9};
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    if (ks[i] < T::K) h[i] = __ldg(reinterpret_cast<const unsigned short*>(row + Av::k::offset(ks[i])));
-  b0 = uint32_t(h[0]) | (uint32_t(h[1]) << 16);
-  b1 = uint32_t(h[2]) | (uint32_t(h[3]) << 16);
-}
-
-// K_WORDS: the activations of row m at k0 .. k0 + 2 PAIRS - 1 (k0 a multiple of 4), r[q] = (k0 + 2q, k0 + 2q + 1);
-// zero past M and K. 16-byte loads (A_VEC16, k0 a multiple of 8) or 8-byte ones (PAIRS = 2), else pairs, else
-// elements.
+// The activations of row m at k0 .. k0 + 2 PAIRS - 1 (k0 a multiple of 4), r[q] = (k0 + 2q, k0 + 2q + 1); zero past
+// M and K. 16-byte loads (A_VEC16, k0 a multiple of 8) or 8-byte ones (PAIRS = 2), else pairs, else elements.
 template <class T, int PAIRS>
 __device__ __forceinline__ void activation_run(const typename T::A_t* __restrict__ A, typename T::index_t m,
                                                typename T::index_t k0, typename T::index_t M, uint32_t (&r)[PAIRS]) {
@@ -326,22 +298,18 @@ __device__ __forceinline__ void activation_run(const typename T::A_t* __restrict
   }
 }
 
-// A row's activation fragments of tiles KT0 .. KT0 + TILES - 1 of a chunk: b[kt][0], b[kt][1] (the mma's b0, b1).
+// A row's activation fragments of tiles KT0 .. KT0 + TILES - 1 of a chunk: b[kt][0], b[kt][1] (the mma's b0, b1: slots
+// (2t, 2t + 1) at k 16 t + 4 kt + (0, 1), (2t + 8, 2t + 9) at + (2, 3)), one run of the lane's k.
 template <class T, int TILES>
 __device__ __forceinline__ void activation_fragments(const typename T::A_t* __restrict__ A, typename T::index_t m,
                                                      typename T::index_t chunk, int kt0, typename T::index_t M, int t,
                                                      uint32_t (&b)[TILES][2]) {
-  if constexpr (T::LAYOUT == DG_WORDS) {
+  uint32_t r[2 * TILES];
+  activation_run<T, 2 * TILES>(A, m, chunk * 64 + 16 * t + 4 * kt0, M, r);
 #pragma unroll
-    for (int kt = 0; kt < TILES; ++kt) activations<T>(A, m, chunk * 64 + (kt0 + kt) * 16, M, t, b[kt][0], b[kt][1]);
-  } else {
-    uint32_t r[2 * TILES];
-    activation_run<T, 2 * TILES>(A, m, chunk * 64 + 16 * t + 4 * kt0, M, r);
-#pragma unroll
-    for (int kt = 0; kt < TILES; ++kt) {
-      b[kt][0] = r[2 * kt];
-      b[kt][1] = r[2 * kt + 1];
-    }
+  for (int kt = 0; kt < TILES; ++kt) {
+    b[kt][0] = r[2 * kt];
+    b[kt][1] = r[2 * kt + 1];
   }
 }
 
@@ -391,17 +359,15 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
   constexpr int CHUNKS = T::K_CHUNKS;
   const int mine = warp < CHUNKS ? (CHUNKS - 1 - warp) / T::WK + 1 : 0;  // chunks of this warp a strip
 
-  // A ring of DEPTH chunks a strip in flight: the lane's words and the chunk's scales and zero points (QPC a chunk:
-  // none where one a column covers all of K, loaded once; one where a group spans whole chunks, or K_WORDS, whose
-  // lane's k of a chunk are one 16-k tile; else one a 16-k tile), at k quant_k(chunk, j).
+  // A ring of DEPTH chunks a strip in flight: the lane's words and its scales and zero points of the chunk (QPC a
+  // chunk: none where one a column covers all of K, loaded once; else one, the lane's k of a chunk being one 16-k
+  // tile), at k quant_k(chunk).
   constexpr int QPC = T::QPC;
-  static_assert(QPC == 0 || QPC == 1 || QPC == 4, "scale loads a chunk: none, one, or one a 16-k tile");
-  auto quant_k = [&](index_t chunk, int j) {
-    return chunk * 64 + (T::LAYOUT == K_WORDS ? 16 * t : 16 * j);
-  };
+  static_assert(QPC == 0 || QPC == 1, "scale loads a chunk: none, or one (the lane's 16 k)");
+  auto quant_k = [&](index_t chunk) { return chunk * 64 + 16 * t; };
   struct Slot {
     ChunkWords<T::LAYOUT> b[T::NS];
-    QuantRaw<T> q[T::NS][QPC > 0 ? QPC : 1];
+    QuantRaw<T> q[T::NS];
   };
   auto fill = [&](Slot& slot, index_t chunk) {
 #pragma unroll
@@ -418,9 +384,7 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
                                    ? __ldg(B + (T::Weights::k::offset(k) + T::Weights::n::offset(n))) : 0u;
           }
       }
-#pragma unroll
-      for (int j = 0; j < QPC; ++j)
-        slot.q[s][j] = load_quant<T>(quant, quant_k(chunk, j), (strip0 + s) * 16 + g);
+      if constexpr (QPC == 1) slot.q[s] = load_quant<T>(quant, quant_k(chunk), (strip0 + s) * 16 + g);
     }
   };
   Slot ring[T::DEPTH];
@@ -445,13 +409,19 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
       const index_t chunk = index_t(warp + T::WK * i);
       const Slot cur = ring[d];
       if (i + T::DEPTH < mine) fill(ring[d], chunk + T::WK * T::DEPTH);
-      // The activations' fragments (through L1: every warp reads the same rows): the chunk's four 16-k tiles at
-      // once for up to two row tiles, else a k tile at a time (their registers beside the sums).
+      // The activations' fragments (through L1: every warp reads the same rows): the lane's 16 k of the chunk at
+      // once for up to two row tiles, else a k tile's 4 at a time (their registers beside the sums).
       constexpr int HOIST = T::MT <= 2 ? 4 : 1;
       uint32_t act[T::MT][HOIST][2];
 #pragma unroll
       for (int mt = 0; mt < T::MT; ++mt)
         activation_fragments<T, HOIST>(A, index_t(mt * 8 + g), chunk, 0, M, t, act[mt]);
+      if constexpr (QPC == 1) {
+#pragma unroll
+        for (int s = 0; s < T::NS; ++s)
+          scale_and_offset<T, E>(cur.q[s], quant_k(chunk), (strip0 + s) * 16 + g, s_lo[s], b_lo[s], s_hi[s],
+                                 b_hi[s]);
+      }
 #pragma unroll
       for (int kt = 0; kt < 4; ++kt) {
         if constexpr (HOIST == 1) {
@@ -459,14 +429,6 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
 #pragma unroll
             for (int mt = 0; mt < T::MT; ++mt)
               activation_fragments<T, 1>(A, index_t(mt * 8 + g), chunk, kt, M, t, act[mt]);
-          }
-        }
-        if constexpr (QPC == 4 || QPC == 1) {
-          if (QPC == 4 || kt == 0) {
-#pragma unroll
-            for (int s = 0; s < T::NS; ++s)
-              scale_and_offset<T, E>(cur.q[s][QPC == 4 ? kt : 0], quant_k(chunk, kt), (strip0 + s) * 16 + g,
-                                     s_lo[s], b_lo[s], s_hi[s], b_hi[s]);
           }
         }
 #pragma unroll

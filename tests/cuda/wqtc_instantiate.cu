@@ -1,7 +1,7 @@
 // Instantiates dg/wqtc.cuh with hand-written traits, as a generated folder does: signed int4 in the dg layout with
-// f16 scales in groups of 128 and k-contiguous activations (one load a k pair), rows at run time; uint4 in the dg
-// layout with packed uint4 zero points and bf16 scales in groups of 32 (a load a 16-k tile), bf16 activations with
-// an odd row stride (element loads), and tails in K and N; and GPTQ's words (K_WORDS) of uint4 with f16 zero points.
+// f16 scales in groups of 128 and k-contiguous activations (a lane's 16 k in 16-byte loads), rows at run time; uint4
+// in the dg layout with packed uint4 zero points and bf16 scales in groups of 32, bf16 activations with an odd row
+// stride (element loads), and tails in K and N; and GPTQ's words (K_WORDS) of uint4 with f16 zero points.
 // tests/test_device_headers.py compiles it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -38,11 +38,11 @@ struct Problem {
   static constexpr long long STRIPS = 19;  // ceil(300 / 16)
 };
 
-// int4, f16 scales [k/128][n], rows 1..16 at run time, A k-contiguous with even row stride.
+// int4, f16 scales [k/128][n], rows 1..16 at run time, A k-contiguous with 16-byte aligned rows.
 struct Int4 : Problem<__half, 1000, 16> {
   static constexpr bool rows_at_run_time = true;
   static constexpr index_t M_UNIT = 1;
-  static constexpr bool SIGNED = true, A_PAIRS = true;
+  static constexpr bool SIGNED = true, A_PAIRS = true, A_VEC16 = true;
   static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 4, NS = 2, MT = 2, DEPTH = 4;
   static constexpr int MIN_BLOCKS = 16 / WK;
@@ -63,14 +63,14 @@ struct Int4 : Problem<__half, 1000, 16> {
 // uint4 with GPTQ-style packed zero points [k/32][n/8], bf16 scales [k/32][n], 11 rows, A's rows 1003 apart.
 struct Uint4 : Problem<__nv_bfloat16, 1003, 11> {
   static constexpr bool rows_at_run_time = false;
-  static constexpr bool SIGNED = false, A_PAIRS = false;
+  static constexpr bool SIGNED = false, A_PAIRS = false, A_VEC16 = false;
   static constexpr int LAYOUT = dg::wqtc::DG_WORDS;
   static constexpr int WK = 8, NS = 1, MT = 2, DEPTH = 2;
   static constexpr int MIN_BLOCKS = 16 / WK;
   static constexpr long long BLOCKS = 19;
   using S_t = __nv_bfloat16;
   static constexpr long long GROUP_K = 32;
-  static constexpr int QPC = 4;
+  static constexpr int QPC = 1;
   struct Scales {
     using k = dg::wq::Role<index_t, dg::wq::Seg<1000, 32, 300>>;
     using n = dg::wq::Role<index_t, dg::wq::Seg<300, 1, 1>>;

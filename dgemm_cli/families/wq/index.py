@@ -45,11 +45,11 @@ SPELLED = {
     "B_offset": "return int(__ldg(p + (R::k::offset(k) + R::n::offset(n))));",
     "B_word_offset": "const uint32_t word = __ldg(p + (R::k::offset(k) + R::n::offset(n)));",
     "B_dg_offset": "const uint32_t word = __ldg(p + ((n / I(16) * I(R::K_CHUNKS) + k / I(64)) * I(128) + I(4) * lane "
-                   "+ (k % I(64)) / I(16)));",
-    "lane": "const I lane = I(4) * (n % I(8)) + (k % I(8)) / I(2);",
+                   "+ (k % I(16)) / I(4)));",
+    "lane": "const I lane = I(4) * (n % I(8)) + (k % I(64)) / I(16);",
     "at": "const int at = ORDER == AWQ ? (v & 1) * 4 + (v >> 1) : v;",
     "v": "return nibble<R::ORDER, R::SIGNED>(word, R::k::slot(k) + R::n::slot(n));",
-    "dg_at": "const int at = int((n % I(16)) / I(8) + I(2) * ((k % I(16)) / I(8)) + I(4) * (k % I(2)));",
+    "dg_at": "const int at = int((n % I(16)) / I(8) + I(2) * ((k % I(4)) / I(2)) + I(4) * (k % I(2)));",
     "S_offset": "const float s = to_float(__ldg(quant.scales + (S::k::offset(k) + S::n::offset(n))));",
     "Z_offset": "z = to_float(__ldg(quant.zeros + (Z::k::offset(k) + Z::n::offset(n))));",
     "Z_byte_offset": "return int(__ldg(p + (R::k::offset(k) + R::n::offset(n))));",
@@ -141,11 +141,11 @@ def integer_access(views: ProblemViews, q: QuantView, ident: str, text: str, ran
     if q.packing == "dg":
         k_chunks = _c(-(-views.k // 64), "R::K_CHUNKS", INDEX)
         c16, c64, c8 = (Const(v, ctype=INDEX) for v in (16, 64, 8))
-        lane = Let("lane", Const(4, ctype=INDEX) * (n % c8) + (k % c8) // Const(2, ctype=INDEX), INDEX)
-        word = Let(names["dg"], ((n // c16) * k_chunks + k // c64) * Const(128, ctype=INDEX)
-                   + Const(4, ctype=INDEX) * lane + (k % c64) // c16, INDEX)
-        at = Let("dg_at", ((n % c16) // c8 + Const(2, ctype=INDEX) * ((k % c16) // c8)
-                           + Const(4, ctype=INDEX) * (k % Const(2, ctype=INDEX))).as_(INT))
+        c4, c2 = Const(4, ctype=INDEX), Const(2, ctype=INDEX)
+        lane = Let("lane", c4 * (n % c8) + (k % c64) // c16, INDEX)
+        word = Let(names["dg"], ((n // c16) * k_chunks + k // c64) * Const(128, ctype=INDEX) + c4 * lane
+                   + (k % c16) // c4, INDEX)
+        at = Let("dg_at", ((n % c16) // c8 + c2 * ((k % c4) // c2) + c4 * (k % c2)).as_(INT))
         return Access(ident, text, q.name, "load", ranges, count, word, 1, logical, extent, place=at)
     if q.packing is not None:
         word = Let(names["word"], wq_role_offset(seg_k, k) + wq_role_offset(seg_n, n), INDEX)

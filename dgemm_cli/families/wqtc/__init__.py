@@ -2,11 +2,12 @@
 k, dequantized in registers into mma.sync fragments, times f16/bf16 activations on the tensor cores, for decode (up
 to 64 rows, run-time rows too; pure; docs/design/weight-only.md, templates/dg/wqtc.cuh).
 
-The dg layout holds each lane's A fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream
-from DRAM in whole 512-byte chunks a warp, dequantized by lop3 and the magic exponent (two instructions a pair of
-weights, three with zero points) and never staged. GPTQ's words are read as they lie: lane t's mma k slots take the
-chunk's k 16t..16t+15, so it loads 4 words a chunk (a byte permute more a pair) and its activations as one run of
-16 k. The tiling graph decides the block's K split (WK warps), the strips a warp (NS: the activations' fragments,
+In either layout lane t's mma k slots take the chunk's k 16t..16t+15 (the sum's order is free), so a lane's
+activations of a chunk are one run of 16 k of a row and lie under one scale. The dg layout holds each lane's A
+fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream from DRAM in whole 512-byte chunks a
+warp, dequantized by lop3 and the magic exponent (two instructions a pair of weights, three with zero points) and
+never staged. GPTQ's words are read as they lie: a lane loads 4 words a chunk (a byte permute more a pair). The
+tiling graph decides the block's K split (WK warps), the strips a warp (NS: the activations' fragments,
 read through L1, serve NS strips) and the chunks in flight a strip (DEPTH); the row tiles (MT) follow M. The cost
 model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight and the L1
 traffic of the activations; set a priori.
@@ -66,10 +67,10 @@ class WqtcPlan:
     k_chunks: int  # ceil(K / 64)
     blocks: int
     group_k: int  # k indices one scale covers (K or more: one a column)
-    quant_loads: int  # scale (and zero-point) loads a chunk of a strip: quant_loads_a_chunk, the traits' QPC
+    quant_loads: int  # scale (and zero-point) loads a chunk of a strip (0 or 1): quant_loads_a_chunk, the traits' QPC
     layout: str  # "dg" (deepgemm's chunks) or "k_words" (eight consecutive k a word, GPTQ's)
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
-    a_vec16: bool  # (k_words) A's 8 k from a multiple of 8 are one 16-byte load
+    a_vec16: bool  # A's 8 k from a multiple of 8 are one 16-byte load
     a_pairs_why: str
     index_type: str
     decisions: tuple[Decision, ...]
@@ -161,17 +162,15 @@ def row_tiles(views: ProblemViews) -> int:
 
 
 def quant_loads_a_chunk(views: ProblemViews) -> int:
-    """Scale (and zero-point) loads a 64-k chunk of a strip: none where one scale a column covers K (read once), one
-    where a group spans whole chunks or in GPTQ's words (a lane's k of a chunk are one 16-k tile), else one a 16-k
-    tile (rendered as the traits' QPC)."""
-    g = group_k(views)
-    return 0 if g >= views.k else 1 if g % CHUNK_K == 0 or layout_of(views) == "k_words" else 4
+    """Scale (and zero-point) loads a 64-k chunk of a strip: none where one scale a column covers K (read once), else
+    one (a lane's k of a chunk are one 16-k tile, in one group: the gates ask groups of whole tiles); rendered as the
+    traits' QPC."""
+    return 0 if group_k(views) >= views.k else 1
 
 
 def a_loads(views: ProblemViews) -> tuple[bool, bool, str]:
     """How the activations load, and why: whether a pair (k, k + 1), k even, of a row of A is one aligned 32-bit
-    load; whether (GPTQ's words, whose lane takes 16 consecutive k of a chunk) 8 k from a multiple of 8 are one
-    aligned 16-byte load."""
+    load; whether 8 k from a multiple of 8 are one aligned 16-byte load (a lane takes 16 consecutive k of a chunk)."""
     spec = views.spec
     a, k = spec.A, _k_letter(views)
     if a.stride_of(k) != 1:
@@ -186,8 +185,6 @@ def a_loads(views: ProblemViews) -> tuple[bool, bool, str]:
     why_not_pairs = misaligned(2, 4)
     if why_not_pairs:
         return False, False, f"k-contiguous, but {why_not_pairs}: element loads"
-    if layout_of(views) == "dg":
-        return True, False, "k-contiguous: a pair (k, k + 1) a 32-bit load"
     why_not_vec = misaligned(8, 16)
     if why_not_vec:
         return True, False, f"k-contiguous, but {why_not_vec}: a lane's 16 k of a chunk in 32-bit pairs"

@@ -3,24 +3,23 @@
 Block b owns the NS strips of 16 columns from strip0 = b NS; warp w of its WK takes the chunks c = w + WK i of K's
 K_CHUNKS (64 k each) while c < K_CHUNKS (the header's `i < mine`: `chunk_count`); lane (g, t) = (lane / 4, lane % 4).
 Each value the kernel feeds an mma slot is stated as B's value at the slot's (k, n): lane (g, t)'s fragment register
-i of 16-k tile kt holds, in its half h, row n = 16 strip + g + 8 (i % 2) and, for the chunk's k offset,
-  DG_WORDS  16 kt + 2 t + 8 (i / 2) + h   (the mma's own k slot: the dg layout is its fragment order), from word kt
-            of the lane's 16-byte load at place i + 4 h;
-  K_WORDS   16 t + 4 kt + 2 (i / 2) + h   (the kernel's permutation of the chunk's k), from the word of k = 16 t +
-            8 (kt / 2) of that row at place 2 (2 (kt % 2) + i / 2) + h (byte 2 (kt % 2) + i / 2 of the word, low
-            nibble in the low half);
+i of 16-k tile kt holds, in its half h, row n = 16 strip + g + 8 (i % 2) and the chunk's k offset 16 t + 4 kt +
+2 (i / 2) + h (the kernel's permutation of the chunk's k: lane t takes its 16 consecutive k), in either layout
+  DG_WORDS  from word kt of the lane's 16-byte load at place i + 4 h (the dg layout packs that permutation);
+  K_WORDS   from the word of k = 16 t + 8 (kt / 2) of that row at place 2 (2 (kt % 2) + i / 2) + h (byte 2 (kt % 2)
+            + i / 2 of the word, low nibble in the low half);
 and the activations the mma's B fragment holds at the same slot (register j = i / 2, half h) are A's at the same k
-(`a_*` accesses, `a_slot_k` for K_WORDS), so each product is B(k, n) A(m, k) (the fragment layouts of mma.m16n8k16
-are trusted). The slots of a chunk cover its 64 k once for either map (`k_slots`), the chunks of a strip are taken
-once (`chunk_cover`): each k of K once. The loads read the layout's padding too (k up to 64 K_CHUNKS, or up to 8
+(`a_*` accesses, `a_slot_k`), so each product is B(k, n) A(m, k) (the fragment layouts of mma.m16n8k16 are
+trusted). The slots of a chunk cover its 64 k once (`k_slots`), the chunks of a strip are taken once
+(`chunk_cover`): each k of K once. The loads read the layout's padding too (k up to 64 K_CHUNKS, or up to 8
 ceil(K / 8) for K_WORDS; n up to 16 STRIPS): its values meet zero activations (A's lanes past K are zero:
 `a_*_zero_fill`) or land in columns never stored; the element statements of B hold over that padded extent.
 
-The scales and zero points are loaded at k_q = 64 c + 16 kt (a 16-k tile each, QPC 4), 64 c (QPC 1, dg), 64 c + 16 t
-(QPC 1, K_WORDS) or 0 (QPC 0, one a column) for columns 16 strip + g + 8 h, zero past N or K; `quant_group` proves
-k_q lies in the group of every k its scale serves. A strip past the last (the grid's last block) reads strip 0 and
-stores nothing (`strip_clamp_unstored`). The store: warp 0's lane (g, t), fragment j of strip s and row tile mt, at
-(m, n) = (8 mt + 2 t + j % 2, 16 (strip0 + s) + g + 8 (j / 2)) through T::store, nothing past M or N.
+The scales and zero points are loaded at k_q = 64 c + 16 t (QPC 1: the lane's 16 k of the chunk) or 0 (QPC 0, one a
+column) for columns 16 strip + g + 8 h, zero past N or K; `quant_group` proves k_q lies in the group of every k its
+scale serves. A strip past the last (the grid's last block) reads strip 0 and stores nothing (`strip_clamp_unstored`).
+The store: warp 0's lane (g, t), fragment j of strip s and row tile mt, at (m, n) = (8 mt + 2 t + j % 2, 16 (strip0 +
+s) + g + 8 (j / 2)) through T::store, nothing past M or N.
 
 Each intermediate is a `Let` named as the header declares it; `SPELLED` lists the header lines where the model
 resolves a compile-time branch or a loop's variable."""
@@ -53,17 +52,14 @@ SPELLED = {
     "word_n": "const index_t k = chunk * 64 + 16 * t + 8 * j, n = (strip0 + s) * 16 + g + 8 * h;",
     "B_word_offset": "? __ldg(B + (T::Weights::k::offset(k) + T::Weights::n::offset(n))) : 0u;",
     "byte": "const uint32_t byte = uint32_t(byte0 + i / 2);",
-    "quant_k": "return chunk * 64 + (T::LAYOUT == K_WORDS ? 16 * t : 16 * j);",
-    "quant_n": "slot.q[s][j] = load_quant<T>(quant, quant_k(chunk, j), (strip0 + s) * 16 + g);",
+    "quant_k": "auto quant_k = [&](index_t chunk) { return chunk * 64 + 16 * t; };",
+    "quant_n": "if constexpr (QPC == 1) slot.q[s] = load_quant<T>(quant, quant_k(chunk), (strip0 + s) * 16 + g);",
     "col": "const typename T::index_t col = n + 8 * h;",
     "S_offset": "r.s[h] = in ? __ldg(quant.scales + (S::k::offset(k) + S::n::offset(col))) : typename T::S_t(0);",
     "Z_offset": "if constexpr (Z::HAS) r.z[h] = in ? __ldg(quant.zeros + (Z::k::offset(k) + Z::n::offset(col)))",
     "z_v": "return float(wq::nibble<Z::ORDER, false>(raw, Z::k::slot(k) + Z::n::slot(n)));",
     "z_at": "const int at = ORDER == AWQ ? (v & 1) * 4 + (v >> 1) : v;",
     "a_m": "activation_fragments<T, HOIST>(A, index_t(mt * 8 + g), chunk, 0, M, t, act[mt]);",
-    "a_k": "const typename T::index_t k = k0 + 2 * t;",
-    "a_k0": "for (int kt = 0; kt < TILES; ++kt) activations<T>(A, m, chunk * 64 + (kt0 + kt) * 16, M, t, "
-            "b[kt][0], b[kt][1]);",
     "run_k0": "activation_run<T, 2 * TILES>(A, m, chunk * 64 + 16 * t + 4 * kt0, M, r);",
     "A_row_offset": "const E* row = A + Av::m::offset(m);",
     "m": "const index_t n = (strip0 + s) * 16 + g + 8 * (j / 2), m = index_t(mt * 8 + 2 * t + (j % 2));",
@@ -102,9 +98,8 @@ class _Kernel:
 
     # ---- the mma slots: (kt, register pair jp = i / 2, half h) of lane (g, t), the chunk's k offset they take
 
-    def slot_k(self, t: Expr, kt: Expr, jp: Expr, half: Expr) -> Expr:
-        if self.dg:
-            return _c(16) * kt + _c(2) * t + _c(8) * jp + half
+    @staticmethod
+    def slot_k(t: Expr, kt: Expr, jp: Expr, half: Expr) -> Expr:
         return _c(16) * t + _c(4) * kt + _c(2) * jp + half
 
     def model(self, kernel: str) -> KernelModel:
@@ -118,11 +113,10 @@ class _Kernel:
         bijections = [once, self.k_slots(), self.chunk_cover()]
         if self.plan.wk > 1:
             bijections.append(self.parked_slots())
-        facts = [self.chunk_count(), *self.quant_group(), *(x for x in a_side if isinstance(x, Fact))]
+        facts = [self.chunk_count(), *self.quant_group(), *(x for x in a_side if isinstance(x, Fact)),
+                 self.a_slot_k()]
         if self.plan.blocks * self.plan.ns > self.plan.strips:  # the grid's last block has a strip past the last
             facts.append(self.strip_clamp())
-        if not self.dg:
-            facts.append(self.a_slot_k())
         return KernelModel(kernel, "wqtc", self.plan.index_type, reach, tuple(accesses), tuple(bijections),
                            tuple(facts), trusted=TRUSTED)
 
@@ -169,22 +163,22 @@ class _Kernel:
 
     # ---- the scales and zero points
 
-    def quant_k(self, chunk: Expr, t: Expr, jq: Expr) -> Expr:
-        """quant_k(chunk, j): the k the scales of load j of a chunk are read at (0: one a column, read once)."""
+    def quant_k(self, chunk: Expr, t: Expr) -> Expr:
+        """quant_k(chunk): the k the lane's scales of a chunk are read at (0: one a column, read once)."""
         if self.plan.quant_loads == 0:
             return _c(0, ctype=INDEX)
-        return Let("quant_k", chunk * _c(64, ctype=INDEX) + (_c(16) * (jq if self.dg else t)).as_(INDEX), INDEX)
+        return Let("quant_k", chunk * _c(64, ctype=INDEX) + (_c(16) * t).as_(INDEX), INDEX)
 
     def quant_loads(self) -> list[Access]:
         plan = self.plan
-        h, jq = Var("h"), Var("jq")
-        k_q = self.quant_k(self.chunk, self.t, jq)
+        h = Var("h")
+        k_q = self.quant_k(self.chunk, self.t)
         col = Let("col", (self.strip0 + self.s) * _c(16, ctype=INDEX) + (self.g + _c(8) * h).as_(INDEX), INDEX)
         if plan.quant_loads == 0:
             ranges = (self.block_range, self.thread_range, *self.strips, Range(h, _c(0), _c(2)))
             live: Pred = TRUE
         else:
-            ranges = (*self.loop, *self.strips, Range(jq, _c(0), _c(plan.quant_loads, "QPC")), Range(h, _c(0), _c(2)))
+            ranges = (*self.loop, *self.strips, Range(h, _c(0), _c(2)))
             live = self.has_chunk
         moved = Ite(all_of(live, Cmp("<", col, self.N), Cmp("<", k_q, self.K)), _c(1), _c(0))
         out = [self._quant_element("scale", "B_scales", "the scale of (k_q, col)'s group", ranges, moved, k_q, col,
@@ -226,8 +220,8 @@ class _Kernel:
         chunk, t, kt, jp, half = Var("chunk"), Var("t"), Var("kt"), Var("jp"), Var("half")
         slot = self.slot_k(t, kt, jp, half)
         k = chunk.as_(INDEX) * _c(64, ctype=INDEX) + slot.as_(INDEX)
-        # The scale pair a tile's slots use: cur.q[s][QPC == 4 ? kt : 0].
-        k_q = self.quant_k(chunk.as_(INDEX), t, kt if plan.quant_loads == 4 else _c(0))
+        # The scale pair every tile's slots use: cur.q[s].
+        k_q = self.quant_k(chunk.as_(INDEX), t)
         ranges = (Range(chunk, _c(0), _c(plan.k_chunks)), Range(t, _c(0), _c(4)), Range(kt, _c(0), _c(4)),
                   Range(jp, _c(0), _c(2)), Range(half, _c(0), _c(2)))
         goal = Cmp("==", k_q // group, k // group) if group > 1 else Cmp("==", k_q, k)
@@ -245,30 +239,7 @@ class _Kernel:
         base = (*self.loop, Range(mt, _c(0), _c(plan.mt, "T::MT")))
         in_rows = all_of(self.has_chunk, Cmp("<", a_m, self.rows.M))
         M = self.rows.M
-        if self.dg:
-            kt, jj, e = Var("kt"), Var("jj"), Var("e")
-            k0 = Let("a_k0", self.chunk * _c(64, ctype=INDEX) + (kt * _c(16)).as_(INDEX), INDEX)
-            k = Let("a_k", k0 + (_c(2) * self.t).as_(INDEX), INDEX)
-            ranges = (*self.rows.param, *base, Range(kt, _c(0), _c(4)), Range(jj, _c(0), _c(2)))
-            whole = Cmp("<=", k0 + _c(16, ctype=INDEX), self.K) if plan.a_pairs else Cmp("<", _c(1), _c(0))
-            out: list[Access | Fact] = []
-            if plan.a_pairs:
-                out.append(Access("a_pair", "A: a k pair (k0 + 2t + 8 j, + 1) of row 8 mt + g, one 32-bit load",
-                                  "A", "load", ranges, Ite(all_of(in_rows, whole), _c(2), _c(0)),
-                                  row + role_offset(segments(self.views, "A", "k"), k + (_c(8) * jj).as_(INDEX)), 2,
-                                  {"m": a_m, "k": k + (_c(8) * jj).as_(INDEX) + LANE}, {"m": M, "k": self.K},
-                                  aligned=2))
-            if plan.a_pairs and self.views.k % 64 == 0:
-                out.append(self.always_whole(ranges, whole))
-                return out
-            ke = k + (_c(8) * jj + e).as_(INDEX)
-            out.append(Access("a_elem", "A: an element of the fragment's pairs, zero past M and K", "A", "load",
-                              (*ranges, Range(e, _c(0), _c(2))),
-                              Ite(all_of(in_rows, Not(whole), Cmp("<", ke, self.K)), _c(1), _c(0)),
-                              row + role_offset(segments(self.views, "A", "k"), ke), 1, {"m": a_m, "k": ke},
-                              {"m": M, "k": self.K}, zero_fill=True, slot=all_of(self.has_chunk, Not(whole))))
-            return out
-        # K_WORDS: activation_run<T, PAIRS> at k0 = 64 chunk + 16 t + 4 kt0, r[q] = (k0 + 2q, k0 + 2q + 1).
+        # activation_run<T, PAIRS> at k0 = 64 chunk + 16 t + 4 kt0, r[q] = (k0 + 2q, k0 + 2q + 1).
         hoist = 4 if plan.mt <= 2 else 1
         pairs = 2 * hoist
         kt0 = Var("kt0")
@@ -306,8 +277,8 @@ class _Kernel:
                     "path (the element fallback is never reached)", ranges, self.has_chunk, whole)
 
     def a_slot_k(self) -> Fact:
-        """K_WORDS: the mma's b[kt][jp] is r[2 (kt - kt0) + jp] of the run at kt0, whose half `half` has k offset
-        16 t + 4 kt0 + 2 (2 (kt - kt0) + jp) + half: the weights' slot k."""
+        """The mma's b[kt][jp] is r[2 (kt - kt0) + jp] of the run at kt0, whose half `half` has k offset 16 t + 4 kt0
+        + 2 (2 (kt - kt0) + jp) + half: the weights' slot k."""
         hoist = 4 if self.plan.mt <= 2 else 1
         t, kt0, kk, jp, half = Var("t"), Var("kt0"), Var("ktr"), Var("jp"), Var("half")
         kt = kt0 + kk
@@ -361,12 +332,8 @@ class _Kernel:
     def k_slots(self) -> Bijection:
         """A chunk's mma slots (t, kt, jp, half) take each of its 64 k once."""
         t, kt, jp, half, y = Var("t"), Var("kt"), Var("jp"), Var("half"), Var("chunk_k")
-        if self.dg:
-            image = kt * 16 + t * 2 + jp * 8 + half
-            inverse = {"kt": y // 16, "t": (y % 8) // 2, "jp": (y % 16) // 8, "half": y % 2}
-        else:
-            image = t * 16 + kt * 4 + jp * 2 + half
-            inverse = {"t": y // 16, "kt": (y % 16) // 4, "jp": (y % 4) // 2, "half": y % 2}
+        image = t * 16 + kt * 4 + jp * 2 + half
+        inverse = {"t": y // 16, "kt": (y % 16) // 4, "jp": (y % 4) // 2, "half": y % 2}
         return Bijection("k_slots", f"a chunk's mma slots (lane t, tile, register pair, half) cover its 64 k once "
                          f"({self.plan.layout})", "full-k",
                          (Range(t, _c(0), _c(4)), Range(kt, _c(0), _c(4)), Range(jp, _c(0), _c(2)),
