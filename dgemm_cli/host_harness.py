@@ -804,6 +804,8 @@ def verify(folder: Path, library: Path, seeds: Sequence[int] = DEFAULT_SEEDS, sa
                 runs[m].append(v.case(m, alpha, beta))
                 if beta != 0.0:
                     runs[m].append(v.case(m, alpha, 0.0))
+                elif spec.D is not None:  # the caller passes beta at run time: C is read wherever it is not 0
+                    runs[m].append(v.case(m, alpha, 1.0))
                 if seed == seeds[0] and repeat > 0:
                     repeats[m] = v.repeat_differed(m, repeat)
                 if spec.epilogue:  # NaN must get through the epilogue: one case with a NaN in A

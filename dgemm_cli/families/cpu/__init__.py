@@ -172,4 +172,4 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (CpuPlan,), "dgemm_cli.families.cpu.render",
-                      backend="cpu")
+                      backend="cpu", formal="dgemm_cli.families.cpu.index")

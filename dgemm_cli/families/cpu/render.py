@@ -42,7 +42,9 @@ def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
                       "slot": SLOT_ENUM[st.view.name] if st.view is not None else None,
                       "type": CPP_TYPES[st.view.dtype] if st.view is not None else None,
                       "clamp": [float_literal(x) for x in st.clamp or ()]})
-    finish_slots = ["C" if spec.D is None or spec.beta != 0 else None, "D" if spec.D is not None else None,
+    # C always: the C API takes beta at run time, and finish_run reads C at its own element wherever beta != 0, the
+    # spec's beta 0 beside D notwithstanding.
+    finish_slots = ["C", "D" if spec.D is not None else None,
                     *(op.name for op in spec.extra_operands if op.name != "D")]
     return {
         **base,
