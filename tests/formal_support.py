@@ -1,12 +1,15 @@
 """What the formal tests share: a view's element offsets from the spec's letters (numpy), an expression at every
-point of an enumeration, the models of a spec's kernels, and the two checks every mutation must fail."""
+point of an enumeration, the models of a spec's kernels, a mutation of a model's accesses, and the two checks every
+mutation must fail."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from dgemm_cli.formal.check import FAILED, models_of, places, prove_model, references
-from dgemm_cli.formal.expr import evaluate
+from dgemm_cli.formal.expr import Let, evaluate, replace, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import search
 
@@ -53,3 +56,20 @@ def assert_coq_rejects(views, model, lemmas: str, out_dir) -> None:
     r = prove_model(views, model, out_dir)
     assert r.status == FAILED and r.failed.startswith(lemmas), (r.failed, r.reason)
     assert r.obligation and r.counterexample, r
+
+
+def mutate_accesses(model, ident_prefix: str, field: str, pick, make):
+    """`model` with the first node `pick` chooses in the `field` of the accesses named `ident_prefix*` replaced by
+    `make(node)`."""
+    accesses = []
+    for a in model.accesses:
+        if a.ident.startswith(ident_prefix):
+            node = next(x for x in walk(getattr(a, field)) if pick(x))
+            a = dataclasses.replace(a, **{field: replace(getattr(a, field), node, make(node))})
+        accesses.append(a)
+    return dataclasses.replace(model, accesses=tuple(accesses))
+
+
+def let_named(name: str):
+    """A `pick` for mutate_accesses: the Let named `name`."""
+    return lambda x: isinstance(x, Let) and x.name == name

@@ -20,7 +20,7 @@ from dgemm_cli.families.cpu import index as cpu_index
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
 from dgemm_cli.formal.coq import find_coqc
-from dgemm_cli.formal.expr import Const, Ite, Let, Min, evaluate, replace, walk
+from dgemm_cli.formal.expr import Const, Ite, Let, Min, evaluate, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import enumerate_points, exhaust, search
 from dgemm_cli.pipeline import plan_spec
@@ -28,7 +28,13 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.renderers.host import SLOTS
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import assert_coq_rejects, assert_the_search_finds, models_of_plans, view_addresses
+from .formal_support import (
+    assert_coq_rejects,
+    assert_the_search_finds,
+    models_of_plans,
+    mutate_accesses,
+    view_addresses,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS = "\n".join((ROOT / "templates" / h).read_text() for h in cpu_index.HEADERS)
@@ -273,21 +279,6 @@ def test_verify_formal_proves_a_host_spec(tmp_path, monkeypatch):
 # ---- mutations: each rejected by the search and by Coq, with the obligation and values that break it
 
 
-def _mutate(model, ident_prefix: str, field: str, pick, make):
-    """`model` with the first node `pick` chooses in the `field` of the accesses named `ident_prefix*` replaced."""
-    accesses = []
-    for a in model.accesses:
-        if a.ident.startswith(ident_prefix):
-            node = next(x for x in walk(getattr(a, field)) if pick(x))
-            a = dataclasses.replace(a, **{field: replace(getattr(a, field), node, make(node))})
-        accesses.append(a)
-    return dataclasses.replace(model, accesses=tuple(accesses))
-
-
-def _let(name):
-    return lambda x: isinstance(x, Let) and x.name == name
-
-
 def _kc_off_by_one(model):
     """kc = min(bl.kc, p.k - pc + 1): the k loop of the last kc block runs one step past K."""
     def wider(a):
@@ -301,8 +292,9 @@ def _kc_off_by_one(model):
 
 def _wrong_stride(model):
     """A's m scatter vector with the stride of m one too large (p.m_at[kA][i] = i x (K + 1))."""
-    return _mutate(model, "a_pack", "address", lambda x: isinstance(x, Const) and x.value == 5 and x.ctype == "index",
-                   lambda x: Const(6, x.name, x.ctype))
+    return mutate_accesses(model, "a_pack", "address",
+                           lambda x: isinstance(x, Const) and x.value == 5 and x.ctype == "index",
+                           lambda x: Const(6, x.name, x.ctype))
 
 
 def _no_tail_mask(model):

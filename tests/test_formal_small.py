@@ -25,7 +25,14 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
-from .formal_support import assert_coq_rejects, assert_the_search_finds, models_of_plans, view_addresses
+from .formal_support import (
+    assert_coq_rejects,
+    assert_the_search_finds,
+    let_named,
+    models_of_plans,
+    mutate_accesses,
+    view_addresses,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCH = ARCHES["sm_90a"]
@@ -196,36 +203,20 @@ def test_coq_proves_the_small_models(name, tmp_path):
 # ---- mutations: each must be rejected, with the obligation and the values that break it
 
 
-def _mutate(model, ident_prefix: str, field: str, pick, make):
-    """`model` with the first node `pick` chooses in the `field` of the accesses named `ident_prefix*` replaced by
-    `make(node)`."""
-    accesses = []
-    for a in model.accesses:
-        if a.ident.startswith(ident_prefix):
-            node = next(x for x in walk(getattr(a, field)) if pick(x))
-            a = dataclasses.replace(a, **{field: replace(getattr(a, field), node, make(node))})
-        accesses.append(a)
-    return dataclasses.replace(model, accesses=tuple(accesses))
-
-
-def _let(name):
-    return lambda x: isinstance(x, Let) and x.name == name
-
-
 def _splitk_slice_off_by_one(model):
     """kt0 = (group * SPLITS + split) * KT_PER_SPLIT + 1: each block's K slice starts a k-tile late."""
-    return _mutate(model, "a_", "address", _let("kt0"), lambda x: Let(x.name, x.value + 1, x.ctype))
+    return mutate_accesses(model, "a_", "address", let_named("kt0"), lambda x: Let(x.name, x.value + 1, x.ctype))
 
 
 def _splitk_slot_overlap(model):
     """The scratch slot numbered by blockIdx.x, not by the cluster: the ranks' shares land past the buffer."""
-    return _mutate(model, "slot_store", "address", _let("slot"),
+    return mutate_accesses(model, "slot_store", "address", let_named("slot"),
                    lambda x: Let(x.name, replace(x.value, x.value.a, x.value.a.a.a), x.ctype))
 
 
 def _gemv_unclamped_slice(model):
     """k_len = K_SLICE, not min(K_SLICE, K - k0): the last slice's chunks read past K."""
-    return _mutate(model, "b_", "count", _let("k_len"), lambda x: Let(x.name, x.value.a, x.ctype))
+    return mutate_accesses(model, "b_", "count", let_named("k_len"), lambda x: Let(x.name, x.value.a, x.ctype))
 
 
 def _dot_chunk_stride(model):
@@ -233,7 +224,7 @@ def _dot_chunk_stride(model):
     def wider(x):
         b = x.value.b  # u * STEP
         return Let(x.name, x.value.a + b.a * Const(b.b.value + 8, ctype=b.b.ctype), x.ctype)
-    return _mutate(model, "a_", "address", _let("kk"), wider)
+    return mutate_accesses(model, "a_", "address", let_named("kk"), wider)
 
 
 MUTATIONS = {
