@@ -23,6 +23,7 @@ import numpy as np
 from dgemm_cli.errors import ToolchainError
 from dgemm_cli.formal.expr import (
     And,
+    Const,
     Div,
     Expr,
     Mod,
@@ -35,6 +36,7 @@ from dgemm_cli.formal.expr import (
     free_vars,
     replace,
     split_ite,
+    substitute,
     walk,
 )
 from dgemm_cli.formal.model import Obligation, Range
@@ -82,7 +84,12 @@ def lemmas(obligations: list[Obligation]) -> list[Lemma]:
         names = [r.var.name for r in ob.ranges]
         stray = (free_vars(ob.hyps) | free_vars(ob.goal)) - set(names)
         assert not stray, f"{ob.ident}: variables without a range: {sorted(stray)}"
-        cases = split_ite(And((ob.hyps, ob.goal)))
+        # A variable whose range holds one value (a letter of size 1, a single row) is that value in the statement:
+        # its products with other variables are then linear.
+        single = {r.var.name: Const(int(evaluate(r.lo, {})), None, r.var.ctype) for r in ob.ranges
+                  if r.hi is not None and constant(r.lo) and constant(r.hi)
+                  and int(evaluate(r.hi, {})) - int(evaluate(r.lo, {})) == 1}
+        cases = split_ite(substitute(And((ob.hyps, ob.goal)), single))
         for i, (cond, body) in enumerate(cases):
             assert isinstance(body, And) and len(body.parts) == 2
             hyps, goal = body.parts
