@@ -200,7 +200,7 @@ def test_the_engines_dispatch_stores_each_output_once_and_loads_inside_views(nam
     views = found[0][0]
     paths = cpu_index.engine_paths(views)
     finish = next(m for _, _, m in found if "finish_block" in m.kernel)
-    first = cpu_index.out_slots(views)[0]
+    first = cpu_index.lead_slot(views)
     out = views.spec.output.name
     rt = cpu_index.rows_ranges(views)
     extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]

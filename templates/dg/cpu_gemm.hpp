@@ -432,19 +432,19 @@ struct Problem : Tables {
   Problem& operator=(const Problem&) = delete;
 };
 
-// The slot whose layout decides the order in which outputs are finished: the first of kOutSlots.
+// The slot whose layout decides the order in which outputs are finished and whether the product is transposed: the
+// traits' kLeadSlot, the output (D where there is one: C is an out slot too, read for beta, but not what is stored).
 template <class Traits>
 constexpr int first_out_slot() {
   constexpr unsigned out = Traits::kOutSlots;
   static_assert(out != 0 && (out & ((1u << kC) | (1u << kD) | (1u << kBias) | (1u << kScale) | (1u << kResidual))) == out,
                 "kOutSlots names out slots, at least one");
-  int s = kC;
-  while (!((out >> s) & 1)) ++s;
-  return s;
+  static_assert((out >> Traits::kLeadSlot) & 1u, "kLeadSlot is one of kOutSlots");
+  return Traits::kLeadSlot;
 }
 
 // Finishes the rows x cols block of outputs at (m index i0, n index j0) of batch index b, whose sums are
-// sums[r * ld + c]. The block is walked in lines along m when the first out slot steps by one element along m and
+// sums[r * ld + c]. The block is walked in lines along m when the lead slot steps by one element along m and
 // not along n, else along n, so that consecutive stores are adjacent. Where every out slot steps by one element
 // along the line, runs of a line go to Traits::finish_run (vector code; `stream`: non-temporal f32 stores), the
 // other outputs to it one at a time (a run of one at their own offsets).

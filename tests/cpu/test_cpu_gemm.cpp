@@ -279,6 +279,7 @@ struct TestTraits {
   static inline Shape kShape{};
   static constexpr unsigned kOutSlots =
       E == kAccumulateC ? (1u << kC) : (1u << kC) | (1u << kD) | (1u << kBias);
+  static constexpr int kLeadSlot = E == kAccumulateC ? kC : kD;  // the written slot
   static constexpr int kKC = KC, kMC = MC, kNC = NC;
   static inline int* visits = nullptr;  // per element of the written slot
   // The outputs of a run (or one output), stored with store_run (`stream` as the engine decides it).

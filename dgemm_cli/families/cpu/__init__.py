@@ -119,14 +119,19 @@ def _packing(views: ProblemViews, operand: str) -> str:
     return f"contiguous along {unit} (runs of {seg.size})"
 
 
-def _contiguous(views: ProblemViews, operand: str, role: str) -> bool:
-    """Every index of `role` one element past the previous in `operand` (the engine's is_contiguous over the
-    role's whole offset table): one segment of stride 1, or a role of size 1."""
-    segs = views.roles[role].segments
-    return not segs or (len(segs) == 1 and segs[0].stride(operand) == 1)
+def scatter_steps_by_one(views: ProblemViews, operand: str, role: str) -> bool:
+    """Whether `operand`'s whole scatter vector of `role` is 0, 1, 2, ... (the engine's is_contiguous over the role's
+    offset table): each segment's stride the product of the sizes inside it, the innermost 1 (a role of size 1
+    too)."""
+    inner = 1
+    for seg in reversed(views.roles[role].segments):
+        if seg.stride(operand) != inner:
+            return False
+        inner *= seg.size
+    return True
 
 
-def _steps_one(views: ProblemViews, operand: str, role: str) -> bool:
+def steps_one(views: ProblemViews, operand: str, role: str) -> bool:
     """The role's first two indices are one element apart in `operand` (its innermost segment has stride 1)."""
     inner = views.roles[role].inner()
     return inner is not None and inner.stride(operand) == 1
@@ -160,9 +165,9 @@ def _cpu_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
     out = views.spec.output.name
     return CpuPlan(kc=a["kc"], mc=a["mc"], nc=a["nc"],
                    packing={"A": _packing(views, "A"), "B": _packing(views, "B")},
-                   b_streams=next((r for r in ("n", "k") if _contiguous(views, "B", r)), None),
-                   transposed=views.operands[out].unit_role == "m" and _steps_one(views, out, "m")
-                   and not _steps_one(views, out, "n"),
+                   b_streams=next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None),
+                   transposed=views.operands[out].unit_role == "m" and steps_one(views, out, "m")
+                   and not steps_one(views, out, "n"),
                    segments={r: len(views.roles[r].segments) for r in ROLES},
                    decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a))
 

@@ -20,7 +20,7 @@ them. The models state the addresses it forms, in the header's own names, each p
   m or along n; a run's output q (start[s] + q, where every out slot steps by one along the line) at the one-output
   address of step q0 + q (`*_is_one`); and each walk (l, run, q) onto the block's rows x cols once.
 - **blocked path** (`gemm_one_batch`), one model per micro-tile kMR x kNR of the ISAs the header compiles for
-  (`cost.MICRO_TILES`) and per orientation the engine takes over the rows (C^T = B^T A^T where the first out slot
+  (`cost.MICRO_TILES`) and per orientation the engine takes over the rows (C^T = B^T A^T where the output (kLeadSlot)
   steps by one along m and not along n): the call sites' arguments meet packing's and finish_block's ranges, the map
   (batch, it, jt, r, c) onto the product's elements of the column block [jc, jc + nc) is one-to-one and onto, and the
   jc and MC-block loops tile their ranges.
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgemm_cli.families.cpu import SMALL_M, CpuPlan
+from dgemm_cli.families.cpu import SMALL_M, CpuPlan, scatter_steps_by_one, steps_one
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.expr import INDEX, INT, TRUE, Cmp, Const, Expr, Ite, Let, Min, Not, Or, Pred, Var, all_of
 from dgemm_cli.formal.expr import const as _c
@@ -165,28 +165,21 @@ def _rows(views: ProblemViews, extents: tuple[int, int] | None = None) -> RowsRa
 
 def out_slots(views: ProblemViews) -> tuple[str, ...]:
     """The operands finish_run addresses (the traits' kOutSlots, as families/cpu/render.py lists them): C (written,
-    or read for a beta the caller passes at run time), D, then the epilogue's views; the first decides the walk
-    order."""
+    or read for a beta the caller passes at run time), D, then the epilogue's views."""
     spec = views.spec
     out = ["C", "D"] if spec.D is not None else ["C"]
     return (*out, *(op.name for op in spec.extra_operands if op.name != "D"))
+
+
+def lead_slot(views: ProblemViews) -> str:
+    """The traits' kLeadSlot: the output, whose layout orders finish_block's walk and the transposition."""
+    return views.spec.output.name
 
 
 def _segs_inner_first(views: ProblemViews, operand: str, role: str) -> tuple[tuple[int, int], ...]:
     """The role's (size, stride in `operand`) segments, innermost first, as the engine's Role holds them (stride 0
     where the operand lacks the role or is broadcast over it)."""
     return tuple((s.size, dict(s.strides).get(operand, 0)) for s in reversed(views.roles[role].segments))
-
-
-def _steps_by_one(views: ProblemViews, operand: str, role: str) -> bool:
-    """Whether `operand`'s whole scatter vector of `role` is 0, 1, 2, ... (the engine's is_contiguous over it): each
-    segment's stride the product of the sizes inside it, the innermost 1."""
-    inner = 1
-    for size, stride in _segs_inner_first(views, operand, role):
-        if stride != inner:
-            return False
-        inner *= size
-    return True
 
 
 @dataclass(frozen=True)
@@ -201,15 +194,14 @@ class Paths:
 
 def engine_paths(views: ProblemViews) -> Paths:
     """The engine's choice at each row extent m it can be called with (dg::cpu::gemm): small-M where m <= kSmallM and
-    B's n or k scatter vector is contiguous, else the blocked path, transposed where m >= 2 and the first out slot
-    steps by one along m (m_at[first][1] == m_at[first][0] + 1) and not along n."""
+    B's n or k scatter vector is contiguous, else the blocked path, transposed where m >= 2 and the lead slot (the
+    output) steps by one along m (m_at[first][1] == m_at[first][0] + 1) and not along n."""
     rt = rows_ranges(views)
     extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]
-    small = "n" if _steps_by_one(views, "B", "n") else "k" if _steps_by_one(views, "B", "k") else None
-    first = out_slots(views)[0]
-    m_segs, n_segs = _segs_inner_first(views, first, "m"), _segs_inner_first(views, first, "n")
-    n_unit = views.n >= 2 and bool(n_segs) and n_segs[0][1] == 1
-    m_step_one = bool(m_segs) and m_segs[0][1] == 1
+    small = next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None)  # the plan's b_streams
+    lead = lead_slot(views)
+    n_unit = views.n >= 2 and steps_one(views, lead, "n")
+    m_step_one = steps_one(views, lead, "m")
     small_m = [m for m in extents if small and m <= SMALL_M]
     blocked: dict[bool, list[int]] = {}
     for m in extents:
@@ -442,8 +434,6 @@ def _finish_model(views: ProblemViews, rows: RowsRange, kernel: str) -> KernelMo
     slots = out_slots(views)
     out = views.spec.output.name
     reads = [x for x in slots if x != out]
-    if "C" not in slots:  # C beside D where the spec's beta is 0: finish_run reads it where beta != 0 at run time
-        reads = ["C", *reads]
     accesses: list[Access] = []
     bijections, facts = [], []
     y_r, y_c = _ix("out_r"), _ix("out_c")
