@@ -617,13 +617,18 @@ __host__ __device__ inline long long dg_int_value(const DgProblem& p, const void
 
 // B's weight at the letter indices idx, dequantized: w = q s, (q - z) s with subtracted zero points, q s - z with
 // prescaled ones; s and z B_scales' and B_zeros' for the block holding idx. Exact in double but for the prescaled
-// form's one rounding.
-__host__ __device__ inline double dg_weight(const DgProblem& p, const void* const* bufs, const long long* idx) {
+// form's one rounding. *size (if given) receives what a dequantization's roundings are relative to: |w|, or
+// |q s| + |z| for the prescaled form (where q s and z cancel, s's rounding is relative to q s, not to w).
+__host__ __device__ inline double dg_weight(const DgProblem& p, const void* const* bufs, const long long* idx,
+                                            double* size = nullptr) {
   const double q = static_cast<double>(dg_int_value(p, bufs[DG_B], DG_B, idx));
   long long at = p.offset[DG_B_SCALES];
   for (int d = 0; d < p.ndims; ++d) at += idx[d] / dg_block(p.dims[d], DG_B_SCALES) * p.dims[d].stride[DG_B_SCALES];
   const double s = dg_load(bufs[DG_B_SCALES], p.dtype[DG_B_SCALES], at);
-  if (!p.present[DG_B_ZEROS]) return q * s;
+  if (!p.present[DG_B_ZEROS]) {
+    if (size) *size = fabs(q * s);
+    return q * s;
+  }
   double z;
   if (dg_int_dtype(p.dtype[DG_B_ZEROS])) {
     z = static_cast<double>(dg_int_value(p, bufs[DG_B_ZEROS], DG_B_ZEROS, idx));
@@ -632,7 +637,9 @@ __host__ __device__ inline double dg_weight(const DgProblem& p, const void* cons
     for (int d = 0; d < p.ndims; ++d) zat += idx[d] / dg_block(p.dims[d], DG_B_ZEROS) * p.dims[d].stride[DG_B_ZEROS];
     z = dg_load(bufs[DG_B_ZEROS], p.dtype[DG_B_ZEROS], zat);
   }
-  return p.zero_form == DG_ZEROS_PRESCALED ? q * s - z : (q - z) * s;
+  const double w = p.zero_form == DG_ZEROS_PRESCALED ? q * s - z : (q - z) * s;
+  if (size) *size = p.zero_form == DG_ZEROS_PRESCALED ? fabs(q * s) + fabs(z) : fabs(w);
+  return w;
 }
 
 // The epilogue's steps on t = alpha * sum + beta * C_old, in order, in double; `bufs` and `at` give each
@@ -824,9 +831,10 @@ __host__ __device__ inline void dg_reference_run_weights(const DgProblem& p, con
       rest /= p.dims[d].size;
       a += idx[d] * p.dims[d].stride[DG_A];
     }
-    const double term = dg_load(bufs[DG_A], p.dtype[DG_A], a) * dg_weight(p, bufs, idx);
-    acc += term;
-    abs_acc += fabs(term);
+    double size;
+    const double va = dg_load(bufs[DG_A], p.dtype[DG_A], a);
+    acc += va * dg_weight(p, bufs, idx, &size);
+    abs_acc += fabs(va) * size;
   }
   *sum = acc;
   *sum_abs = abs_acc;
@@ -1614,11 +1622,11 @@ static double dg_host_reference(const DgVerifyState& st, long long o, double alp
       sa += idx[d] / dg_block(dim, DG_A_SCALES) * dim.stride[DG_A_SCALES];
       sb += idx[d] / dg_block(dim, DG_B_SCALES) * dim.stride[DG_B_SCALES];
     }
-    double va = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a), vb;
+    double va = dg_load(st.host[DG_A].data(), p.dtype[DG_A], a), vb, size = -1.0;
     if (dg_int_weights(p)) {   // the weight dequantized with its scale (and zero point)
       const void* in[DG_SLOTS];
       for (int x = 0; x < DG_SLOTS; ++x) in[x] = st.host[x].data();
-      vb = dg_weight(p, in, idx);
+      vb = dg_weight(p, in, idx, &size);
     } else {
       vb = dg_load(st.host[DG_B].data(), p.dtype[DG_B], b);
       if (p.present[DG_B_SCALES]) vb *= dg_load(st.host[DG_B_SCALES].data(), p.dtype[DG_B_SCALES], sb);
@@ -1626,7 +1634,7 @@ static double dg_host_reference(const DgVerifyState& st, long long o, double alp
     if (p.present[DG_A_SCALES]) va *= dg_load(st.host[DG_A_SCALES].data(), p.dtype[DG_A_SCALES], sa);
     const double term = va * vb;
     acc += term;
-    mag += std::fabs(term);
+    mag += size < 0.0 ? std::fabs(term) : std::fabs(va) * size;
   }
   long long at[DG_SLOTS] = {};
   const void* bufs[DG_SLOTS] = {};
@@ -1804,12 +1812,21 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
   //    product dwarf the others (verify draws one in 16 from the whole range). It enters the element check
   //    only: the Frobenius test keeps the f32 bound and the e4m3 tolerance, so a kernel that does not promote
   //    still fails (its error grows with the unpromoted steps).
+  //  - for an element of integer weights, also what dequantizing them to the activations' 16-bit type may lose:
+  //    the scale rounded to it, then the weight (and, for a float zero point, q - z) rounded, each by at most the
+  //    type's unit roundoff u (2^-8 bf16, 2^-11 f16) of the weight's size (dg_weight), so 3 u mag. The mag of
+  //    such a problem sums those sizes; an epilogue that compresses the output's scale (a clamp, a small scale)
+  //    leaves the tolerance relative to the output below this rounding.
   // Where the reference is NaN (a NaN input), the output must be NaN too; those elements take no part in
   // the norms.
   double sum_ref2 = 0.0, sum_err2 = 0.0, sum_bound2 = 0.0, sum_xy = 0.0, sum_squares = 0.0;
   long long finite_refs = 0;
   const double acc_unit = 6.0 * std::sqrt(static_cast<double>(st.k_terms)) * std::ldexp(1.0, -24);
   const double fp8_unit = dg_fp8_inputs(p) ? 32.0 * std::ldexp(1.0, -13) : 0.0;
+  const double dequant_unit = !dg_int_weights(p)             ? 0.0
+                              : p.dtype[DG_A] == DG_BF16     ? 3.0 * std::ldexp(1.0, -8)
+                              : p.dtype[DG_A] == DG_F16      ? 3.0 * std::ldexp(1.0, -11)
+                                                             : 3.0 * std::ldexp(1.0, -24);
   for (long long o = 0; o < st.count; ++o) {
     if (std::isnan(st.host_ref[o])) continue;
     sum_ref2 += st.host_ref[o] * st.host_ref[o];
@@ -1830,7 +1847,7 @@ static DgCaseResult dg_verify_case(DgVerifyState& st, const DgOptions& opt, long
     } else {
       const double err = std::fabs(got - want);
       const double acc_bound = acc_unit * st.host_mag[o];
-      const double element_bound = std::max(acc_bound, fp8_unit * st.host_mag[o]);
+      const double element_bound = std::max(acc_bound, std::max(fp8_unit, dequant_unit) * st.host_mag[o]);
       sum_xy += got * want;
       sum_squares += got * got + want * want;
       sum_bound2 += acc_bound * acc_bound;

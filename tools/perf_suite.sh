@@ -4,7 +4,7 @@
 # `deepgemm random-specs COUNT --perf --seed SEED` (realistic problems: LLM projections and their backward, skinny
 # outputs, MoE experts, attention over heads in place, 1x1 convolutions, f32 layouts, squares), gen with the model's
 # untuned picks, build, verify (seed 1: a pick that is wrong is not timed), bench against every no-copy cuBLAS
-# formulation (`--reps ${REPS:-10}`), then tools/perf_summary.py: the ratio's distribution, by class, and the
+# formulation (`--reps ${REPS:-10}`, CHUNK folders a bench call), then tools/perf_summary.py: the ratio's distribution, by class, and the
 # worst problems with their plans. $OUT gets bench.json, verify.json, summary.json and summary.txt.
 source "$(dirname "$0")/device_lib.sh"
 COUNT=${1:-200}
@@ -20,8 +20,28 @@ timeout "${T_VERIFY:-3600}" python3 -m dgemm_cli verify "$W"/p/* --seeds 1 --sam
   2> "$OUT/verify_err.txt"
 stamp "verify rc=$?"
 failures "$OUT/verify.json" | tee "$OUT/failures.txt"
-timeout "${T_BENCH:-3600}" python3 -m dgemm_cli bench "$W"/p/* --reps "${REPS:-10}" --json > "$OUT/bench.json" \
-  2> "$OUT/bench_err.txt"
-stamp "bench rc=$?"
+# Benched CHUNK folders at a time, each chunk's JSON kept, so that a run stopped by T_BENCH still summarizes the
+# chunks it finished.
+BENCH_END=$(( $(date +%s) + ${T_BENCH:-3600} ))
+ls -d "$W"/p/* | xargs -n "${CHUNK:-20}" echo > "$W/chunks.txt"
+c=0
+while read -r dirs; do
+  left=$(( BENCH_END - $(date +%s) )); [ "$left" -gt 5 ] || { stamp "bench: T_BENCH reached"; break; }
+  # shellcheck disable=SC2086
+  timeout "$left" python3 -m dgemm_cli bench $dirs --reps "${REPS:-10}" --json > "$W/bench_$c.json" \
+    2>> "$OUT/bench_err.txt" || stamp "bench chunk $c rc=$?"
+  c=$((c + 1))
+done < "$W/chunks.txt"
+python3 - "$W"/bench_*.json > "$OUT/bench.json" <<'PY'
+import json, sys
+rows = []
+for path in sys.argv[1:]:
+    try:
+        rows += json.load(open(path))
+    except json.JSONDecodeError:
+        print(f"{path}: cut off, left out", file=sys.stderr)
+print(json.dumps(rows, indent=1))
+print(f"bench: {len(rows)} kernels", file=sys.stderr)
+PY
 python3 tools/perf_summary.py "$OUT/bench.json" "$W/p" --json "$OUT/summary.json" | tee "$OUT/summary.txt"
 pack "bench\\.json|verify\\.json|summary\\.json|summary\\.txt|env\\.txt"

@@ -17,8 +17,10 @@
 // 0x6400) or 128.0 (bf16 0x4300), and each half reads magic + q exactly. One subtraction leaves q (int4: the word XOR
 // 0x88888888 first, so that the nibble is q + 8, then magic + 8 is subtracted), exact in both types (f16 takes the
 // odd registers' pairs unshifted, as 1024 + 16 q, and one fma by 1/16); the weight is
-// q s (one multiply) or q s + b (one fma, b = -z s or -z), rounded once to the activations' type, with s and b those
-// of the fragment row's column and the lane's 16 k.
+// q s (one multiply), (q - z) s with subtracted zero points or q s - z with prescaled ones (one fma), rounded once to
+// the activations' type, with s and z those of the fragment row's column and the lane's 16 k. An integer z folds
+// into the subtraction (magic + z replaces magic, still exact), so that its (q - z) s costs what q s does; a float
+// z takes one exact-input subtraction more.
 //
 // Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie: the lane loads two
 // words of each of its two columns, and one byte permute of a word gives a register's pair.
@@ -136,36 +138,65 @@ __device__ __forceinline__ float zero_value(E raw, I k, I n) {
   }
 }
 
-// The scale s and the offset b (w = q s + b; b = -z s, -z, or 0 without zero points) of the rows g (lo) and g + 8
-// (hi) at k, in E pairs whose halves are the same.
+// Whether integer zero points fold into the subtraction that turns magic + q into q: magic + (8) + z is exact in E
+// for a 4-bit z, and for an 8-bit one in f16 (bf16's 8 significant bits end at 255), so (magic + q) - (magic + z)
+// is q - z exactly, and the weight is (q - z) s with no instruction beyond those of w = q s.
+enum ZeroTerm { NO_ZERO, FOLDED_ZERO, SUBTRACTED_ZERO, PRESCALED_ZERO };
+template <class T, class E, bool HAS = T::Zeros::HAS>
+constexpr ZeroTerm ZERO_TERM = NO_ZERO;
+template <class T, class E>
+constexpr ZeroTerm ZERO_TERM<T, E, true> =
+    T::Zeros::FORM == wq::PRESCALED                                                        ? PRESCALED_ZERO
+    : T::Zeros::BITS != 0 && (std::is_same<E, __half>::value || T::Zeros::BITS == 4) ? FOLDED_ZERO
+                                                                                           : SUBTRACTED_ZERO;
+template <class T, class E>
+constexpr bool FOLDS_ZERO = ZERO_TERM<T, E> == FOLDED_ZERO;
+
+// The scale s and the zero term b of the rows g (lo) and g + 8 (hi) at k, in E pairs: folded zero points (see
+// FOLDS_ZERO) b = -(magic + (8) + z) in both halves, f16's high half -(64 + (8) + z) (the odd registers' 16 q + 1024,
+// scaled by 1/16); other subtracted ones w = (q - b) s, b = z; prescaled ones w = q s + b, b = -z; none w = q s (b
+// unused). Halves of s, and of b but where folded in f16, are the same.
 template <class T, class E>
 __device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename T::index_t k, typename T::index_t n,
                                                  pair_t<E>& s_lo, pair_t<E>& b_lo, pair_t<E>& s_hi,
                                                  pair_t<E>& b_hi) {
   using Z = typename T::Zeros;
+  constexpr bool F16 = std::is_same<E, __half>::value;
+  constexpr float MAGIC = (F16 ? 1024.0f : 128.0f) + (T::SIGNED ? 8.0f : 0.0f);
   float s[2], b[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     s[h] = to_float(r.s[h]);
     if constexpr (Z::HAS) {
       const float z = zero_value<Z>(r.z[h], k, n + 8 * h);
-      b[h] = Z::FORM == wq::SUBTRACT ? -z * s[h] : -z;
+      b[h] = FOLDS_ZERO<T, E> ? -(MAGIC + z) : ZERO_TERM<T, E> == SUBTRACTED_ZERO ? z : -z;
     }
   }
   s_lo = Magic<E>::value(s[0]);
-  b_lo = Magic<E>::value(b[0]);
   s_hi = Magic<E>::value(s[1]);
-  b_hi = Magic<E>::value(b[1]);
+  if constexpr (FOLDS_ZERO<T, E> && F16) {
+    b_lo = __floats2half2_rn(b[0], b[0] + 960.0f);  // -(1024 + (8) + z), -(64 + (8) + z)
+    b_hi = __floats2half2_rn(b[1], b[1] + 960.0f);
+  } else {
+    b_lo = Magic<E>::value(b[0]);
+    b_hi = Magic<E>::value(b[1]);
+  }
 }
 
-// Fragment register i from its integers' pair q: q s, or q s + b with zero points; rows g (even i) take (s_lo, b_lo),
-// rows g + 8 (odd i) (s_hi, b_hi).
+// Fragment register i from its integers' pair q: q s; q s with folded zero points (q is q - z); (q - z) s with other
+// subtracted ones (float z), so that the weight is rounded once, relative to itself (q s - z s, with z s rounded
+// first, would carry an error of z s where q is near z); q s - z with prescaled ones. Rows g (even i) take (s_lo,
+// b_lo), rows g + 8 (odd i) (s_hi, b_hi).
 template <class T, class E>
 __device__ __forceinline__ uint32_t weight_pair(const pair_t<E>& q, int i, const pair_t<E>& s_lo,
                                                 const pair_t<E>& b_lo, const pair_t<E>& s_hi, const pair_t<E>& b_hi) {
   using P = pair_t<E>;
   P w;
-  if constexpr (T::Zeros::HAS) {
+  if constexpr (FOLDS_ZERO<T, E>) {
+    w = __hmul2(q, (i & 1) ? s_hi : s_lo);  // q holds q - z already
+  } else if constexpr (ZERO_TERM<T, E> == SUBTRACTED_ZERO) {
+    w = __hmul2(__hsub2(q, (i & 1) ? b_hi : b_lo), (i & 1) ? s_hi : s_lo);
+  } else if constexpr (ZERO_TERM<T, E> == PRESCALED_ZERO) {
     w = __hfma2(q, (i & 1) ? s_hi : s_lo, (i & 1) ? b_hi : b_lo);
   } else {
     w = __hmul2(q, (i & 1) ? s_hi : s_lo);
@@ -191,14 +222,24 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
     if constexpr (F16) {
       const uint32_t w = i < 2 ? word : word >> 8;
       if (i % 2 == 0) {
-        q[i] = Magic<E>::sub(and_or(w, 0x000F000Fu, Magic<E>::BITS), low_bias);
+        const uint32_t x = and_or(w, 0x000F000Fu, Magic<E>::BITS);
+        if constexpr (FOLDS_ZERO<T, E>) {
+          q[i] = __hadd2(*reinterpret_cast<const P*>(&x), __low2half2(b_lo));
+        } else {
+          q[i] = Magic<E>::sub(x, low_bias);
+        }
       } else {
         const uint32_t h = and_or(w, 0x00F000F0u, Magic<E>::BITS);
         q[i] = __hfma2(*reinterpret_cast<const P*>(&h), Magic<E>::value(1.0f / 16.0f),
-                       Magic<E>::value(-64.0f - OFFSET));
+                       FOLDS_ZERO<T, E> ? __high2half2(b_hi) : Magic<E>::value(-64.0f - OFFSET));
       }
     } else {
-      q[i] = Magic<E>::sub(and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS), low_bias);
+      const uint32_t x = and_or(word >> (4 * i), 0x000F000Fu, Magic<E>::BITS);
+      if constexpr (FOLDS_ZERO<T, E>) {
+        q[i] = __hadd2(*reinterpret_cast<const P*>(&x), i % 2 == 0 ? b_lo : b_hi);
+      } else {
+        q[i] = Magic<E>::sub(x, low_bias);
+      }
     }
   }
 #pragma unroll
@@ -244,10 +285,15 @@ __device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2], int byt
     if constexpr (F16) {
       const uint32_t h = and_or(r, 0x00F0000Fu, Magic<E>::BITS);
       q = __hfma2(*reinterpret_cast<const P*>(&h), __halves2half2(__float2half(1.0f), __float2half(1.0f / 16.0f)),
-                  __halves2half2(__float2half(-1024.0f - OFFSET), __float2half(-64.0f - OFFSET)));
+                  FOLDS_ZERO<T, E> ? (i % 2 == 0 ? b_lo : b_hi)
+                                     : __halves2half2(__float2half(-1024.0f - OFFSET), __float2half(-64.0f - OFFSET)));
     } else {
       const uint32_t h = and_or(r, 0x0000000Fu, Magic<E>::BITS) | ((r >> 4) & 0x000F0000u);
-      q = Magic<E>::sub(h, Magic<E>::value(128.0f + OFFSET));
+      if constexpr (FOLDS_ZERO<T, E>) {
+        q = __hadd2(*reinterpret_cast<const P*>(&h), i % 2 == 0 ? b_lo : b_hi);
+      } else {
+        q = Magic<E>::sub(h, Magic<E>::value(128.0f + OFFSET));
+      }
     }
     a[i] = weight_pair<T, E>(q, i, s_lo, b_lo, s_hi, b_hi);
   }
