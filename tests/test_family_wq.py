@@ -13,6 +13,7 @@ import yaml
 from dgemm_cli import quant
 from dgemm_cli.arch import get_arch
 from dgemm_cli.baseline import plan_baseline
+from dgemm_cli.families import wqtc
 from dgemm_cli.families.wq.render import context
 from dgemm_cli.plan import make_plan
 from dgemm_cli.render import base_context
@@ -143,8 +144,8 @@ def test_int8_weights_read_bytes_through_their_strides(tmp_path):
 
 def test_random_weight_only_specs_all_plan_wq_or_wqtc():
     """`random-specs --wq-share 1` draws specs the spec reader takes and a weight-only family plans, on both archs:
-    wqtc where its gates (the dg layout or GPTQ's words, up to 64 rows) allow and it costs less, else wq; the share
-    pinned to wqtc reaches both of its layouts."""
+    wqtc where its gates (the dg layout, GPTQ's words or k-contiguous bytes, up to 64 rows) allow and it costs
+    less, else wq; the share pinned to wqtc reaches its three layouts."""
     from dgemm_cli.randspec import random_specs
 
     pinned = []
@@ -154,8 +155,8 @@ def test_random_weight_only_specs_all_plan_wq_or_wqtc():
             assert all(kernel.family in ("wq", "wqtc") for kernel in make_plan(views, get_arch(arch)).kernels), \
                 raw["name"]
         if raw.get("plan") == {"family": "wqtc"}:
-            pinned.append(raw["operands"]["B"]["packing"])
-    assert {"dg", "gptq"} <= set(pinned)
+            pinned.append(wqtc.layout_of(views))
+    assert {"dg", "k_words", "k_bytes"} <= set(pinned)
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)

@@ -82,7 +82,7 @@ def test_gates_say_why(kwargs, gate):
 def test_awq_layout_is_not_the_family_s_and_gptq_s_is():
     doc = yaml.safe_load((REPO / "specs/weight_only/w4_awq_tails.yaml").read_text())
     blocked = dict(wqtc.gates(analyse(_spec(doc)), get_arch("sm_90a")))
-    assert "4-bit layout" in blocked and "deepgemm pack --to dg" in blocked["4-bit layout"]
+    assert "weight layout" in blocked and "deepgemm pack --to dg" in blocked["weight layout"]
     gptq = analyse(_spec(yaml.safe_load((REPO / "specs/weight_only/w4_gptq_decode.yaml").read_text())))
     assert wqtc.layout_of(gptq) == "k_words" and not wqtc.gates(gptq, get_arch("sm_90a"))
 
@@ -269,3 +269,96 @@ def test_run_time_buckets_keep_their_row_tiles():
     for b in plan.buckets:
         assert b.plan.primary.mt == -(-b.hi // 8), (b.lo, b.hi, b.plan.primary.mt)
         assert b.hi <= 8 or b.lo > b.hi // 2, (b.lo, b.hi)  # no range spans two row-tile counts' sizes
+
+
+def _bytes_spec(m=8, n=1024, k=4096, b=None, dtype="bf16", zeros=None):
+    doc = {"name": "t", "dtype": dtype, "gemm": {"m": m, "n": n, "k": k},
+           "operands": {"A": {"layout": "row", "align": 16},
+                        "B": b if b is not None else {"dtype": "int8", "layout": "col", "align": 16},
+                        "C": {"layout": "row"}},
+           "scales": {"B": {"per": "channel"}}}
+    if zeros:
+        doc["zeros"] = {"B": zeros}
+    return analyse(_spec(doc))
+
+
+def test_8_bit_weights_as_nn_linear_keeps_them_plan_wqtc_when_16_byte_aligned():
+    """int8 [n, k] with `align: 16`: the k_bytes layout, planned over wq at decode sizes (issue 42's target shape);
+    without the promise the gate says what to promise, and wq runs it."""
+    for m in (1, 8, 16, 64):
+        views = _bytes_spec(m=m, n=14336, k=4096)
+        assert wqtc.layout_of(views) == "k_bytes" and not wqtc.gates(views, get_arch("sm_90a"))
+        assert make_plan(views, get_arch("sm_90a")).family == "wqtc", m
+    unaligned = _bytes_spec(b={"dtype": "int8", "layout": "col"})
+    blocked = dict(wqtc.gates(unaligned, get_arch("sm_90a")))
+    assert "align: 16" in blocked["16-byte loads"]
+    assert make_plan(unaligned, get_arch("sm_90a")).family == "wq"
+
+
+@pytest.mark.parametrize("b, gate, says", [
+    ({"dtype": "uint8", "strides": [1, 1000], "align": 16}, "16-byte loads", "stride 1000 along n"),
+    ({"dtype": "int8", "layout": "row", "align": 16}, "weight layout", "contiguous along k"),
+])
+def test_8_bit_gates_say_why(b, gate, says):
+    blocked = dict(wqtc.gates(_bytes_spec(k=1000, b=b), get_arch("sm_90a")))
+    assert says in blocked[gate]
+
+
+def _byte_perm(x: int, y: int, selector: int) -> int:
+    """PTX prmt (CUDA's __byte_perm) in its default mode: byte i of the result is byte (selector >> 4 i) & 7 of
+    y:x."""
+    both = (y << 32) | x
+    return sum(((both >> (8 * ((selector >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+
+
+def _bf16_exact(x: float) -> bool:
+    """x survives a round trip through bf16 (its f32 bits' low 16 are zero)."""
+    import numpy as np
+
+    return int(np.array([x], dtype=np.float32).view(np.uint32)[0]) & 0xFFFF == 0
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_the_byte_permutes_read_8_bit_weights_exactly(signed):
+    """dequantize_bytes: register i's pair is bytes 2 (i / 2) and + 1 of its row's word, the lower k in the low
+    half. f16: under 0x64 each half reads 1024 + q (q + 128 for int8, the word XOR 0x80808080), and subtracting
+    1024 (+ 128) + z leaves q - z exactly for every byte and every 8-bit zero point (the fold). bf16: under
+    0x4B000000 each byte reads 2^23 + q in f32, and q - z is exact in bf16 where |q - z| < 256 (uint8 weights and
+    zero points; int8 with a zero point past 127 rounds once, relative to q - z)."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    words = [int(w) for w in rng.integers(0, 2**32, 48, dtype=np.uint64)] + [0x03020100, 0xFFFEFD80, 0x7F80FF00]
+    offset = 128 if signed else 0
+    for word in words:
+        flipped = word ^ 0x80808080 if signed else word
+        for pair in range(2):
+            values = [(word >> (8 * (2 * pair + e))) & 0xFF for e in range(2)]
+            q = [v - 256 if signed and v >= 128 else v for v in values]
+            x = _byte_perm(flipped, 0x64, 0x4342 if pair else 0x4140)
+            halves = np.array([x & 0xFFFF, x >> 16], dtype=np.uint16).view(np.float16)
+            for z in (0, 1, 8, 128, 255):
+                bias = np.float16(-(1024 + offset + z))
+                assert [float(h + bias) for h in halves] == [v - z for v in q], (hex(word), pair, z)
+            for e in range(2):
+                bits = _byte_perm(flipped, 0x4B, (0x4553 if pair else 0x4551) if e else (0x4552 if pair else 0x4550))
+                f = float(np.array([bits], dtype=np.uint32).view(np.float32)[0]) - (8388608.0 + offset)
+                assert f == q[e]
+                assert all(_bf16_exact(f - z) for z in ((0, 7, 127) if signed else (0, 7, 200, 255)))
+
+
+def test_byte_lanes_take_16_consecutive_k_in_both_operands():
+    """K_BYTES: weight register i of tile kt holds bytes 4 kt + 2 (i / 2) + e of its row's 16 (k 16 t + that), the
+    activations the lane's run of 16 k in pairs: they meet at every mma k slot, and the chunk's 64 k each meet one
+    slot."""
+    seen = set()
+    for t in range(4):
+        for kt in range(4):
+            for i in range(4):
+                for e in range(2):
+                    weight_k = 16 * t + 4 * kt + 2 * (i // 2) + e
+                    activation_k = 16 * t + 2 * (2 * kt + i // 2) + e
+                    assert weight_k == activation_k
+                    if i % 2 == 0:
+                        seen.add(weight_k)
+    assert seen == set(range(64))

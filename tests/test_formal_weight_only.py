@@ -32,7 +32,15 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import assert_coq_rejects, assert_the_search_finds, at_points, models_of_plans, view_addresses
+from .formal_support import (
+    assert_coq_rejects,
+    assert_the_search_finds,
+    at_points,
+    let_named,
+    models_of_plans,
+    mutate_accesses,
+    view_addresses,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
@@ -73,7 +81,9 @@ CASES = {
     # 16-byte runs, K ending inside a chunk and a group of 32; every tail with element loads of A (odd row pitch) and
     # byte zero points; one scale a column; GPTQ's words with packed zero points and A in 16-byte runs, K ending
     # inside a chunk and a group; rows at run time; A in 4-byte pairs only, 3 row tiles (a tile's activations at a
-    # time), prescaled zero points.
+    # time), prescaled zero points; 8-bit weights contiguous along k (K_BYTES) in padded columns with K ending inside a
+    # 16-k run (its bytes loaded one at a time) and byte zero points; int8 with K whole runs of 16 but not whole chunks
+    # (runs past K load nothing), rows at run time, A in elements (odd row pitch).
     "tc_dg": ({"name": "tc_dg", "dtype": "f16", "gemm": {"m": 3, "n": 40, "k": 200},
                "operands": {"A": _ROW16, "B": {"dtype": "int4", "packing": "dg", "align": 16}, "C": _ROW},
                "scales": {"B": {"block": {"k": 32}, "layout": "row"}}, "plan": {"family": "wqtc", "strips": 2}},
@@ -101,6 +111,14 @@ CASES = {
                        "scales": {"B": {"block": {"k": 64}, "layout": "row"}},
                        "zeros": {"B": {"dtype": "f16", "form": "prescaled", "layout": "row"}},
                        "plan": {"family": "wqtc"}}, "wqtc"),
+    "tc_bytes_tails": ({"name": "tc_bytes_tails", "dtype": "f16", "gemm": {"m": 5, "n": 20, "k": 100},
+                        "operands": {"A": _ROW, "B": {"dtype": "uint8", "strides": [1, 112], "align": 16}, "C": _ROW},
+                        "scales": {"B": {"block": {"k": 32}, "layout": "row"}},
+                        "zeros": {"B": {"dtype": "uint8", "layout": "row"}}, "plan": {"family": "wqtc"}}, "wqtc"),
+    "tc_bytes_int8": ({"name": "tc_bytes_int8", "dtype": "bf16", "gemm": {"m": {"min": 1, "max": 16}, "n": 24, "k": 80},
+                       "operands": {"A": {"strides": [83, 1]}, "B": {"dtype": "int8", "layout": "col", "align": 16},
+                                    "C": _ROW},
+                       "scales": {"B": {"per": "channel"}}, "plan": {"family": "wqtc"}}, "wqtc"),
 }
 WQ_CASES = [n for n, (_, f) in CASES.items() if f == "wq"]
 TC_CASES = [n for n, (_, f) in CASES.items() if f == "wqtc"]
@@ -138,6 +156,34 @@ def test_the_tc_cases_take_the_variants_they_name():
     assert len(plans["tc_gptq_dyn"]) > 1
     pairs = plans["tc_gptq_pairs"][0]
     assert pairs.a_pairs and not pairs.a_vec16 and pairs.mt == 3
+    k_tails, k_int8 = _plans("tc_bytes_tails")[0][1].k, _plans("tc_bytes_int8")[0][1].k
+    assert plans["tc_bytes_tails"][0].layout == "k_bytes" and k_tails % 16 and plans["tc_bytes_tails"][0].quant_loads
+    assert all(fp.layout == "k_bytes" for fp in plans["tc_bytes_int8"]) and k_int8 % 16 == 0 and k_int8 % 64
+
+
+def test_k_bytes_models_have_the_16_byte_run_and_the_byte_tail():
+    """K_BYTES as byte_run<T> does it: one 16-byte load of the lane's 16 k of a column (aligned, lane e at k + e)
+    where the run lies below K, else byte loads up to K, zero past it; with K whole runs of 16 the byte loads move
+    nothing (`b_runs_whole` in their place)."""
+    views, fp, model = _models("tc_bytes_tails")[0]
+    assert fp.layout == "k_bytes"
+    b = {a.ident: a for a in model.accesses if a.operand == "B"}
+    assert set(b) == {"b_bytes16", "b_byte"}
+    run, tail = b["b_bytes16"], b["b_byte"]
+    assert run.width == 16 and run.aligned == 16 and not run.zero_fill and run.place is None
+    assert "lane_e" in {x.name for x in walk(run.logical["k"]) if isinstance(x, Var)}
+    assert tail.width == 1 and tail.zero_fill and "j" in {r.var.name for r in tail.ranges}
+    for a in (run, tail):
+        names = {x.name for e in (a.count, a.address, *a.logical.values()) for x in walk(e) if isinstance(x, Let)}
+        assert {"byte_k", "byte_n", "B_byte_offset"} <= names, a.ident
+    assert {f.ident for f in model.facts} >= {"b_byte_slot_k"}
+    # K = 100: lanes t = 2 of chunk 1 read k 96 .. 99 of their columns by bytes, nothing past: every in-view byte of a
+    # run crossing K is moved (the zero fill's points are the moved ones).
+    obs = {ob.ident: exhaust(ob) for ob in _obligations(views, model) if ob.ident.startswith("b_byte_")}
+    assert obs["b_byte_element"].satisfying == obs["b_byte_zero_fill"].satisfying > 0
+    for _, _, model in _models("tc_bytes_int8"):
+        assert [a.ident for a in model.accesses if a.operand == "B"] == ["b_bytes16"]
+        assert {"b_runs_whole", "b_byte_slot_k"} <= {f.ident for f in model.facts}
 
 
 def test_the_cases_take_the_variants_they_name():
@@ -241,6 +287,7 @@ def test_maps_enumerated_read_the_layouts_values_and_store_each_output_once(name
         rows_range = [r for a in model.accesses for r in a.ranges if r.var.name == "mrows"][:1]
         sizes = range(int(rows_range[0].lo.value), int(rows_range[0].hi.value)) if rows_range else [None]
         for rows in sizes:
+            b_reads = []
             for a in model.accesses:
                 pts = enumerate_points(a.ranges if rows is None else _fixed_rows(a.ranges, rows))
                 assert pts is not None
@@ -250,25 +297,44 @@ def test_maps_enumerated_read_the_layouts_values_and_store_each_output_once(name
                 if a.operand in quant_names:
                     assert np.isin(address, _quant_view_words(views, a.operand)).all(), a.text
                     if a.operand == "B":
-                        _check_b_reads(views, fp, a, lanes, quant_names["B"])
+                        b_reads.append((a, lanes))
                     continue
                 view = view_addresses(views, a.operand, rows)
                 if a.kind == "store":
                     assert np.array_equal(np.sort(address), np.sort(view)), f"{model.kernel}: {a.text}"
                 else:
                     assert np.isin(address, view).all(), f"{model.kernel}: {a.text}"
+            assert b_reads, model.kernel
+            _check_b_reads(views, fp, b_reads, quant_names["B"])
 
 
-def _check_b_reads(views, fp, a, lanes, q) -> None:
-    """B's reads: the (word, place) of each in-view (k, n) is quant.py's; each in-view (k, n) read once a row tile
-    (wq: a block's rows) or once (wqtc, the strips below STRIPS: the last block's strip past them re-reads strip 0)."""
-    word, nibble = _layout_positions(q, views.k, views.n) if q.packing is not None else (None, None)
+def _check_b_reads(views, fp, b_reads, q) -> None:
+    """B's reads, over all of a kernel's B accesses ((access, lanes) each; K_BYTES: the 16-byte runs and the bytes
+    of the run crossing K): the (word, place) of each in-view (k, n) is quant.py's (8-bit: the element at B's
+    strides); each in-view (k, n) read once a
+    row tile (wq: a block's rows) or once (wqtc, the strips below STRIPS: the last block's strip past them re-reads
+    strip 0)."""
+    if q.packing is not None:
+        word, nibble = _layout_positions(q, views.k, views.n)
+    else:  # whole elements (8-bit): the element at the letters' strides
+        kk, nn = np.meshgrid(np.arange(views.k), np.arange(views.n), indexing="ij")
+        word, nibble = kk * q.view.stride_of("k") + nn * q.view.stride_of("n"), None
+    reads = []
+    for a, lanes in b_reads:
+        reads += _b_reads_of(views, fp, a, lanes, word, nibble)
+    reads_all = np.concatenate(reads)
+    tiles = len(np.unique(np.concatenate([r // (views.k * views.n) for r in reads])))
+    assert len(np.unique(reads_all)) == len(reads_all) == tiles * views.k * views.n, "each (k, n) read once"
+
+
+def _b_reads_of(views, fp, a, lanes, word, nibble) -> list[np.ndarray]:
+    """The in-view (k, n) one B access reads ((tile K + k) N + n), each lane's; its words and places checked."""
     reads = []
     for e, (env, moved) in enumerate(lanes):
         k, n = (at_points(a.logical[r], env) for r in ("k", "n"))
         inside = moved & (k < views.k) & (n < views.n)
-        if word is not None:
-            assert np.array_equal(at_points(a.address, env)[inside] + e, word[k[inside], n[inside]]), a.text
+        assert np.array_equal(at_points(a.address, env)[inside] + e, word[k[inside], n[inside]]), a.text
+        if nibble is not None:
             assert np.array_equal(at_points(a.place, env)[inside], nibble[k[inside], n[inside]]), a.text
         if fp.family == "wq":
             tile = env["block"] // fp.tiles_n
@@ -276,16 +342,14 @@ def _check_b_reads(views, fp, a, lanes, q) -> None:
             inside &= env["block"] * fp.ns + env["s"] < fp.strips
             tile = np.zeros_like(k)
         reads.append(((tile * views.k + k) * views.n + n)[inside])
-    reads_all = np.concatenate(reads)
-    tiles = len(np.unique(np.concatenate([r // (views.k * views.n) for r in reads])))
-    assert len(np.unique(reads_all)) == len(reads_all) == tiles * views.k * views.n, "each (k, n) read once"
+    return reads
 
 
 # ---- Coq
 
 
 @needs_coq
-@pytest.mark.parametrize("name", ["wq_gptq", "wq_awq_dyn", "wq_dg", "wq_views", "tc_gptq"])
+@pytest.mark.parametrize("name", ["wq_gptq", "wq_awq_dyn", "wq_dg", "wq_views", "tc_gptq", "tc_bytes_tails"])
 def test_coq_proves_the_small_models(name, tmp_path):
     for views, _, model in _models(name):
         r = prove_model(views, model, tmp_path)
@@ -358,6 +422,26 @@ def _k_words_byte(model):
     return _map_accesses(model, ("b_word",), place=byte_jp)
 
 
+def _byte_run_off_by_one(model):
+    """K_BYTES: the 16-byte run loaded from k + 1 (byte_run's p at Weights::k::offset(k + 1)): misaligned, and lane e
+    reads k + e + 1."""
+    return mutate_accesses(model, "b_bytes16", "address", let_named("byte_k"),
+                           lambda x: Let(x.name, x.value + Const(1, ctype=INDEX), x.ctype))
+
+
+def _byte_tail_through_k(model):
+    """K_BYTES: the run crossing K loaded up to k + j <= K: the byte at k = K, past the view (into the column's
+    padding, or past B's last column)."""
+    accesses = []
+    for a in model.accesses:
+        if a.ident == "b_byte":
+            hit = next(x for x in walk(a.count) if isinstance(x, Cmp) and x.op == "<"
+                       and any(isinstance(v, Var) and v.name == "j" for v in walk(x.a)))
+            a = dataclasses.replace(a, count=replace(a.count, hit, Cmp("<=", hit.a, hit.b)))
+        accesses.append(a)
+    return dataclasses.replace(model, accesses=tuple(accesses))
+
+
 def _unmasked_activation_row(model):
     """The activations without `if (m >= M) return;`: the row tile's rows past M read past A's view."""
     def unmasked(e):
@@ -374,6 +458,8 @@ MUTATIONS = {
     "missing_m_guard": (_missing_m_guard, "wq_awq_dyn", -1, ("c_store", "store_once")),
     "k_words_byte": (_k_words_byte, "tc_gptq", 0, ("b_word",)),
     "unmasked_activation_row": (_unmasked_activation_row, "tc_dg_tails", 0, ("a_",)),
+    "byte_run_off_by_one": (_byte_run_off_by_one, "tc_bytes_tails", 0, ("b_bytes16",)),
+    "byte_tail_through_k": (_byte_tail_through_k, "tc_bytes_tails", 0, ("b_byte_",)),
 }
 
 
@@ -432,7 +518,8 @@ def test_wq_header_spells_each_intermediate_as_the_model():
 
 def test_wqtc_header_spells_each_intermediate_as_the_model():
     seen = _check_spelled(wqtc_index, TC_CASES)
-    assert {"chunk", "strip", "base", "word_k", "byte", "quant_k", "col", "a_m", "run_k0", "m", "n", "z_v"} <= seen
+    assert {"chunk", "strip", "base", "word_k", "byte", "quant_k", "col", "a_m", "run_k0", "m", "n", "z_v", "byte_k",
+            "byte_n", "B_byte_offset"} <= seen
 
 
 def _declared_roles(cu: str) -> dict[tuple[str, str], set[str]]:

@@ -2,8 +2,8 @@
 # Issue 42's weight-only suite on a GPU, from a checkout: gen + build of specs/weight_only/, issue 42's target shapes
 # (specs/bench/w4_* and w8_*) and RAND_WQ (default 100) specs of `random-specs --wq-share 1` (seed WQ_SEED, 42; a
 # share pinned to wqtc), then verify (seeds 1, 2, --repeat 2), the three sanitizers on the specs/weight_only kernels
-# (SANITIZE=0 skips them) and bench of the target shapes at M = 1, 4, 8, 16, 32, 64 (REPS, default 20) against
-# cuBLASLt with the weights dense. Logs and JSON under $OUT, a table last.
+# (SANITIZE=0 skips them, SANITIZE_GLOB picks some) and bench of the target shapes at M = 1, 4, 8, 16, 32, 64 (REPS,
+# default 20) against cuBLASLt with the weights dense. Logs and JSON under $OUT, a table last.
 source "$(dirname "$0")/device_lib.sh"
 dg gen specs/weight_only/*.yaml -o "$W/wo" > "$OUT/gen.txt" 2>&1 || echo "gen specs/weight_only failed"
 dg gen specs/bench/w4_*.yaml specs/bench/w8_*.yaml -o "$W/targets" >> "$OUT/gen.txt" 2>&1 || echo "gen specs/bench/w* failed"
@@ -15,7 +15,8 @@ timeout "${T_VERIFY:-600}" python3 -m dgemm_cli verify "$W/wo" "$W/targets" "$W/
   > "$OUT/verify.json" 2> "$OUT/verify_err.txt"; stamp "verify rc=$?"
 failures "$OUT/verify.json"
 if [ "${SANITIZE:-1}" != 0 ]; then
-  sanitize "$W"/wo/*; stamp "sanitize"
+  # shellcheck disable=SC2086
+  sanitize "$W"/wo/${SANITIZE_GLOB:-*}; stamp "sanitize"
   cat "$OUT/sanitize.txt"
 fi
 timeout "${T_BENCH:-600}" python3 -m dgemm_cli bench "$W"/targets/w4_* --m 1,4,8,16,32,64 --reps "${REPS:-20}" --json \

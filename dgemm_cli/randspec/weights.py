@@ -41,9 +41,15 @@ def wq_spec(rng: random.Random, name: str) -> dict:
     else:
         b["layout"] = rng.choice(["row", "col"])
     # Tensor-core decode (the wqtc family, pinned: the cost model gives small shapes to wq): dg words 16-byte
-    # aligned, or GPTQ's words, up to 64 rows, more than one column, groups of whole 16-k tiles.
-    tensor_cores = b.get("packing") in ("dg", "gptq") and rng.random() < 0.6
-    if tensor_cores and b["packing"] == "dg":
+    # aligned, GPTQ's words, or 8-bit weights k-contiguous in 16-byte aligned columns (padded past K at times: the
+    # last run's bytes one at a time), up to 64 rows, more than one column, groups of whole 16-k tiles.
+    eight_bits = dtype in ("int8", "uint8")
+    tensor_cores = (b.get("packing") in ("dg", "gptq") or eight_bits) and rng.random() < 0.6
+    if tensor_cores and b.get("packing") == "dg":
+        b["align"] = 16
+    if tensor_cores and eight_bits:
+        b.pop("layout", None)
+        b["strides"] = [1, 16 * (-(-k // 16) + rng.choice([0, 0, 1]))]
         b["align"] = 16
     if tensor_cores:
         m, n = min(m, rng.randint(1, 64)), max(n, 2)
@@ -64,7 +70,7 @@ def wq_spec(rng: random.Random, name: str) -> dict:
         spec["operands"]["C"] = {"strides": [n, 1], "dtype": spec["operands"]["C"]["dtype"]}
         spec["contraction"] = "mk,kn->mn"
         spec["sizes"] = spec.pop("gemm")
-        b_strides = _word_strides(b, k, n)
+        b_strides = None if "strides" in b else _word_strides(b, k, n)
         if b_strides is not None:
             b.pop("layout", None)
             b["strides"] = b_strides

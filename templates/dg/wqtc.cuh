@@ -1,6 +1,6 @@
-// dg/wqtc.cuh — the `wqtc` family: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) times f16 or
-// bf16 activations on the tensor cores (mma.sync m16n8k16, f32 sums), for decode: up to 64 rows, run-time rows too
-// (docs/design/weight-only.md).
+// dg/wqtc.cuh — the `wqtc` family: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) or in GPTQ's
+// words, or 8-bit weights contiguous along k (nn.Linear's [n, k]), times f16 or bf16 activations on the tensor cores
+// (mma.sync m16n8k16, f32 sums), for decode: up to 64 rows, run-time rows too (docs/design/weight-only.md).
 //
 // The weights are the mma's A operand (16 columns n by 16 k: its rows are n), the activations its B operand (16 k
 // by 8 rows m, zero past M), so each mma adds a 16 n x 8 m tile of C^T. The sum does not depend on which k of a
@@ -25,8 +25,18 @@
 // Words of eight consecutive k of one column (GPTQ's qweight, K_WORDS) are read as they lie: the lane loads two
 // words of each of its two columns, and one byte permute of a word gives a register's pair.
 //
+// 8-bit weights contiguous along k (K_BYTES) are read as they lie too: the lane's 16 k of each of its two columns
+// are one 16-byte load (a chunk of a strip is 1024 bytes), word kt of it tile kt's bytes, and register i's pair
+// bytes 2 (i / 2) and + 1 of the word of row g + 8 (i % 2). In f16 one byte permute puts them under 0x64 (1024 + q,
+// exact: q + 128 for int8, the word XOR 0x80808080 first) and one subtraction leaves q, or q - z folded; bf16 holds
+// too few significant bits for 128 + q, so each byte goes under the f32 2^23 (0x4B000000), one f32 subtraction
+// leaves q exactly and one conversion makes the pair (exact: |q| < 256), its zero point then subtracted in bf16
+// (exact where |q - z| < 256, as for uint8 weights and zero points; int8 with a zero point past 127 rounds once,
+// relative to q - z).
+//
 // Work: a block of WK warps owns NS consecutive 16-column strips; warp w takes the chunks w, w + WK, w + 2 WK, ...
-// of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks. The weights stream through
+// of each strip's K_CHUNKS, so the block's warps read consecutive 512-byte chunks (of the dg layout; 8-bit weights'
+// 1024-byte chunks are 16 column runs of 64 bytes). The weights stream through
 // registers DEPTH chunks ahead, in 16-byte loads that bypass L1, with their chunks' scales and zero points (held as
 // loaded, converted when used, so that no load stalls before its chunk); the activations' fragments come through
 // L1 (every warp of the grid reads the same rows of A), a lane's run of k in 16-byte loads where A's rows allow
@@ -35,10 +45,12 @@
 // then stores through the traits' store (alpha, beta, the epilogue), nothing past M or N.
 //
 // T is the traits type the generated code defines: the views of A and C (dg/view.cuh) with the output's store, and
-//   B_t = uint32_t, SIGNED    B: 4-bit values, eight a word (int4 when SIGNED, else uint4)
+//   B_t, SIGNED               B: uint32_t, 4-bit values eight a word (int4 when SIGNED, else uint4); or int8_t /
+//                             uint8_t (K_BYTES)
 //   LAYOUT, Weights           DG_WORDS: the dg layout (the padding past K and N holds zero nibbles); K_WORDS: words
 //                             of eight consecutive k, nibble j holding k % 8 = j (GPTQ's), at Weights::k and ::n's
-//                             offsets (dg/wq.cuh's Roles)
+//                             offsets (dg/wq.cuh's Roles); K_BYTES: bytes at those offsets, k's stride 1 and each
+//                             column's first byte 16-byte aligned
 //   K_CHUNKS, STRIPS          64-k chunks a strip (ceil(K / 64)) and 16-column strips (ceil(N / 16))
 //   Scales, S_t, GROUP_K      the scales' Roles (k, n; dg/wq.cuh's, per block) and the k indices one scale covers
 //                             (a multiple of 16, or K and more: one a column)
@@ -65,6 +77,11 @@
 
 namespace dg {
 namespace wqtc {
+
+// The layouts of B the family reads: deepgemm's dg chunks; words of eight consecutive k of one column (GPTQ's
+// qweight[k / 8][n], any strides: Weights::k and ::n, dg/wq.cuh's Roles, give a word's offset); bytes contiguous
+// along k (8-bit weights as nn.Linear keeps them, [n][k]).
+enum Layout { DG_WORDS = 0, K_WORDS = 1, K_BYTES = 2 };
 
 // E's 16-bit pattern of `magic` + q for the nibble values of a pair (f16: 1024 + q; bf16: 128 + q).
 template <class E>
@@ -140,29 +157,32 @@ __device__ __forceinline__ float zero_value(E raw, I k, I n) {
 
 // Whether integer zero points fold into the subtraction that turns magic + q into q: magic + (8) + z is exact in E
 // for a 4-bit z, and for an 8-bit one in f16 (bf16's 8 significant bits end at 255), so (magic + q) - (magic + z)
-// is q - z exactly, and the weight is (q - z) s with no instruction beyond those of w = q s.
+// is q - z exactly, and the weight is (q - z) s with no instruction beyond those of w = q s. 8-bit weights fold in
+// f16 only (1024 + 128 + 255 is exact there; bf16 forms q in f32).
 enum ZeroTerm { NO_ZERO, FOLDED_ZERO, SUBTRACTED_ZERO, PRESCALED_ZERO };
 template <class T, class E, bool HAS = T::Zeros::HAS>
 constexpr ZeroTerm ZERO_TERM = NO_ZERO;
 template <class T, class E>
 constexpr ZeroTerm ZERO_TERM<T, E, true> =
     T::Zeros::FORM == wq::PRESCALED                                                        ? PRESCALED_ZERO
-    : T::Zeros::BITS != 0 && (std::is_same<E, __half>::value || T::Zeros::BITS == 4) ? FOLDED_ZERO
-                                                                                           : SUBTRACTED_ZERO;
+    : T::Zeros::BITS != 0 && (std::is_same<E, __half>::value || (T::Zeros::BITS == 4 && T::LAYOUT != K_BYTES))
+        ? FOLDED_ZERO
+        : SUBTRACTED_ZERO;
 template <class T, class E>
 constexpr bool FOLDS_ZERO = ZERO_TERM<T, E> == FOLDED_ZERO;
 
 // The scale s and the zero term b of the rows g (lo) and g + 8 (hi) at k, in E pairs: folded zero points (see
-// FOLDS_ZERO) b = -(magic + (8) + z) in both halves, f16's high half -(64 + (8) + z) (the odd registers' 16 q + 1024,
-// scaled by 1/16); other subtracted ones w = (q - b) s, b = z; prescaled ones w = q s + b, b = -z; none w = q s (b
-// unused). Halves of s, and of b but where folded in f16, are the same.
+// FOLDS_ZERO) b = -(magic + (8 or 128) + z) in both halves, 4-bit f16's high half -(64 + (8) + z) (the odd
+// registers' 16 q + 1024, scaled by 1/16); other subtracted ones w = (q - b) s, b = z; prescaled ones w = q s + b,
+// b = -z; none w = q s (b unused). Halves of s, and of b but where folded for 4-bit weights in f16, are the same.
 template <class T, class E>
 __device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename T::index_t k, typename T::index_t n,
                                                  pair_t<E>& s_lo, pair_t<E>& b_lo, pair_t<E>& s_hi,
                                                  pair_t<E>& b_hi) {
   using Z = typename T::Zeros;
   constexpr bool F16 = std::is_same<E, __half>::value;
-  constexpr float MAGIC = (F16 ? 1024.0f : 128.0f) + (T::SIGNED ? 8.0f : 0.0f);
+  constexpr bool BYTES = T::LAYOUT == K_BYTES;
+  constexpr float MAGIC = (F16 ? 1024.0f : 128.0f) + (T::SIGNED ? (BYTES ? 128.0f : 8.0f) : 0.0f);
   float s[2], b[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -174,7 +194,7 @@ __device__ __forceinline__ void scale_and_offset(const QuantRaw<T>& r, typename 
   }
   s_lo = Magic<E>::value(s[0]);
   s_hi = Magic<E>::value(s[1]);
-  if constexpr (FOLDS_ZERO<T, E> && F16) {
+  if constexpr (FOLDS_ZERO<T, E> && F16 && !BYTES) {
     b_lo = __floats2half2_rn(b[0], b[0] + 960.0f);  // -(1024 + (8) + z), -(64 + (8) + z)
     b_hi = __floats2half2_rn(b[1], b[1] + 960.0f);
   } else {
@@ -246,9 +266,6 @@ __device__ __forceinline__ void dequantize(uint32_t word, const pair_t<E>& s_lo,
   for (int i = 0; i < 4; ++i) a[i] = weight_pair<T, E>(q[i], i, s_lo, b_lo, s_hi, b_hi);
 }
 
-// The two layouts of B the family reads: deepgemm's dg chunks, or words of eight consecutive k of one column (GPTQ's
-// qweight[k / 8][n], any strides: Weights::k and ::n, dg/wq.cuh's Roles, give a word's offset).
-enum Layout { DG_WORDS = 0, K_WORDS = 1 };
 
 // A lane's words of one 64-k chunk of a strip: its 16 bytes of a dg chunk; or w[h][j], the word of k = 16 t + 8 j ..
 // 16 t + 8 j + 7 of the column of row g + 8 h.
@@ -261,6 +278,10 @@ struct ChunkWords<DG_WORDS> {
 template <>
 struct ChunkWords<K_WORDS> {
   uint32_t w[2][2];
+};
+template <>
+struct ChunkWords<K_BYTES> {  // w[h]: k 16 t .. 16 t + 15 of the column of row g + 8 h
+  uint4 w[2];
 };
 
 // A 16-k tile's four fragment registers from k-packed words: w[h] is the lane's word of the tile's k (16 t + 8 (kt / 2)
@@ -294,6 +315,35 @@ __device__ __forceinline__ void dequantize_words(const uint32_t (&w)[2], int byt
       } else {
         q = Magic<E>::sub(h, Magic<E>::value(128.0f + OFFSET));
       }
+    }
+    a[i] = weight_pair<T, E>(q, i, s_lo, b_lo, s_hi, b_hi);
+  }
+}
+
+// Tile kt's four fragment registers from 8-bit weights: w[h] is word kt of the lane's 16 bytes of the column of row
+// g + 8 h. Register i takes row g + 8 (i % 2) at the lane's k 16 t + 4 kt + 2 (i / 2) + (0, 1): bytes 2 (i / 2) and
+// + 1 of w[i % 2], the lower k in the low half.
+template <class T, class E>
+__device__ __forceinline__ void dequantize_bytes(const uint32_t (&w)[2], const pair_t<E>& s_lo, const pair_t<E>& b_lo,
+                                                 const pair_t<E>& s_hi, const pair_t<E>& b_hi, uint32_t (&a)[4]) {
+  using P = pair_t<E>;
+  constexpr bool F16 = std::is_same<E, __half>::value;
+  constexpr float OFFSET = T::SIGNED ? 128.0f : 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = w[i % 2];
+    if constexpr (T::SIGNED) word ^= 0x80808080u;  // q + 128 in every byte
+    P q;
+    if constexpr (F16) {
+      // Bytes (b, 0x64, b + 1, 0x64): 1024 + q in each half.
+      const uint32_t x = __byte_perm(word, 0x64u, i / 2 ? 0x4342u : 0x4140u);
+      q = __hadd2(*reinterpret_cast<const P*>(&x),
+                  FOLDS_ZERO<T, E> ? (i % 2 ? b_hi : b_lo) : Magic<E>::value(-1024.0f - OFFSET));
+    } else {
+      // Bytes (b, 0, 0, 0x4B): 2^23 + q exactly in f32.
+      const float lo = __uint_as_float(__byte_perm(word, 0x4Bu, i / 2 ? 0x4552u : 0x4550u)) - (8388608.0f + OFFSET);
+      const float hi = __uint_as_float(__byte_perm(word, 0x4Bu, i / 2 ? 0x4553u : 0x4551u)) - (8388608.0f + OFFSET);
+      q = __floats2bfloat162_rn(lo, hi);
     }
     a[i] = weight_pair<T, E>(q, i, s_lo, b_lo, s_hi, b_hi);
   }
@@ -367,10 +417,30 @@ __device__ __forceinline__ uint4 load_stream(const uint32_t* p) {
   return v;
 }
 
+// Word j of four.
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
+  return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
+}
+
+// The 16 bytes of k .. k + 15 of column n of 8-bit weights (k a multiple of 16, each column's first byte 16-byte
+// aligned: one load), zero past K (byte loads up to K where the run crosses it).
+template <class T>
+__device__ __forceinline__ uint4 byte_run(const typename T::B_t* __restrict__ B, typename T::index_t k,
+                                          typename T::index_t n) {
+  const typename T::B_t* p = B + (T::Weights::k::offset(k) + T::Weights::n::offset(n));
+  if (k + 16 <= T::K) return load_stream(reinterpret_cast<const uint32_t*>(p));
+  uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    if (k + j < T::K) w[j / 4] |= uint32_t(static_cast<uint8_t>(__ldg(p + j))) << (8 * (j % 4));
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Block b owns strips b NS .. b NS + NS - 1; warp w of the block its chunks w, w + WK, ...
 template <class T>
 __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
-    kernel(const typename T::A_t* __restrict__ A, const uint32_t* __restrict__ B, typename T::C_param* __restrict__ C,
+    kernel(const typename T::A_t* __restrict__ A, const typename T::B_t* __restrict__ B,
+           typename T::C_param* __restrict__ C,
            typename T::index_t M_arg, typename T::Epilogue ep, Quant<T> quant, float alpha, float beta) {
   using index_t = typename T::index_t;
   using E = typename T::A_t;
@@ -394,7 +464,8 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
   // This warp's chunks of strip s: c = warp + WK i. DG_WORDS: the lane's 16 bytes of chunk c at word (strip
   // K_CHUNKS + c) 128 + 4 lane; a strip past the last (the grid's last block) reads its first strip again and stores
   // nothing. K_WORDS: the words of k = 64 c + 8 j (j = 0..7) of columns g and g + 8 of the strip, zero past K or N.
-  const uint32_t* base[T::NS] = {};  // DG_WORDS only: the lane's words of strip s's chunk 0
+  // K_BYTES: the bytes of k = 64 c + 16 t .. + 15 of those columns, zero past K or N.
+  const typename T::B_t* base[T::NS] = {};  // DG_WORDS only: the lane's words of strip s's chunk 0
   if constexpr (T::LAYOUT == DG_WORDS) {
 #pragma unroll
     for (int s = 0; s < T::NS; ++s) {
@@ -420,6 +491,12 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
     for (int s = 0; s < T::NS; ++s) {
       if constexpr (T::LAYOUT == DG_WORDS) {
         slot.b[s].w = load_stream(base[s] + chunk * 128);
+      } else if constexpr (T::LAYOUT == K_BYTES) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const index_t k = chunk * 64 + 16 * t, n = (strip0 + s) * 16 + g + 8 * h;
+          slot.b[s].w[h] = n < T::N ? byte_run<T>(B, k, n) : make_uint4(0u, 0u, 0u, 0u);
+        }
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
@@ -481,9 +558,10 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
         for (int s = 0; s < T::NS; ++s) {
           uint32_t a[4];
           if constexpr (T::LAYOUT == DG_WORDS) {
-            const uint4& w = cur.b[s].w;
-            const uint32_t word = kt == 0 ? w.x : kt == 1 ? w.y : kt == 2 ? w.z : w.w;
-            dequantize<T, E>(word, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+            dequantize<T, E>(word_of(cur.b[s].w, kt), s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
+          } else if constexpr (T::LAYOUT == K_BYTES) {
+            const uint32_t words[2] = {word_of(cur.b[s].w[0], kt), word_of(cur.b[s].w[1], kt)};
+            dequantize_bytes<T, E>(words, s_lo[s], b_lo[s], s_hi[s], b_hi[s], a);
           } else {
             const auto& w = cur.b[s].w;
             const uint32_t words[2] = {w[0][kt / 2], w[1][kt / 2]};
@@ -528,7 +606,8 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
 
 // One grid of BLOCKS blocks of WK warps.
 template <class T>
-cudaError_t launch(const typename T::A_t* A, const uint32_t* B, typename T::C_param* C, typename T::index_t M,
+cudaError_t launch(const typename T::A_t* A, const typename T::B_t* B, typename T::C_param* C,
+                   typename T::index_t M,
                    typename T::Epilogue ep, Quant<T> quant, float alpha, float beta, cudaStream_t stream) {
   const LaunchShape shape{unsigned(T::BLOCKS), unsigned(T::WK * 32), 0u, false, 1};
   return dg::launch(kernel<T>, shape, stream, A, B, C, M, ep, quant, alpha, beta);

@@ -1,12 +1,14 @@
 """Kernel family `wqtc`: 4-bit weights in deepgemm's dg layout (`deepgemm pack --to dg`) or in GPTQ's words of eight
-k, dequantized in registers into mma.sync fragments, times f16/bf16 activations on the tensor cores, for decode (up
-to 64 rows, run-time rows too; pure; docs/design/weight-only.md, templates/dg/wqtc.cuh).
+k, or 8-bit weights contiguous along k (nn.Linear's [n, k]), dequantized in registers into mma.sync fragments, times
+f16/bf16 activations on the tensor cores, for decode (up to 64 rows, run-time rows too; pure;
+docs/design/weight-only.md, templates/dg/wqtc.cuh).
 
 In either layout lane t's mma k slots take the chunk's k 16t..16t+15 (the sum's order is free), so a lane's
 activations of a chunk are one run of 16 k of a row and lie under one scale. The dg layout holds each lane's A
 fragments of a 16 n x 64 k chunk in one 16-byte word run, so the weights stream from DRAM in whole 512-byte chunks a
 warp, dequantized by lop3 and the magic exponent (two instructions a pair of weights, three with zero points) and
-never staged. GPTQ's words are read as they lie: a lane loads 4 words a chunk (a byte permute more a pair). The
+never staged. GPTQ's words are read as they lie: a lane loads 4 words a chunk (a byte permute more a pair); 8-bit
+weights too: a lane loads its 16 k of each of its two columns, one 16-byte load each. The
 tiling graph decides the block's K split (WK warps), the strips a warp (NS: the activations' fragments,
 read through L1, serve NS strips) and the chunks in flight a strip (DEPTH); the row tiles (MT) follow M. The cost
 model is the weight stream at the DRAM rate, stretched by the waves of blocks, the bytes in flight and the L1
@@ -25,11 +27,11 @@ from dgemm_cli.families.solving import Problem, gated_problem
 from dgemm_cli.views import INT32_MAX, ProblemViews, grid_too_large
 
 NAME = "wqtc"
-SUMMARY = ("4-bit weights in the dg layout dequantized by lop3 into mma.sync fragments, f16/bf16 activations on the "
-           "tensor cores: decode up to 64 rows at the weight stream's speed")
+SUMMARY = ("4-bit weights (dg layout, GPTQ's words) or k-contiguous 8-bit ones dequantized in registers into mma.sync "
+           "fragments, f16/bf16 activations on the tensor cores: decode up to 64 rows at the weight stream's speed")
 RUNTIME_ROWS = True  # the rows are masked against a run-time M; MT tiles cover the most
 MAX_M = 64  # rows: 8 mma tiles of 8
-CHUNK_K, STRIP_N = 64, 16  # a chunk of the dg layout: 16 columns x 64 k, 512 bytes
+CHUNK_K, STRIP_N = 64, 16  # a chunk: 16 columns x 64 k, 512 bytes of 4-bit weights (1024 of 8-bit)
 WARPS_K = (2, 4, 8)  # warps a block, each a slice of K
 STRIPS = (1, 2, 4)  # 16-column strips a warp
 DEPTHS = (1, 2, 4)  # chunks in flight a strip (1: none ahead); the cost model prices them alike (_cost)
@@ -68,7 +70,7 @@ class WqtcPlan:
     blocks: int
     group_k: int  # k indices one scale covers (K or more: one a column)
     quant_loads: int  # scale (and zero-point) loads a chunk of a strip (0 or 1): quant_loads_a_chunk, the traits' QPC
-    layout: str  # "dg" (deepgemm's chunks) or "k_words" (eight consecutive k a word, GPTQ's)
+    layout: str  # "dg" (deepgemm's chunks), "k_words" (eight consecutive k a word, GPTQ's) or "k_bytes" (8-bit)
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
     a_vec16: bool  # A's 8 k from a multiple of 8 are one 16-byte load
     a_pairs_why: str
@@ -110,16 +112,22 @@ class WqtcPlan:
                 f"rows, {self.depth} chunks in flight a strip, {self.blocks} blocks")
 
     def detail_lines(self) -> list[str]:
+        b_lines = {
+            "dg": "B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
+                  "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points)",
+            "k_words": "B: GPTQ's words read as they lie, 4 a lane a chunk (lane t's mma k slots take the chunk's k "
+                       "16 t .. 16 t + 15: two words of each of its two columns); a byte permute and a lop3 into the "
+                       "magic exponent make a register's pair, one fma the integers, a multiply (fma with zero "
+                       "points) the weights",
+            "k_bytes": "B: bytes read as they lie, one 16-byte load a lane for each of its two columns a chunk (lane "
+                       "t's mma k slots take the chunk's k 16 t .. 16 t + 15), not allocated in L1; a byte permute "
+                       "into the magic exponent and a subtraction make a register's pair (bf16: through f32), a "
+                       "multiply the weights",
+        }
         return [f"=> {self.blocks} blocks of {self.threads} threads over {self.strips} strips of 16 columns; warp w "
-                f"takes chunks w, w + {self.wk}, ... of its strips' {self.k_chunks} (64 k, 512 bytes each), index "
-                f"type {self.index_type}",
-                ("B: one 16-byte load a lane a chunk (the lane's four mma A fragments), not allocated in L1; "
-                 "dequantized by lop3 into the magic exponent, a subtraction and a multiply (fma with zero points)"
-                 if self.layout == "dg" else
-                 "B: GPTQ's words read as they lie, 4 a lane a chunk (lane t's mma k slots take the chunk's k 16 t .. "
-                 "16 t + 15: two words of each of its two columns); a byte permute and a lop3 into the magic exponent "
-                 "make a register's pair, one fma the integers, a multiply (fma with zero points) the weights")
-                + f"; a scale covers {self.group_k} k",
+                f"takes chunks w, w + {self.wk}, ... of its strips' {self.k_chunks} (64 k, "
+                f"{chunk_bytes(self.layout)} bytes each), index type {self.index_type}",
+                b_lines[self.layout] + f"; a scale covers {self.group_k} k",
                 f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
                 f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
                 f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
@@ -135,15 +143,23 @@ def _k_letter(views: ProblemViews) -> str | None:
     return letters[0] if len(letters) == 1 else None
 
 
+def chunk_bytes(layout: str) -> int:
+    """Bytes of a 16-column x 64-k chunk of B."""
+    return 1024 if layout == "k_bytes" else 512
+
+
 def layout_of(views: ProblemViews) -> str | None:
     """How the family reads B: "dg" (deepgemm's chunks), "k_words" (4-bit values packed along the k letter in the
-    linear order: GPTQ's qweight, any strides), or None (not this family's: 8-bit, AWQ's order, packed along n)."""
+    linear order: GPTQ's qweight, any strides), "k_bytes" (8-bit values whose k letter is contiguous), or None (not
+    this family's: AWQ's order, packed along n, 8-bit with k strided)."""
     b = views.spec.B
+    k = _k_letter(views)
+    if b.dtype in ("int8", "uint8"):
+        return "k_bytes" if k is not None and b.stride_of(k) == 1 else None
     if b.dtype not in ("int4", "uint4") or b.packing is None:
         return None
     if b.packing.order == "dg":
         return "dg"
-    k = _k_letter(views)
     if b.packing.order == "linear" and k is not None and b.packing.along == k:
         return "k_words"
     return None
@@ -198,9 +214,10 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     out = []
     b = spec.B
     if layout_of(views) is None:
-        out.append(("4-bit layout", f"B is {b.dtype}{' (' + b.packing.describe(b.strides) + ')' if b.packing else ''}"
-                                    ": this family reads 4-bit weights in the dg layout (`deepgemm pack --to dg`) or "
-                                    "in words of eight consecutive k (GPTQ's, `deepgemm pack --to gptq`)"))
+        out.append(("weight layout", f"B is {b.dtype}{' (' + b.packing.describe(b.strides) + ')' if b.packing else ''}"
+                                     ": this family reads 4-bit weights in the dg layout (`deepgemm pack --to dg`) or "
+                                     "in words of eight consecutive k (GPTQ's, `deepgemm pack --to gptq`), and 8-bit "
+                                     "ones contiguous along k (nn.Linear's [n, k])"))
     if arch.cc < (8, 0):
         out.append(("mma.sync", f"{arch.name} has no bf16 mma.sync: sm_80 and later"))
     if views.roles["batch"].size > 1:
@@ -213,16 +230,30 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     elif layout_of(views) == "dg" and b.align < 16:
         out.append(("16-byte loads", f"B's align {b.align}: a lane loads its 16 bytes of a chunk at once. Fix: "
                                      "`align: 16` (deepgemm pack's words are a dense run)"))
+    elif layout_of(views) == "k_bytes" and (why := _byte_runs_refusal(views)):
+        out.append(("16-byte loads", why))
     elif (g := group_k(views)) % 16 and g < views.k:
         out.append(("whole k tiles", f"a scale covers {g} k: not a multiple of the 16-k mma tile"))
     return out
+
+
+def _byte_runs_refusal(views: ProblemViews) -> str | None:
+    """Why a lane's 16 k of a column of 8-bit weights are not one aligned 16-byte load, or None."""
+    b = views.spec.B
+    n = views.roles["n"].letters[0]
+    why = (f"B's align {b.align} promises less than 16 bytes" if b.align < 16 else
+           f"B's stride {b.stride_of(n)} along {n} is not a multiple of 16" if b.stride_of(n) % 16 else
+           f"B's offset {b.offset} is not a multiple of 16" if b.offset % 16 else None)
+    return None if why is None else (f"{why}: a lane loads 16 k of a column at once. Fix: `align: 16` and columns "
+                                     "16-byte aligned (cudaMalloc's and torch's weights are 256-byte aligned)")
 
 
 def registers(views: ProblemViews, ns: int, depth: int) -> int:
     """A thread's registers, estimated (REGISTER_BUDGET's comment)."""
     mt = row_tiles(views)
     quant = quant_loads_a_chunk(views) * (2 + (2 if views.spec.zeros else 0))  # rows g, g + 8: scale, zero point
-    return 4 * ns * mt + depth * ns * (4 + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
+    words = chunk_bytes(layout_of(views)) // 128  # the lane's words of a chunk
+    return 4 * ns * mt + depth * ns * (words + quant) + (4 if mt <= 2 else 1) * mt * 2 + 4 * ns + BASE_REGISTERS
 
 
 def build_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
@@ -275,6 +306,7 @@ def _cost(views: ProblemViews, arch: Arch):
     strips = -(-views.n // STRIP_N)
     chunks = -(-views.k // CHUNK_K)
     mt = row_tiles(views)
+    chunk = chunk_bytes(layout_of(views))
 
     def cost(a: Assignment) -> float:
         wk, ns = a["warps_k"], a["strips"]  # the ring's depth: priced alike, the tie goes to one chunk
@@ -286,7 +318,7 @@ def _cost(views: ProblemViews, arch: Arch):
         # Bytes an SM has requested at once: a chunk a strip of each resident warp. The ring's deeper chunks are
         # left out: level-2 tunes at M = 1 and 16 (GPTQ words, 4096 -> 14336, H100) ran a ring of one chunk fastest
         # at the fastest warps and strips, and deeper rings level or slower (docs/RESULTS.md, "Weight-only").
-        in_flight = resident * wk * ns * 512 / arch.sms
+        in_flight = resident * wk * ns * chunk / arch.sms
         latency = min(1.0, in_flight / IN_FLIGHT_BYTES)
         # Each chunk of a strip reads MT fragments of 8 rows x 64 k through L1, once for NS strips.
         l1_us = strips * chunks * mt * 8 * CHUNK_K * spec.A.elem_bytes / ns / (

@@ -4,16 +4,20 @@ Block b owns the NS strips of 16 columns from strip0 = b NS; warp w of its WK ta
 K_CHUNKS (64 k each) while c < K_CHUNKS (the header's `i < mine`: `chunk_count`); lane (g, t) = (lane / 4, lane % 4).
 Each value the kernel feeds an mma slot is stated as B's value at the slot's (k, n): lane (g, t)'s fragment register
 i of 16-k tile kt holds, in its half h, row n = 16 strip + g + 8 (i % 2) and the chunk's k offset 16 t + 4 kt +
-2 (i / 2) + h (the kernel's permutation of the chunk's k: lane t takes its 16 consecutive k), in either layout
+2 (i / 2) + h (the kernel's permutation of the chunk's k: lane t takes its 16 consecutive k), in each layout
   DG_WORDS  from word kt of the lane's 16-byte load at place i + 4 h (the dg layout packs that permutation);
   K_WORDS   from the word of k = 16 t + 8 (kt / 2) of that row at place 2 (2 (kt % 2) + i / 2) + h (byte 2 (kt % 2)
             + i / 2 of the word, low nibble in the low half);
+  K_BYTES   (8-bit) from byte 4 kt + 2 (i / 2) + h of the lane's run of that row, k = 16 t .. 16 t + 15 (byte e its k
+            16 t + e: `b_byte_slot_k`), one 16-byte load where the run lies below K, else a byte load of each k < K
+            (zero past K: `b_byte_zero_fill`);
 and the activations the mma's B fragment holds at the same slot (register j = i / 2, half h) are A's at the same k
 (`a_*` accesses, `a_slot_k`), so each product is B(k, n) A(m, k) (the fragment layouts of mma.m16n8k16 are
 trusted). The slots of a chunk cover its 64 k once (`k_slots`), the chunks of a strip are taken once
 (`chunk_cover`): each k of K once. The loads read the layout's padding too (k up to 64 K_CHUNKS, or up to 8
 ceil(K / 8) for K_WORDS; n up to 16 STRIPS): its values meet zero activations (A's lanes past K are zero:
-`a_*_zero_fill`) or land in columns never stored; the element statements of B hold over that padded extent.
+`a_*_zero_fill`) or land in columns never stored; the element statements of B hold over that padded extent. K_BYTES
+reads no padding: its element statements hold over K x N.
 
 The scales and zero points are loaded at k_q = 64 c + 16 t (QPC 1: the lane's 16 k of the chunk) or 0 (QPC 0, one a
 column) for columns 16 strip + g + 8 h, zero past N or K; `quant_group` proves k_q lies in the group of every k its
@@ -52,6 +56,9 @@ SPELLED = {
     "word_n": "const index_t k = chunk * 64 + 16 * t + 8 * j, n = (strip0 + s) * 16 + g + 8 * h;",
     "B_word_offset": "? __ldg(B + (T::Weights::k::offset(k) + T::Weights::n::offset(n))) : 0u;",
     "byte": "const uint32_t byte = uint32_t(byte0 + i / 2);",
+    "byte_k": "const index_t k = chunk * 64 + 16 * t, n = (strip0 + s) * 16 + g + 8 * h;",
+    "byte_n": "const index_t k = chunk * 64 + 16 * t, n = (strip0 + s) * 16 + g + 8 * h;",
+    "B_byte_offset": "const typename T::B_t* p = B + (T::Weights::k::offset(k) + T::Weights::n::offset(n));",
     "quant_k": "auto quant_k = [&](index_t chunk) { return chunk * 64 + 16 * t; };",
     "quant_n": "if constexpr (QPC == 1) slot.q[s] = load_quant<T>(quant, quant_k(chunk), (strip0 + s) * 16 + g);",
     "col": "const typename T::index_t col = n + 8 * h;",
@@ -103,8 +110,9 @@ class _Kernel:
         return _c(16) * t + _c(4) * kt + _c(2) * jp + half
 
     def model(self, kernel: str) -> KernelModel:
-        a_side = self.a_loads()
-        accesses = [*self.b_loads(), *self.quant_loads(), *(x for x in a_side if isinstance(x, Access))]
+        a_side, b_side = self.a_loads(), self.b_loads()
+        accesses = [*(x for x in b_side if isinstance(x, Access)), *self.quant_loads(),
+                    *(x for x in a_side if isinstance(x, Access))]
         stores, once = self.store()
         accesses += stores
         reach: dict[str, Reach] = {a.operand: operand_reach(self.views, a.operand, self.rows.rows) for a in accesses
@@ -113,8 +121,10 @@ class _Kernel:
         bijections = [once, self.k_slots(), self.chunk_cover()]
         if self.plan.wk > 1:
             bijections.append(self.parked_slots())
-        facts = [self.chunk_count(), *self.quant_group(), *(x for x in a_side if isinstance(x, Fact)),
+        facts = [self.chunk_count(), *self.quant_group(), *(x for x in (*b_side, *a_side) if isinstance(x, Fact)),
                  self.a_slot_k()]
+        if self.plan.layout == "k_bytes":
+            facts.append(self.byte_slot_k())
         if self.plan.blocks * self.plan.ns > self.plan.strips:  # the grid's last block has a strip past the last
             facts.append(self.strip_clamp())
         return KernelModel(kernel, "wqtc", self.plan.index_type, reach, tuple(accesses), tuple(bijections),
@@ -122,7 +132,7 @@ class _Kernel:
 
     # ---- B
 
-    def b_loads(self) -> list[Access]:
+    def b_loads(self) -> list[Access | Fact]:
         plan, views = self.plan, self.views
         reg, half = Var("reg"), Var("half")
         jp, row_h = reg // _c(2), reg % _c(2)
@@ -142,6 +152,8 @@ class _Kernel:
                            (*self.loop, *self.strips, *usage), Ite(self.has_chunk, _c(4), _c(0)), address, 4,
                            {"k": k, "n": n}, {"k": _c(64 * plan.k_chunks, "64 * T::K_CHUNKS", INDEX), "n": padded_n},
                            aligned=4, place=reg + _c(4) * half)]
+        if plan.layout == "k_bytes":
+            return self.byte_loads()
         h, j, kt2 = Var("h"), Var("j"), Var("kt2")
         word_k = Let("word_k", self.chunk * _c(64, ctype=INDEX) + (_c(16) * self.t + _c(8) * j).as_(INDEX), INDEX)
         word_n = Let("word_n", (self.strip0 + self.s) * _c(16, ctype=INDEX) + (self.g + _c(8) * h).as_(INDEX), INDEX)
@@ -160,6 +172,47 @@ class _Kernel:
                        Ite(moved, _c(1), _c(0)), address, 1, {"k": k, "n": word_n},
                        {"k": _c(8 * -(-views.k // 8), "8 * ceil(K / 8)", INDEX), "n": self.N},
                        place=_c(2) * byte + half)]
+
+    def byte_loads(self) -> list[Access | Fact]:
+        """K_BYTES: byte_run<T>(B, k, n) of k = 64 chunk + 16 t, n = 16 (strip0 + s) + g + 8 h, n < N: one 16-byte
+        load of k .. k + 15 where k + 16 <= K, else a byte load of each k + j < K (zero past K). K whole runs of 16:
+        the byte loads move nothing (a run below K is whole, one past it has no k < K), stated as `b_runs_whole`
+        in their place (their obligations would hold vacuously)."""
+        views = self.views
+        h, j = Var("h"), Var("j")
+        byte_k = Let("byte_k", self.chunk * _c(64, ctype=INDEX) + (_c(16) * self.t).as_(INDEX), INDEX)
+        byte_n = Let("byte_n", (self.strip0 + self.s) * _c(16, ctype=INDEX) + (self.g + _c(8) * h).as_(INDEX), INDEX)
+        q = self.quant["B"]
+        address = Let("B_byte_offset", wq_role_offset(wq_segments(views, "k", q), byte_k)
+                      + wq_role_offset(wq_segments(views, "n", q), byte_n), INDEX)
+        ranges = (*self.loop, *self.strips, Range(h, _c(0), _c(2)))
+        column = all_of(self.has_chunk, Cmp("<", byte_n, self.N))
+        whole = Cmp("<=", byte_k + _c(16, ctype=INDEX), self.K)
+        extent = {"k": self.K, "n": self.N}
+        # Byte e of the run is k + e: word kt's byte 2 jp + half, the k of mma slot (kt, jp, half) (`b_byte_slot_k`).
+        run = Access("b_bytes16", "B: the lane's 16 k of a column of 8-bit weights in one 16-byte load (word kt: tile "
+                     "kt's bytes)", "B", "load", ranges, Ite(all_of(column, whole), _c(16), _c(0)), address, 16,
+                     {"k": byte_k + LANE, "n": byte_n}, extent, aligned=16)
+        if views.k % 16 == 0:
+            return [run, Fact("b_runs_whole", "full-k", "K is whole runs of 16: each run of B's bytes that starts "
+                              "below K is one 16-byte load (the byte loads past it move nothing)", self.loop,
+                              all_of(self.has_chunk, Cmp("<", byte_k, self.K)), whole)]
+        kj = byte_k + j.as_(INDEX)
+        tail = Access("b_byte", "B: a byte of the run where it crosses K, zero past K", "B", "load",
+                      (*ranges, Range(j, _c(0), _c(16))),
+                      Ite(all_of(column, Not(whole), Cmp("<", kj, self.K)), _c(1), _c(0)), address + j.as_(INDEX), 1,
+                      {"k": kj, "n": byte_n}, extent, zero_fill=True, slot=all_of(self.has_chunk, Not(whole)))
+        return [run, tail]
+
+    def byte_slot_k(self) -> Fact:
+        """K_BYTES: mma slot (kt, jp, half) of register 2 jp + h takes byte 2 jp + half of word kt of the run of row
+        g + 8 h (dequantize_bytes), the run's byte 4 kt + 2 jp + half: k offset 16 t + that, the slot's k."""
+        t, kt, jp, half = Var("t"), Var("kt"), Var("jp"), Var("half")
+        run = _c(16) * t + (_c(4) * kt + (_c(2) * jp + half))
+        return Fact("b_byte_slot_k", "full-k", "the weights of mma slot (kt, jp, half) are byte 2 jp + half of word kt "
+                    "of the lane's run (its byte 4 kt + 2 jp + half): the slot's k",
+                    (Range(t, _c(0), _c(4)), Range(kt, _c(0), _c(4)), Range(jp, _c(0), _c(2)),
+                     Range(half, _c(0), _c(2))), TRUE, Cmp("==", run, self.slot_k(t, kt, jp, half)))
 
     # ---- the scales and zero points
 
@@ -378,7 +431,11 @@ TRUSTED = ("the PTX semantics of ld.global.nc.L1::no_allocate.v4, __ldg, mma.syn
            "nvcc and ptxas",
            "the bit-level dequantization: lop3 with the magic exponent, __byte_perm(word, 0, byte | 0x4000 | (byte << "
            "8) | 0x40) putting byte `byte` in bytes 0 and 2, the XOR with 0x88888888 for int4: a place p is bits 4p .. "
-           "4p + 3 of its word, pairs as the comments say",
+           "4p + 3 of its word, pairs as the comments say; for 8-bit weights (K_BYTES) __byte_perm(word, 0x64, 0x4140 "
+           "or 0x4342) putting bytes 2 jp and 2 jp + 1 of word kt under 0x64 (1024 + q in each f16 half), for bf16 "
+           "__byte_perm(word, 0x4B, 0x4550 + b) putting byte b (0..3) of the word under 0x4B000000 (2^23 + q in f32) "
+           "before one f32 subtraction and one conversion a pair, the XOR with 0x80808080 for int8 (q + 128): byte e "
+           "of the lane's 16-byte run (byte e % 4 of word e / 4, little-endian) is its k 16 t + e",
            "the register ring: chunk i of a warp is filled into slot i % DEPTH before its use at iteration i",
            "the padding of the dg layout (zero nibbles past K and N, `deepgemm pack`'s) and the spare nibbles of "
            "GPTQ's last word: their products meet zero activations (k >= K) or land in columns never stored",
