@@ -7,12 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from dgemm_cli.formal.check import FAILED, models_of, places, prove_model, references
+from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Let, evaluate, replace, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import search
 
+needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
 def view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
     """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (`rows`: the
@@ -73,3 +76,20 @@ def mutate_accesses(model, ident_prefix: str, field: str, pick, make):
 def let_named(name: str):
     """A `pick` for mutate_accesses: the Let named `name`."""
     return lambda x: isinstance(x, Let) and x.name == name
+
+
+def mutation_tests(names, mutated):
+    """The two tests a formal module runs over its MUTATIONS (a name -> (views, mutated model, lemma prefix) by
+    `mutated`): the search finds each mutation, and Coq rejects it. Bound in the module as
+    `test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq = mutation_tests(...)`."""
+
+    @pytest.mark.parametrize("name", list(names))
+    def test_the_search_finds_each_mutation(name):
+        assert_the_search_finds(*mutated(name))
+
+    @needs_coq
+    @pytest.mark.parametrize("name", list(names))
+    def test_mutations_are_rejected_by_coq(name, tmp_path):
+        assert_coq_rejects(*mutated(name), tmp_path)
+
+    return test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq

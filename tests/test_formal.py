@@ -46,10 +46,9 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import load_spec, parse_spec
 from dgemm_cli.views import analyse
 
-from .formal_support import at_points, view_addresses
+from .formal_support import at_points, needs_coq, view_addresses
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
 
 def _spec(name: str, **doc) -> dict:

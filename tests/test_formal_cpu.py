@@ -19,7 +19,6 @@ from dgemm_cli.cli import main
 from dgemm_cli.families.cpu import index as cpu_index
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
-from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Const, Ite, Let, Min, evaluate, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import enumerate_points, exhaust, search
@@ -28,17 +27,10 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.renderers.host import SLOTS
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import (
-    assert_coq_rejects,
-    assert_the_search_finds,
-    models_of_plans,
-    mutate_accesses,
-    view_addresses,
-)
+from .formal_support import models_of_plans, mutate_accesses, mutation_tests, needs_coq, view_addresses
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS = "\n".join((ROOT / "templates" / h).read_text() for h in cpu_index.HEADERS)
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 _ROW = {"layout": "row"}
 
 # Small problems, each through a path of the engine: tails along m, n and k on every micro-tile; C column-major (the
@@ -327,15 +319,7 @@ def _mutated(name: str):
     return views, mutate(model), lemmas
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_the_search_finds_each_mutation(name):
-    assert_the_search_finds(*_mutated(name))
-
-
-@needs_coq
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_mutations_are_rejected_by_coq(name, tmp_path):
-    assert_coq_rejects(*_mutated(name), tmp_path)
+test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq = mutation_tests(MUTATIONS, _mutated)
 
 
 def _c_beside_d_with_beta_0():

@@ -21,7 +21,6 @@ from dgemm_cli.families.cta import index as cta_index
 from dgemm_cli.families.fp8_cta import index as fp8_cta_index
 from dgemm_cli.families.fp8_hopper import index as fp8_hopper_index
 from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
-from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Cmp, Const, Let, Mod, Var, cuda, replace, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import enumerate_points, exhaust
@@ -29,10 +28,9 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import assert_coq_rejects, assert_the_search_finds, at_points, models_of_plans
+from .formal_support import at_points, models_of_plans, mutation_tests, needs_coq
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 _ROW16 = {"layout": "row", "align": 16}
 _COL16 = {"layout": "col", "align": 16}
 
@@ -238,15 +236,7 @@ def _mutated(name: str):
     return views, mutate(model), lemmas
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_the_search_finds_each_mutation(name):
-    assert_the_search_finds(*_mutated(name))
-
-
-@needs_coq
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_mutations_are_rejected_by_coq(name, tmp_path):
-    assert_coq_rejects(*_mutated(name), tmp_path)
+test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq = mutation_tests(MUTATIONS, _mutated)
 
 
 # ---- the model against the kernel's text

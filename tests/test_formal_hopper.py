@@ -18,7 +18,6 @@ from dgemm_cli.arch import ARCHES
 from dgemm_cli.cli import main
 from dgemm_cli.families.hopper import index as hopper_index
 from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
-from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Const, Let, Var, cuda, evaluate, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import enumerate_points, exhaust, search
@@ -26,10 +25,9 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
-from .formal_support import view_addresses
+from .formal_support import needs_coq, view_addresses
 
 ROOT = Path(__file__).resolve().parent.parent
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
 
 def _spec(name: str, **doc) -> dict:

@@ -25,18 +25,10 @@ from dgemm_cli.pipeline import plan_spec
 from dgemm_cli.spec import parse_spec
 from dgemm_cli.views import analyse
 
-from .formal_support import (
-    assert_coq_rejects,
-    assert_the_search_finds,
-    let_named,
-    models_of_plans,
-    mutate_accesses,
-    view_addresses,
-)
+from .formal_support import let_named, models_of_plans, mutate_accesses, mutation_tests, needs_coq, view_addresses
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCH = ARCHES["sm_90a"]
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
 
 def _spec(name: str, **doc) -> dict:
@@ -241,15 +233,7 @@ def _mutated(name: str):
     return views, mutate(model), lemmas
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_the_search_finds_each_mutation(name):
-    assert_the_search_finds(*_mutated(name))
-
-
-@needs_coq
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_mutations_are_rejected_by_coq(name, tmp_path):
-    assert_coq_rejects(*_mutated(name), tmp_path)
+test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq = mutation_tests(MUTATIONS, _mutated)
 
 
 # ---- the model against the kernel's text

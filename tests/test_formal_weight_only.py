@@ -33,17 +33,16 @@ from dgemm_cli.render import render_sources
 from dgemm_cli.spec import parse_spec
 
 from .formal_support import (
-    assert_coq_rejects,
-    assert_the_search_finds,
     at_points,
     let_named,
     models_of_plans,
     mutate_accesses,
+    mutation_tests,
+    needs_coq,
     view_addresses,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 _ROW = {"layout": "row"}
 _ROW16 = {"layout": "row", "align": 16}
 
@@ -469,15 +468,7 @@ def _mutated(name: str):
     return views, mutate(model), lemmas
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_the_search_finds_each_mutation(name):
-    assert_the_search_finds(*_mutated(name))
-
-
-@needs_coq
-@pytest.mark.parametrize("name", list(MUTATIONS))
-def test_mutations_are_rejected_by_coq(name, tmp_path):
-    assert_coq_rejects(*_mutated(name), tmp_path)
+test_the_search_finds_each_mutation, test_mutations_are_rejected_by_coq = mutation_tests(MUTATIONS, _mutated)
 
 
 # ---- the models against the kernels' text
