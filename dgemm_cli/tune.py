@@ -166,7 +166,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
         except Unsatisfiable:  # the pins leave this family no plan
             continue
         for rank, fplan in enumerate(ranked_plans):
-            fb = fallback if needs_fallback(fplan) else None
+            fb = fallback if needs_fallback(fplan, views) else None
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
     return out
@@ -253,7 +253,7 @@ def tuned_plan(views: ProblemViews, arch: Arch, entry: TuningRecord) -> Plan:
         raise TuningDbError("tuning database", f"entry {entry.name}: winner.family",
                             f"'{win.family}' is unknown to deepgemm {__version__}", "tune it again")
     primary = of_assignment(FAMILIES[win.family].problem(views, arch), dict(win.assignment))
-    fallback = fallback_plan(views, arch) if needs_fallback(primary) else None
+    fallback = fallback_plan(views, arch) if needs_fallback(primary, views) else None
     best: dict[str, float] = {}
     for m in entry.timed:
         if m.family != win.family:

@@ -282,17 +282,20 @@ def _bytes_spec(m=8, n=1024, k=4096, b=None, dtype="bf16", zeros=None):
     return analyse(_spec(doc))
 
 
-def test_8_bit_weights_as_nn_linear_keeps_them_plan_wqtc_when_16_byte_aligned():
-    """int8 [n, k] with `align: 16`: the k_bytes layout, planned over wq at decode sizes (issue 42's target shape);
-    without the promise the gate says what to promise, and wq runs it."""
+def test_8_bit_weights_as_nn_linear_keeps_them_plan_wqtc_checked_at_run_time_where_not_promised():
+    """int8 [n, k]: the k_bytes layout, planned over wq at decode sizes (issue 42's target shape). With `align: 16`
+    nothing is checked at run time; without it the launcher checks B for 16 bytes and wq (not cta, which takes no
+    integer weights) is the fallback."""
     for m in (1, 8, 16, 64):
         views = _bytes_spec(m=m, n=14336, k=4096)
         assert wqtc.layout_of(views) == "k_bytes" and not wqtc.gates(views, get_arch("sm_90a"))
-        assert make_plan(views, get_arch("sm_90a")).family == "wqtc", m
+        plan = make_plan(views, get_arch("sm_90a"))
+        assert plan.family == "wqtc" and plan.fallback is None, m
     unaligned = _bytes_spec(b={"dtype": "int8", "layout": "col"})
-    blocked = dict(wqtc.gates(unaligned, get_arch("sm_90a")))
-    assert "align: 16" in blocked["16-byte loads"]
-    assert make_plan(unaligned, get_arch("sm_90a")).family == "wq"
+    assert not wqtc.gates(unaligned, get_arch("sm_90a"))
+    plan = make_plan(unaligned, get_arch("sm_90a"))
+    assert plan.family == "wqtc" and plan.primary.runtime_align == {"B": 16}
+    assert plan.fallback is not None and plan.fallback.family == "wq"
 
 
 @pytest.mark.parametrize("b, gate, says", [

@@ -554,3 +554,15 @@ def test_verify_formal_proves_a_weight_only_spec(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "[wq: 32 columns" in result.output and "Proof completed" in result.output, result.output
 
+
+
+@needs_coq
+def test_verify_formal_proves_a_checked_8_bit_kernel_and_its_wq_fallback(tmp_path, monkeypatch):
+    """int8 as nn.Linear keeps it without `align: 16`: the wqtc kernel behind the launcher's 16-byte check of B
+    proves with that alignment known (its 16-byte loads are aligned), and the wq fallback proves with the spec's."""
+    monkeypatch.chdir(tmp_path)
+    spec = ROOT / "specs" / "weight_only" / "w8_int8_linear_bias_silu.yaml"
+    result = CliRunner().invoke(main, ["verify", "--formal", "--jobs", "1", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "[wqtc k_bytes" in result.output and "fallback kernel [wq:" in result.output, result.output
+    assert "2/2 proved" in result.output, result.output

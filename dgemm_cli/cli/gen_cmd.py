@@ -152,5 +152,5 @@ def _tuned_line(t: TunedSummary) -> str:
 def _fallback_lines(p: Plan, indent: str) -> list[str]:
     if p.fallback is None:
         return []
-    checks = ", ".join(f"{x} {n}-byte aligned" for x, n in p.primary.runtime_align.items())
-    return [f"{indent}run-time fallback when a pointer is not ({checks}): {p.fallback.family}: {p.fallback.summary}"]
+    checks = " or ".join(f"{x} is not {n}-byte aligned" for x, n in p.primary.runtime_align.items())
+    return [f"{indent}run-time fallback where {checks} at the call: {p.fallback.family}: {p.fallback.summary}"]

@@ -141,9 +141,12 @@ def quant_reach(views: ProblemViews, q: QuantView, align_elems: int, phase: int)
     return Reach(q.name, lo, hi, align_elems, phase)
 
 
-def quant_reach_of(views: ProblemViews, name: str) -> Reach:
-    """The reach of the weight-only view `name` with its pointer's promised alignment (`align:` bytes, `offset:`
-    elements past the aligned base)."""
+def quant_reach_of(views: ProblemViews, name: str, checked_align: int = 0) -> Reach:
+    """The reach of the weight-only view `name` with what is known of its pointer's alignment: `checked_align` bytes
+    where the launcher checks it at run time, else the spec's promise (`align:` bytes, `offset:` elements past the
+    aligned base)."""
     q = quant_views(views)[name]
+    if checked_align:
+        return quant_reach(views, q, max(1, checked_align // q.view.elem_bytes), 0)
     align = max(1, q.view.align // q.view.elem_bytes)
     return quant_reach(views, q, align, q.view.offset % align)

@@ -74,6 +74,7 @@ class WqtcPlan:
     a_pairs: bool  # A's (k, k + 1) pairs are one 32-bit load
     a_vec16: bool  # A's 8 k from a multiple of 8 are one 16-byte load
     a_pairs_why: str
+    b_checked_align: int  # k_bytes with less than 16 bytes promised: the launcher checks B for 16 (0: no check)
     index_type: str
     decisions: tuple[Decision, ...]
     feasible: int
@@ -95,8 +96,10 @@ class WqtcPlan:
 
     @property
     def runtime_align(self) -> dict[str, int]:
-        """Nothing beyond the spec's promise: the gates ask it for B's 16-byte loads and A's pairs."""
-        return {}
+        """8-bit weights whose spec promises less than 16 bytes: B checked for 16 at run time (the wq fallback takes
+        the other pointers); else nothing beyond the spec's promise (the gates ask it for the dg layout's loads and
+        A's pairs)."""
+        return {"B": self.b_checked_align} if self.b_checked_align else {}
 
     @property
     def smem_bytes(self) -> int:
@@ -127,7 +130,9 @@ class WqtcPlan:
         return [f"=> {self.blocks} blocks of {self.threads} threads over {self.strips} strips of 16 columns; warp w "
                 f"takes chunks w, w + {self.wk}, ... of its strips' {self.k_chunks} (64 k, "
                 f"{chunk_bytes(self.layout)} bytes each), index type {self.index_type}",
-                b_lines[self.layout] + f"; a scale covers {self.group_k} k",
+                b_lines[self.layout] + f"; a scale covers {self.group_k} k"
+                + ("; B's pointer is checked for 16-byte alignment at run time (the spec promises less), the wq "
+                   "fallback takes the others" if self.b_checked_align else ""),
                 f"A: {self.a_pairs_why}; its fragments through L1, zero past M and K",
                 f"sums: f32 in mma.m16n8k16 (C^T tiles 16 n x 8 m); warps 1..{self.wk - 1} park theirs in "
                 f"{self.static_smem_bytes} B of shared memory and warp 0 adds them in warp order (bit-identical run "
@@ -238,14 +243,14 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 
 
 def _byte_runs_refusal(views: ProblemViews) -> str | None:
-    """Why a lane's 16 k of a column of 8-bit weights are not one aligned 16-byte load, or None."""
+    """Why a lane's 16 k of a column of 8-bit weights cannot be one 16-byte load on a 16-byte aligned pointer, or
+    None. (The pointer itself is checked at run time where the spec promises less: `b_checked_align`.)"""
     b = views.spec.B
     n = views.roles["n"].letters[0]
-    why = (f"B's align {b.align} promises less than 16 bytes" if b.align < 16 else
-           f"B's stride {b.stride_of(n)} along {n} is not a multiple of 16" if b.stride_of(n) % 16 else
+    why = (f"B's stride {b.stride_of(n)} along {n} is not a multiple of 16" if b.stride_of(n) % 16 else
            f"B's offset {b.offset} is not a multiple of 16" if b.offset % 16 else None)
-    return None if why is None else (f"{why}: a lane loads 16 k of a column at once. Fix: `align: 16` and columns "
-                                     "16-byte aligned (cudaMalloc's and torch's weights are 256-byte aligned)")
+    return None if why is None else (f"{why}: a lane loads 16 k of a column at once, so every column must start "
+                                     "16 bytes apart from the pointer")
 
 
 def registers(views: ProblemViews, ns: int, depth: int) -> int:
@@ -334,10 +339,12 @@ def _plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], f
     if blocks > INT32_MAX:
         raise grid_too_large(views, blocks, "blocks")
     pairs, vec16, why = a_loads(views)
+    layout = layout_of(views)
     return WqtcPlan(wk=a["warps_k"], ns=a["strips"], mt=a["row_tiles"], depth=a["depth"], strips=strips,
                     k_chunks=-(-views.k // CHUNK_K), blocks=blocks, group_k=group_k(views),
-                    quant_loads=quant_loads_a_chunk(views), layout=layout_of(views),
+                    quant_loads=quant_loads_a_chunk(views), layout=layout,
                     a_pairs=pairs, a_vec16=vec16, a_pairs_why=why,
+                    b_checked_align=16 if layout == "k_bytes" and views.spec.B.align < 16 else 0,
                     index_type="long long" if views.needs_int64 else "int", decisions=decisions,
                     feasible=feasible, cost_us=cost_us, assignment=dict(a))
 

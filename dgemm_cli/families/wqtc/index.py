@@ -117,7 +117,10 @@ class _Kernel:
         accesses += stores
         reach: dict[str, Reach] = {a.operand: operand_reach(self.views, a.operand, self.rows.rows) for a in accesses
                                    if a.operand not in self.quant}
-        reach.update({name: quant_reach_of(self.views, name) for name in self.quant})
+        # A pointer the launcher checks (B of 8-bit weights without the spec's 16 bytes) is known that aligned here:
+        # the fallback kernel takes the others.
+        checked = self.plan.runtime_align
+        reach.update({name: quant_reach_of(self.views, name, checked.get(name, 0)) for name in self.quant})
         bijections = [once, self.k_slots(), self.chunk_cover()]
         if self.plan.wk > 1:
             bijections.append(self.parked_slots())
