@@ -27,6 +27,14 @@ from dgemm_cli.views import OperandFacts, ProblemViews
 # family on memory-bound mid-size problems where hopper is faster.
 LAUNCH_US = 2.5
 K_TILE_LATENCY_US = 0.8  # a k-tile's loads, issued to landed, that the pipeline must cover
+# mma.sync tilings on an arch with wgmma: what the estimate past LAUNCH_US is multiplied by. Against the hopper
+# family's picks timed in the same runs (families/calibration.csv, level-1 tunes of the perf suite's problems on an
+# H100), cta's time past its launch runs 1.57-1.81x further over its estimate than hopper's on problems over 20 µs,
+# in its math (130 TFLOP/s at [4096, 6144] x [6144, 576]) and in its cp.async stream (57% of DRAM at 64 rows against
+# hopper's 87%); on 5-10 µs problems, where both families pay fixed costs the models lack, 1.0-1.2x. Unscaled, the
+# model handed cta memory-bound problems it prices 1-3% under hopper (MoE experts, attention, decode at 64 rows),
+# where it runs 0.8-0.94x cuBLAS.
+MMA_ON_WGMMA_ARCH_SCALE = 1.6
 
 # The FFMA main loop's cost (cost model only, set a priori from the SM's structure; deepgemm tune measures).
 SCHEDULERS_PER_SM = 4  # warp schedulers, each issuing one instruction a clock: FFMA or anything else
@@ -49,6 +57,7 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
     rate = (arch.tc_flops_per_sm_clk if instruction == MMA else arch.fma_flops_per_sm_clk) * clk
     c_bytes = batch * m * n * views.operands["C"].elem_bytes
     ab_bytes = batch * (m + n) * k * elem
+    scale = MMA_ON_WGMMA_ARCH_SCALE if instruction == MMA and arch.wgmma_flops_per_sm_clk else 1.0
 
     def cost(a: Assignment) -> float:
         bm, bn, bk = a["block_m"], a["block_n"], a["block_k"]
@@ -93,7 +102,7 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
         # The small latency term breaks ties towards deeper pipelines and fewer k-tiles. LAUNCH_US is
         # what every launch pays before the first tile's data arrives and after its last store; it
         # only matters against the other families (docs/design/cta.md, "Cost": calibrated on measured tunes).
-        return max(math_us, mem_us, latency_us) + 0.05 * latency_us + LAUNCH_US
+        return max(scale * math_us, scale * mem_us, latency_us) + 0.05 * latency_us + LAUNCH_US
 
     return cost
 

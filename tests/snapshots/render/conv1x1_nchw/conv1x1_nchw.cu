@@ -30,7 +30,7 @@
 //   gemv: gemv: few rows: M = 25088 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 25088 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
 //   dot: dot: one output element: C has 25088 x 512 elements a batch index: blocks along K serve only M = N = 1
-//   cta: costs +34% (cost model)
+//   cta: costs +103% (cost model)
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //

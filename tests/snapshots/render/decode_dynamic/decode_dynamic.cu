@@ -41,17 +41,7 @@
 //   16-byte loads of A and B: the pointers are checked at run time (the spec promises less), else the fallback
 //   16 rounds a warp: its first 2 prefetched into L2 before the wait for the previous grid, coherent weight loads, the next grid let in after the last load
 //
-// Plan for m in 2..4: cta: mma.sync.m16n8k16, tile 16x32x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 27648 B smem, 448 blocks
-//   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 16 (of 4), block_n = 32 (of 4),
-//     block_k = 64 (of 3), stages = 4 (of 3)
-//   ties by the cost model (the first in the domain): warps_n = 1 (of 2)
-//   forced: warps_m = 1 (mma warp tile), smem_inner_a = k (coalescing A), smem_inner_b = k (coalescing B),
-//     loader_a = cp_async (gather staging A), loader_b = cp_async (gather staging B)
-//   => 32 threads, 27648 B shared memory, grid 448 blocks (1 x 1 x 448), index type int
-//   A: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
-//   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
-//
-// Plan for m in 5..8: cta: mma.sync.m16n8k16, tile 16x16x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 18432 B smem, 896 blocks
+// Plan for m in 2..8: cta: mma.sync.m16n8k16, tile 16x16x64, 32 threads, 4 stages, A cp_async8, B cp_async8, 18432 B smem, 896 blocks
 //   cheapest by the cost model: instruction = mma.sync.m16n8k16 (of 2), block_m = 16 (of 4), block_n = 16 (of 4),
 //     block_k = 64 (of 3), stages = 4 (of 3)
 //   forced: warps_m = 1 (mma warp tile), warps_n = 1 (mma warp tile), smem_inner_a = k (coalescing A),
@@ -241,7 +231,7 @@ struct Bucket {
   struct Traits : Problem {
     // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
     static constexpr int THREADS = 32;
-    static constexpr int BM = 16, BN = 32, BK = 64, STAGES = 4;
+    static constexpr int BM = 16, BN = 16, BK = 64, STAGES = 4;
     static constexpr bool MMA = true;  // mma.sync m16n8k16, bf16
     static constexpr int WARPS_M = 1, WARPS_N = 1;
     // Shared tiles: A [m][k], B [n][k] (the second role contiguous).
@@ -250,11 +240,11 @@ struct Bucket {
     // primary kernel's check rejects; under the 128-register cap such fallbacks spill.
     static constexpr int MIN_BLOCKS = 1;
     static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
-    static constexpr int BATCH = 1, SMEM_BYTES = 27648;
+    static constexpr int BATCH = 1, SMEM_BYTES = 18432;
   };
-  static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 448, "planner and kernel disagree on the grid");
+  static_assert(dg::cta::Shape<Traits>::tiles(Traits::M) == 896, "planner and kernel disagree on the grid");
 
-  // The loaders of A's 16 x 64 (k contiguous) and B's 32 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
+  // The loaders of A's 16 x 64 (k contiguous) and B's 16 x 64 (k contiguous) tiles in shared memory, each named for how it loads.
   using ALoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::A, 8>;
   using BLoadCpAsync16 = dg::cta::LoadCpAsync<Traits, dg::cta::Operand::B, 8>;
   using ALoadGatherDirect = dg::cta::LoadGatherDirect<Traits, dg::cta::Operand::A>;
