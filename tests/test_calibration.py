@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dgemm_cli.families.calibration import measurements, model_plan, runs
+from dgemm_cli.families.cta import FFMA_UNROLLED_MAX
 
 RUNS = runs(measurements())
 DISTINCT = 1.05  # measured times closer than this are a tie: any order agrees
@@ -56,6 +57,15 @@ def test_the_model_orders_every_measured_pair(run):
 
 
 def test_a_plan_the_graph_rules_out_has_no_estimate():
-    """The deeper rings of the 64x64 K split measured slower: the graph no longer offers them (hopper DEEP_STAGES)."""
+    """Measurements that decided a constraint: the deeper rings of the 64x64 K split measured slower (hopper
+    DEEP_STAGES), and FFMA k-tiles of 4096 unrolled FFMAs measured slower than half the block_k (cta
+    FFMA_UNROLLED_MAX); the graph no longer offers either."""
     ruled_out = [r for rows in RUNS.values() for r in rows if model_plan(r) is None]
-    assert ruled_out and all(r.family == "hopper" and r.plan["stages"] > 8 for r in ruled_out)
+    deep_rings = [r for r in ruled_out if r.family == "hopper" and r.plan["stages"] > 8]
+    long_loops = [r for r in ruled_out if r.family == "cta"
+                  and r.plan["thread_m"] * r.plan["thread_n"] * r.plan["block_k"] > FFMA_UNROLLED_MAX]
+    assert deep_rings and long_loops and len(deep_rings) + len(long_loops) == len(ruled_out)
+    # Each run's fastest measured plan is one the graph still offers.
+    for run in {r.run for r in long_loops}:
+        fastest = min(RUNS[run], key=lambda r: r.us)
+        assert model_plan(fastest) is not None

@@ -75,6 +75,11 @@ FFMA_MAX_LIVE = {REGISTER_CAP: 88, FULL_REGISTER_FILE: 176}
 # Under the 128 cap, loads a thread issues a k-tile into registers (transposes, gathers): ptxas spills at 16
 # and not at 8.
 MAX_STAGED_LOADS_UNDER_CAP = 8
+# FFMA: the k-tile's unrolled math, thread_m x thread_n x block_k FFMAs (16 bytes of SASS each), stays within the
+# SM's instruction cache: tilings of 4096 (64 KB of FFMAs a k-tile) ran 1.4-1.6x slower than the same thread tile at
+# half the block_k in level-2 tunes on an H100 (128x128 blocks, thread tile 8x16: [2048, 512] x [512, 4096] 246-314
+# against 218 µs, [4096, 2048] x [2048, 4096] 2399-2513 against 1555 µs); 2048 ran fastest in both.
+FFMA_UNROLLED_MAX = 2048
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,11 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
         g.constrain("thread tile", "instruction", ["block_m", "block_n", *split],
                     lambda a: None if a["block_m"] % a["thread_m"] == 0 and a["block_n"] % a["thread_n"] == 0
                     else "thread tile must divide the block tile")
+        g.constrain("unrolled k-tile", "arch", ["block_k", *split],
+                    lambda a: None if a["thread_m"] * a["thread_n"] * a["block_k"] <= FFMA_UNROLLED_MAX
+                    else (f"{a['thread_m'] * a['thread_n'] * a['block_k']} FFMAs a k-tile unrolled "
+                          f"(> {FFMA_UNROLLED_MAX}: the loop outgrows the instruction cache)"),
+                    "the FFMA loop unrolls a whole k-tile: its code must stay in the SM's instruction cache")
         # The FFMA loop reads A as [k][m] and B as [k][n] so that a warp's loads are broadcasts or
         # consecutive words.
         g.constrain("ffma smem orientation", "instruction", ["smem_inner_a", "smem_inner_b"],
