@@ -213,6 +213,32 @@ def test_coq_proves_a_batch_of_run_time_rows_case_by_tile_count(tmp_path):
     assert "destruct (Z.eq_dec" in Path(r.script).read_text(), "the tile count took one value: the split went untested"
 
 
+# Flat rows of 197 elements a run-time row (`ltwb,ibw->witl`: t x l along m, l run-time) in a batch of 2: the tile
+# count takes more values over a bucket (5..16: 12) than the proof splits on (coq.MAX_DIVISOR_CASES), so the
+# written-once inverse's quotient and remainder by it are stated outright (Z.div_unique, Z.mod_unique) and the batch's
+# multiple of it bounded; nia found neither (random-specs --seed 50's rand_50_118).
+FLAT_ROWS_DYN = _spec("flat_rows_dyn", dtype="bf16", contraction="ltwb,ibw->witl",
+                      sizes={"w": 2, "t": 197, "l": {"min": 1, "max": 25}, "i": 18, "b": 30},
+                      operands={"A": {"strides": [1, 1920, 32, 64], "align": 16}, "B": {"strides": [88, 1, 40]},
+                                "C": {"strides": [32, 64, 1152, 1], "align": 16},
+                                "D": {"strides": [1, 9850, 50, 2], "dtype": "f16"}},
+                      epilogue=[{"residual": {"letters": "iltw", "strides": [0, 2, 0, 1], "dtype": "f16"}}])
+
+
+@needs_coq
+def test_coq_proves_a_batch_of_run_time_rows_whose_tile_count_takes_many_values(tmp_path):
+    def width(kernel: str) -> int:
+        lo, hi = map(int, re.search(r" (\d+)\.\.(\d+) ", kernel).groups())
+        return hi - lo + 1
+    views, model = max(_models(FLAT_ROWS_DYN), key=lambda vm: width(vm[1].kernel))
+    assert width(model.kernel) > coq_script.MAX_DIVISOR_CASES  # ceil(197 l / 16) takes one value a row here
+    stores = dataclasses.replace(model, accesses=())
+    r = prove_model(views, stores, tmp_path)
+    assert r.status == PROVED, (r.failed, r.obligation, r.reason)
+    text = Path(r.script).read_text()
+    assert "Z.div_unique" in text and "destruct (Z.eq_dec" not in text
+
+
 # ---- mutations: each must be rejected, with a readable obligation and the values that break it
 
 

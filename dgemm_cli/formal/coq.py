@@ -22,12 +22,16 @@ import numpy as np
 
 from dgemm_cli.errors import ToolchainError
 from dgemm_cli.formal.expr import (
+    Add,
     And,
     Const,
     Div,
     Expr,
+    Let,
     Mod,
+    Mul,
     Rewritten,
+    add,
     children,
     constant,
     coq,
@@ -156,9 +160,57 @@ def _divisions(p, ranges: tuple[Range, ...]) -> list[str]:
         top = largest(ranges, Div(nodes[0].a, nodes[0].b, nodes[0].ctype))
         if top is not None:
             steps.append(f"try (assert ({a} / {b} < {top + 1}) by (apply Z.div_lt_upper_bound; lia)).")
+    # A dividend that holds the run-time divisor as a factor (a block index formed as batch x tiles + tile): its
+    # quotient and remainder are stated outright (Z.div_unique, Z.mod_unique; lia checks that the rest lies in
+    # [0, divisor)), which nia does not find where the divisor takes too many values to split case by case.
+    for (a, b), nodes in run_time.items():
+        coefficient = _factor_of(nodes[0].a, nodes[0].b)
+        if coefficient is None:
+            continue
+        q = coq(coefficient)
+        # The multiple's bounds (lia cannot multiply the coefficient's range by the divisor): 0 <= q x d <= top x d.
+        steps.append(f"try (assert (0 <= {q} * {b}) by (apply Z.mul_nonneg_nonneg; lia)).")
+        top = largest(ranges, coefficient)
+        if top is not None:
+            steps.append(f"try (assert ({q} * {b} <= {top} * {b}) by (apply Z.mul_le_mono_nonneg_r; lia)).")
+        steps.append(f"try (assert ({q} = {a} / {b}) by (apply Z.div_unique with (r := {a} - {q} * {b}); lia)).")
+        steps.append(f"try (assert ({a} - {q} * {b} = {a} mod {b}) by (apply Z.mod_unique with (q := {q}); lia)).")
     # Every division's facts first, then the rewrites, which carry the facts along.
     steps += [f"small {a} {b}." for a, b in run_time]
     return steps
+
+
+def _factor_of(e: Expr, d: Expr) -> Expr | None:
+    """q where `e` is written q x d + (terms that are not multiples of d): through sums, divisions by 1 and products
+    with d as a factor; None where no term is."""
+    if isinstance(e, Let):  # a named value: its expression
+        return _factor_of(e.value, d)
+    if isinstance(e, Add):
+        qa, qb = _factor_of(e.a, d), _factor_of(e.b, d)
+        return add(qa, qb) if qa is not None and qb is not None else qa if qa is not None else qb
+    if isinstance(e, Mul):
+        return e.a if e.b == d else e.b if e.a == d else None
+    if isinstance(e, Div) and constant(e.b):
+        # (y c + r) / c is y where 0 <= r < c (a tile index's quotient by the tiles along n): q is y's.
+        c = int(evaluate(e.b, {}))
+        y = e.a if c == 1 else _times(e.a, c)
+        return _factor_of(y, d) if y is not None else None
+    return None
+
+
+def _times(e: Expr, c: int) -> Expr | None:
+    """y where `e` is written y x c + r (r the other terms; Coq checks that they fall below c)."""
+    if isinstance(e, Let):
+        return _times(e.value, c)
+    if isinstance(e, Mul):
+        for y, k in ((e.a, e.b), (e.b, e.a)):
+            if constant(k) and int(evaluate(k, {})) == c:
+                return y
+        return None
+    if isinstance(e, Add):
+        y = _times(e.a, c)
+        return y if y is not None else _times(e.b, c)
+    return None
 
 
 @functools.cache
