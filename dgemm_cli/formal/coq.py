@@ -183,8 +183,8 @@ def _divisions(p, ranges: tuple[Range, ...]) -> list[str]:
 
 
 def _factor_of(e: Expr, d: Expr) -> Expr | None:
-    """q where `e` is written q x d + (terms that are not multiples of d): through sums, divisions by 1 and products
-    with d as a factor; None where no term is."""
+    """q where `e` is written q x d + (terms that are not multiples of d): through names, sums, products with d as a
+    factor and quotients (y c + r) / c by a constant; None where no term is. A hint: Coq checks what it is used for."""
     if isinstance(e, Let):  # a named value: its expression
         return _factor_of(e.value, d)
     if isinstance(e, Add):

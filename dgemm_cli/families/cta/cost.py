@@ -27,9 +27,9 @@ from dgemm_cli.views import OperandFacts, ProblemViews
 # family on memory-bound mid-size problems where hopper is faster.
 LAUNCH_US = 2.5
 K_TILE_LATENCY_US = 0.8  # a k-tile's loads, issued to landed, that the pipeline must cover
-# mma.sync tilings on an arch with wgmma: what the estimate past LAUNCH_US is multiplied by. Against the hopper
-# family's picks timed in the same runs (families/calibration.csv, level-1 tunes of the perf suite's problems on an
-# H100), cta's time past its launch runs 1.57-1.81x further over its estimate than hopper's on problems over 20 µs,
+# mma.sync tilings on an arch with wgmma: what the estimate's math and stream terms are multiplied by. Against the
+# hopper family's picks timed in the same runs (families/calibration.csv, level-1 tunes of the perf suite's problems on
+# an H100), cta's time past its launch runs 1.57-1.81x further over its estimate than hopper's on problems over 20 µs,
 # in its math (130 TFLOP/s at [4096, 6144] x [6144, 576]) and in its cp.async stream (57% of DRAM at 64 rows against
 # hopper's 87%); on 5-10 µs problems, where both families pay fixed costs the models lack, 1.0-1.2x. Unscaled, the
 # model handed cta memory-bound problems it prices 1-3% under hopper (MoE experts, attention, decode at 64 rows),
