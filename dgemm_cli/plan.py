@@ -9,7 +9,6 @@ views), the `cta` family's plan is rendered beside it and the launcher takes it 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from dgemm_cli import disable
 from dgemm_cli.arch import Arch, get_arch
 from dgemm_cli.constraints import ConstraintGraph, Decision, Unsatisfiable, solve
 from dgemm_cli.errors import PlanError, SpecError
-from dgemm_cli.families import FAMILIES, FamilyPlan, fallback_family
+from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.families.solving import PINNED, best, best_or_why, domain_value, pinned
 from dgemm_cli.spec.suggest import fix_naming
 from dgemm_cli.views import ProblemViews, analyse
@@ -193,13 +192,13 @@ def plan_detail(views: ProblemViews, arch: Arch, prefer: str | None = None,
                         + "; ".join(f"{name}: {refusals(gated, name)}" for name in refused) + ")",
                         "drop or change the pinned decisions (`deepgemm explain SPEC` shows each family's)") from None
     primary = solved[sol.assignment["family"]][0]
-    # The fallback serves the primary's misaligned pointers: the fallback family's best plan (cta's, wq's for
-    # integer weights), whatever the spec pins.
+    # The fallback serves the primary's misaligned pointers: its fallback family's best plan, whatever the spec pins.
     fallback = None
-    if needs_fallback(primary, views):
-        solved_fb = solved[fallback_family(views.spec.inputs)]
+    if needs_fallback(primary):
+        family = FAMILIES[FAMILIES[primary.family].fallback]
+        solved_fb = solved[family.name]
         unpinned = solved_fb is not None and not any(n.name in pins for n in solved_fb[1].nodes)
-        fallback = as_fallback(solved_fb[0]) if unpinned else fallback_plan(views, arch, disabled)
+        fallback = family.as_fallback(solved_fb[0]) if unpinned else fallback_plan(primary, views, arch, disabled)
     return PlanDetail(Plan(primary, fallback, sol.decisions[0], disabled=disabled), graph, solved, gated)
 
 
@@ -273,25 +272,15 @@ def _spec_family(views: ProblemViews, family: Any, gated: dict[str, list[tuple[s
     return name
 
 
-def needs_fallback(primary: FamilyPlan, views: ProblemViews) -> bool:
-    """The primary needs pointer alignment the spec does not promise: the fallback family's plan goes beside it."""
-    return primary.family != fallback_family(views.spec.inputs) and bool(primary.runtime_align)
+def needs_fallback(primary: FamilyPlan) -> bool:
+    """The primary needs pointer alignment the spec does not promise: its fallback family's plan goes beside it."""
+    return primary.family != FAMILIES[primary.family].fallback and bool(primary.runtime_align)
 
 
-def fallback_plan(views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()) -> FamilyPlan:
-    """The fallback family's best plan (cta's, wq's for integer weights; without the `disabled` optimizations), as a
-    run-time fallback."""
-    family = FAMILIES[fallback_family(views.spec.inputs)]
-    return as_fallback(best(disable.constrained(family.problem(views, arch), disabled))[0])
-
-
-def as_fallback(plan: Any) -> Any:
-    """A plan as a run-time fallback. A cta plan takes the whole register file (min blocks 1): it runs only for
-    pointers that fail the primary's check, and under the 128-register cap three such kernels spilled; a wq plan has
-    no launch bound to relax."""
-    if plan.family != FAMILIES["cta"].name:
-        return plan
-    return dataclasses.replace(plan, min_blocks_per_sm=1, runtime_fallback=True)
+def fallback_plan(primary: FamilyPlan, views: ProblemViews, arch: Arch, disabled: tuple[str, ...] = ()) -> FamilyPlan:
+    """The best plan of `primary`'s fallback family (without the `disabled` optimizations), as a run-time fallback."""
+    family = FAMILIES[FAMILIES[primary.family].fallback]
+    return family.as_fallback(best(disable.constrained(family.problem(views, arch), disabled))[0])
 
 
 def make_plan(views: ProblemViews, arch: Arch, prefer: str | None = None,

@@ -33,7 +33,7 @@ from dgemm_cli import __version__
 from dgemm_cli.arch import Arch
 from dgemm_cli.constraints import Decision, Rejection, Unsatisfiable
 from dgemm_cli.errors import PlanError
-from dgemm_cli.families import FAMILIES
+from dgemm_cli.families import FAMILIES, FamilyPlan
 from dgemm_cli.families.solving import of_assignment, pinned, ranked
 from dgemm_cli.plan import Plan, fallback_plan, family_gates, needs_fallback, no_family, row_buckets
 from dgemm_cli.records import (
@@ -146,7 +146,7 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
     if families and all(gated[f] for f in families):
         raise PlanError(f"{views.spec.source}: {', '.join(families)} cannot run this problem: "
                         + "; ".join(f"{f}: {why}" for f in families for _, why in gated[f]))
-    fallback = fallback_plan(views, arch)
+    fallbacks: dict[str, FamilyPlan] = {}  # by primary family: the fallback family's plan, made once
     out = []
     pins = dict(views.spec.pins)
     for name, family in FAMILIES.items():
@@ -166,7 +166,11 @@ def candidates(views: ProblemViews, arch: Arch, level: int, families: tuple[str,
         except Unsatisfiable:  # the pins leave this family no plan
             continue
         for rank, fplan in enumerate(ranked_plans):
-            fb = fallback if needs_fallback(fplan, views) else None
+            fb = None
+            if needs_fallback(fplan):
+                if name not in fallbacks:
+                    fallbacks[name] = fallback_plan(fplan, views, arch)
+                fb = fallbacks[name]
             decision = Decision("family", name, "the kernel family (a deepgemm tune candidate)", ())
             out.append(Candidate(f"{name}-{rank:02d}", name, rank, fplan.cost_us, Plan(fplan, fb, decision)))
     return out
@@ -253,7 +257,7 @@ def tuned_plan(views: ProblemViews, arch: Arch, entry: TuningRecord) -> Plan:
         raise TuningDbError("tuning database", f"entry {entry.name}: winner.family",
                             f"'{win.family}' is unknown to deepgemm {__version__}", "tune it again")
     primary = of_assignment(FAMILIES[win.family].problem(views, arch), dict(win.assignment))
-    fallback = fallback_plan(views, arch) if needs_fallback(primary, views) else None
+    fallback = fallback_plan(primary, views, arch) if needs_fallback(primary) else None
     best: dict[str, float] = {}
     for m in entry.timed:
         if m.family != win.family:

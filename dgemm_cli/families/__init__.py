@@ -10,23 +10,16 @@ from dgemm_cli.families import cpu, cta, dot, fp8_cta, fp8_hopper, gemv, hopper,
 from dgemm_cli.families.base import FamilyPlan, KernelFamily
 
 # In order of preference on equal cost; `cta` runs every 16- and 32-bit problem and is every other family's
-# fallback (wq is wqtc's). fp8_hopper: e4m3 inputs with scales on TMA + wgmma (sm_90a; its plans check nothing at
-# run time); fp8_cta: e4m3 on mma.sync m16n8k32 (sm_89+), every view and scale layout fp8_hopper refuses; hopper:
-# TMA + wgmma (sm_90a, 16-bit); tcgemv: M = 2..16 on the tensor cores from registers; gemv: M <= 4 on the CUDA
-# cores; splitk: M <= 64, K split over a cluster; dot: M = N = 1, blocks along K; wqtc: 4-bit weights (dg layout,
-# GPTQ's words) and k-contiguous 8-bit ones on the tensor cores, M <= 64 (docs/design/weight-only.md); wq: integer
-# weights, every view and packing, on the CUDA cores.
+# fallback (wq is wqtc's: KernelFamily.fallback). fp8_hopper: e4m3 inputs with scales on TMA + wgmma (sm_90a; its
+# plans check nothing at run time); fp8_cta: e4m3 on mma.sync m16n8k32 (sm_89+), every view and scale layout
+# fp8_hopper refuses; hopper: TMA + wgmma (sm_90a, 16-bit); tcgemv: M = 2..16 on the tensor cores from registers;
+# gemv: M <= 4 on the CUDA cores; splitk: M <= 64, K split over a cluster; dot: M = N = 1, blocks along K; wqtc: 4-bit
+# weights (dg layout, GPTQ's words) and k-contiguous 8-bit ones on the tensor cores, M <= 64
+# (docs/design/weight-only.md); wq: integer weights, every view and packing, on the CUDA cores.
 # cpu: the host backend's one family (arch "cpu"); a target sees only its backend's families.
 FAMILIES: dict[str, KernelFamily] = {f.name: f for f in (fp8_hopper.FAMILY, fp8_cta.FAMILY, hopper.FAMILY,
                                                           tcgemv.FAMILY, gemv.FAMILY, splitk.FAMILY, dot.FAMILY,
                                                           cta.FAMILY, wqtc.FAMILY, wq.FAMILY, cpu.FAMILY)}
 FALLBACK = cta.NAME
 
-
-def fallback_family(inputs: str) -> str:
-    """The family that runs a problem whose primary's pointer check fails: `cta` (every 16- and 32-bit problem), or
-    `wq` for integer weights (every view and packing; cta takes no integer weights)."""
-    return wq.NAME if inputs == "weight-only" else FALLBACK
-
-
-__all__ = ["FALLBACK", "FAMILIES", "FamilyPlan", "KernelFamily", "fallback_family"]
+__all__ = ["FALLBACK", "FAMILIES", "FamilyPlan", "KernelFamily"]

@@ -63,3 +63,7 @@ class KernelFamily:
     # The module whose models(views, plan, name) states its kernels' index maps for `verify --formal`
     # (dgemm_cli.formal.model.KernelModel); "" where the family has none yet.
     formal: str = ""
+    # The family whose plan runs beside this one's where a pointer fails its run-time alignment check (its plans'
+    # `runtime_align`), and what that plan becomes as such a fallback (`as_fallback`, on the fallback family).
+    fallback: str = "cta"
+    as_fallback: Callable[[Any], Any] = lambda plan: plan

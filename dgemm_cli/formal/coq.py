@@ -151,7 +151,8 @@ def _divisor_values(p, ranges: tuple[Range, ...]) -> tuple[Expr, list[int]] | No
 def _divisions(p, ranges: tuple[Range, ...]) -> list[str]:
     """`dm` for each distinct (dividend, divisor) of `p`, the divisions inside a dividend first; for a quotient by a
     run-time value, its bounds (0 <= q, and q < K for the largest K a search finds, which Coq checks: lia cannot divide
-    a bound by a variable); then the rewrites of the divisions whose dividend is below their divisor."""
+    a bound by a variable); for one whose dividend holds the divisor as a factor, its quotient and remainder stated;
+    then the rewrites of the divisions whose dividend is below their divisor."""
     pairs: dict[tuple[str, str], list[Div | Mod]] = {}
     for d in sorted(divisions(p), key=_height):
         pairs.setdefault((coq(d.a), coq(d.b)), []).append(d)

@@ -15,7 +15,7 @@ alone); this one the plan, the graphs and the family, re-exporting their names.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dgemm_cli.arch import Arch
@@ -465,5 +465,11 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
     )
 
 
+def as_fallback(plan: TilePlan) -> TilePlan:
+    """The plan as a run-time fallback: the whole register file (min blocks 1). It runs only for pointers that fail
+    the primary's check; under the 128-register cap three such kernels spilled."""
+    return replace(plan, min_blocks_per_sm=1, runtime_fallback=True)
+
+
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (TilePlan,), "dgemm_cli.families.cta.render",
-                      formal="dgemm_cli.families.cta.index")
+                      formal="dgemm_cli.families.cta.index", as_fallback=as_fallback)

@@ -355,4 +355,4 @@ def problem(views: ProblemViews, arch: Arch) -> Problem:
 
 
 FAMILY = KernelFamily(NAME, SUMMARY, RUNTIME_ROWS, gates, problem, (WqtcPlan,), "dgemm_cli.families.wqtc.render",
-                      inputs="weight-only", formal="dgemm_cli.families.wqtc.index")
+                      inputs="weight-only", formal="dgemm_cli.families.wqtc.index", fallback="wq")
