@@ -38,7 +38,13 @@ def _views(gemm: dict, **extra):
 def test_gates_name_what_rules_each_family_out():
     assert splitk.gates(_views({"m": 1, "n": 128, "k": 4096}), SM90) == []
     assert gemv.gates(_views({"m": 1, "n": 128, "k": 4096}), SM90) == []
-    assert [c for c, _ in splitk.gates(_views({"m": 65, "n": 128, "k": 4096}), SM90)] == ["small M"]
+    # Past 64 rows the K split stays only for skinny outputs over a long K whose largest tiles (64 x 128) leave
+    # SMs idle.
+    assert splitk.gates(_views({"m": 4096, "n": 32, "k": 2048}), SM90) == []
+    assert splitk.gates(_views({"m": 65, "n": 64, "k": 1024}), SM90) == []
+    assert [c for c, _ in splitk.gates(_views({"m": 65, "n": 65, "k": 4096}), SM90)] == ["small M"]
+    assert [c for c, _ in splitk.gates(_views({"m": 65, "n": 64, "k": 1023}), SM90)] == ["small M"]
+    assert [c for c, _ in splitk.gates(_views({"m": 9000, "n": 64, "k": 4096}), SM90)] == ["few output tiles"]
     assert [c for c, _ in splitk.gates(_views({"m": 1, "n": 128, "k": 32}), SM90)] == ["K to split"]
     assert [c for c, _ in splitk.gates(_views({"m": 1, "n": 128, "k": 4096}), SM80)] == ["thread-block clusters"]
     assert [c for c, _ in gemv.gates(_views({"m": gemv.MAX_M + 1, "n": 128, "k": 4096}), SM90)] == ["few rows"]

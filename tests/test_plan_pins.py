@@ -46,7 +46,8 @@ def test_the_cost_model_alone_splits_k_and_the_pin_takes_the_multicast_kernel():
 
 
 def test_a_pinned_decision_rules_out_the_families_without_it():
-    detail = plan_detail(analyse(parse_spec(_spec({"warps_m": 2}), "pinned.yaml")), SM90)
+    # N = 128: the splitk family (cta tiles, warps_m too) stays out past 64 rows.
+    detail = plan_detail(analyse(parse_spec(_spec({"warps_m": 2}, n=128), "pinned.yaml")), SM90)
     assert detail.plan.family == "cta" and detail.plan.primary.warps_m == 2
     assert detail.family_plans["hopper"] is None  # ruled out: no decision warps_m
     reasons = [r.why for r in detail.plan.family_decision.rejected]

@@ -60,6 +60,12 @@ SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block
 # cta family's: M enters only bounds checks and the tile count.
 RUNTIME_ROWS = True
 MAX_M = 64  # rows of C one block tile holds; beyond it the tiled families' square tiles pay
+# Past MAX_M rows the K split competes only for skinny outputs over a long K whose largest tiles leave SMs idle:
+# there one wave of output tiles runs the whole k-loop on a few SMs. Measured against the tiled families' picks on
+# an H100 (48 problems the wider gate moved, docs/RESULTS.md), the split ran 6 of the 8 skinny long-K problems
+# 1.2-8x faster (one 0.81x), and lost on most of the others (f32 tiles 0.29-0.93x, short K 0.6-0.9x).
+SKINNY_N_MAX = 64
+LONG_K_MIN = 1024
 SPLITS = (2, 4, 8, 16)  # blocks of a cluster that share one output tile; 16 is a non-portable cluster
 GROUPS = (1, 2, 4, 8, 16)  # clusters that share one output tile through the scratch buffer
 TILE_DOMAINS = {
@@ -151,8 +157,15 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
     if arch.cc < (9, 0):
         out.append(("thread-block clusters", f"{arch.name} has no clusters (the split-K reduction runs over DSMEM)"))
     if views.m > MAX_M:
-        out.append(("small M", f"M = {views.m} rows: more than the {MAX_M} one small-M tile holds; "
-                               "square tiles waste nothing there"))
+        largest = views.batch * math.ceil(views.m / max(TILE_DOMAINS["block_m"])) * \
+            math.ceil(views.n / max(TILE_DOMAINS["block_n"]))
+        if views.n > SKINNY_N_MAX or views.k < LONG_K_MIN:
+            out.append(("small M", f"M = {views.m} rows, N = {views.n}, K = {views.k}: past {MAX_M} rows the K "
+                                   f"split runs only skinny outputs (N <= {SKINNY_N_MAX}) over a long K "
+                                   f"(>= {LONG_K_MIN}); square tiles waste nothing here"))
+        elif largest >= arch.sms:
+            out.append(("few output tiles", f"M = {views.m} rows: {largest} output tiles of its largest tile "
+                                            f"already fill the {arch.sms} SMs; square tiles waste nothing there"))
     shortest = min(TILE_DOMAINS["block_k"])
     if views.k <= shortest:
         out.append(("K to split", f"K = {views.k}: one k-tile of {shortest} or fewer, nothing to split"))

@@ -29,7 +29,7 @@
 //   hopper: hopper: wgmma dtypes: A and B are f32: this family runs f16/bf16 wgmma (tf32 would miss f32's 1e-5 tolerance)
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 392 rows: more than the 4 the CUDA cores keep up with at memory speed
-//   splitk: splitk: small M: M = 392 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   splitk: splitk: small M: M = 392 rows, N = 96, K = 60: past 64 rows the K split runs only skinny outputs (N <= 64) over a long K (>= 1024); square tiles waste nothing here
 //   dot: dot: one output element: C has 392 x 96 elements a batch index: blocks along K serve only M = N = 1
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)

@@ -29,7 +29,7 @@
 //   hopper: hopper: TMA A: A's stride along m[333] is 222 bytes, not a positive multiple of 16 below 2^40
 //   tcgemv: tcgemv: few rows: M = 333 rows: more than the 16 tokens of one mma tile
 //   gemv: gemv: few rows: M = 333 rows: more than the 4 the CUDA cores keep up with at memory speed
-//   splitk: splitk: small M: M = 333 rows: more than the 64 one small-M tile holds; square tiles waste nothing there
+//   splitk: splitk: small M: M = 333 rows, N = 197, K = 111: past 64 rows the K split runs only skinny outputs (N <= 64) over a long K (>= 1024); square tiles waste nothing here
 //   dot: dot: one output element: C has 333 x 197 elements a batch index: blocks along K serve only M = N = 1
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
