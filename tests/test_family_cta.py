@@ -239,6 +239,27 @@ def test_two_transposing_loaders_pipeline_two_stages():
     assert "register-staged loads overlap exactly one k-tile" in why[3]
 
 
+def test_transposes_may_hold_two_k_tiles_in_registers_with_a_third_stage():
+    views = _f32({"m": 1024, "n": 256, "k": 2048}, B={"layout": "col"})
+    graph = build_tiling_graph(views, get_arch("sm_90a"), FFMA)
+    tile = {"block_m": 64, "block_n": 32, "block_k": 32, "thread_m": 2, "thread_n": 4, "smem_inner_a": "m",
+            "smem_inner_b": "n", "loader_a": "transpose", "loader_b": "transpose", "registers": FULL_REGISTER_FILE}
+    assert not graph.violations({**tile, "stages": 2, "transpose_depth": 1})
+    assert not graph.violations({**tile, "stages": 3, "transpose_depth": 2})
+    assert any("overlap exactly two: 3 stages" in v for v in graph.violations({**tile, "stages": 4,
+                                                                              "transpose_depth": 2}))
+    assert any("need a third stage" in v for v in graph.violations({**tile, "stages": 2, "transpose_depth": 2}))
+    cp_async = {**tile, "loader_a": "cp_async", "loader_b": "cp_async", "stages": 3, "transpose_depth": 2}
+    assert any("no transposing loader" in v for v in graph.violations(cp_async))
+    # Two sets double what a thread stages: 8 elements of A's 64 x 32 k-tile each.
+    assert cta.staged_per_thread({**tile, "transpose_depth": 2}, "a", FFMA) == 16
+    assert cta.staged_per_thread({**tile, "transpose_depth": 1}, "a", FFMA) == 8
+    # The small problem's model pick keeps two k-tiles of its transposes in flight.
+    plan = make_plan(views, get_arch("sm_90a"))
+    assert plan.transpose_depth == 2 and plan.stages >= 3
+    assert "TRANSPOSE_DEPTH = 2" in _cu(views)
+
+
 def test_register_decision_bounds_the_thread_tile():
     views = analyse(load_spec(SQ4096_F32))
     graph = build_tiling_graph(views, get_arch("sm_90a"), FFMA)

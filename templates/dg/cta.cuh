@@ -7,7 +7,8 @@
 //
 // T is the traits type the generated code defines: the views (dg/view.cuh) with the types, sizes and store of the
 // output, and the plan's tile parameters:
-//   THREADS, BM, BN, BK, STAGES, MMA, WARPS_M and WARPS_N (mma) or TM and TN (FFMA: outputs a thread), A_K_INNER and
+//   THREADS, BM, BN, BK, STAGES, MMA, WARPS_M and WARPS_N (mma) or TM and TN (FFMA: outputs a thread; TRANSPOSE_DEPTH
+//   where a loader transposes: the k-tiles it holds in registers), A_K_INNER and
 //   B_K_INNER (the shared tile's contiguous role is k), MIN_BLOCKS, MIN_BLOCKS_NEEDS_CP_ASYNC (MIN_BLOCKS holds only
 //   for instantiations whose loaders are both cp.async; the others keep the whole register file), BATCH (the number
 //   of batch products), SMEM_BYTES.
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "convert.cuh"
 #include "launch.cuh"
@@ -80,7 +82,10 @@ struct Tile {
 //   issue(stage, X, o0, kt, extent)  start the copy of k-tile kt (cp.async) or load it into registers; o0 is the
 //                                    tile's origin along `other` and `extent` the view's size along it (M or N)
 //   finish(stage)                    nothing (cp.async, direct gathers), or store the staged registers
+//   Slot (a template argument of both): the register set of a loader with kDepth > 1 (the k-tile's index mod kDepth)
 // kAsync: the loader issues cp.async (the pipeline commits and waits for groups).
+// kDepth: the k-tiles a loader holds in registers at once (1 but for transposes): the pipeline stores a k-tile
+// kDepth - 1 iterations after it issued it, so that its loads have kDepth k-tiles of math to land under.
 
 // VEC-element cp.async copies along the tile's contiguous role; fewer elements at the end of the view (zero-fill).
 template <class T, Operand X, int VEC>
@@ -89,12 +94,14 @@ struct LoadCpAsync {
   using E = typename S::E;
   using index_t = typename T::index_t;
   static constexpr bool kAsync = true;
+  static constexpr int kDepth = 1;
   static constexpr int kPerRow = S::INNER / VEC;
   static constexpr int kChunks = S::ROWS * S::INNER / VEC;
   static constexpr int kPerThread = (kChunks + T::THREADS - 1) / T::THREADS;
   // Bounded past 4: fully unrolled, the copies' addresses would crowd out the accumulators.
   static constexpr int kUnroll = kPerThread > 4 ? 4 : kPerThread;
 
+  template <int Slot = 0>
   __device__ __forceinline__ void issue(E* stage, const E* __restrict__ src0, index_t o0, int kt, index_t extent) const {
     const index_t k0 = index_t(kt) * T::BK;
 #pragma unroll kUnroll
@@ -123,6 +130,7 @@ struct LoadCpAsync {
     }
   }
 
+  template <int Slot = 0>
   __device__ __forceinline__ void finish(E*) const {}
 };
 
@@ -136,6 +144,7 @@ struct LoadGather {
   using E = typename S::E;
   using index_t = typename T::index_t;
   static constexpr bool kAsync = false;
+  static constexpr int kDepth = 1;
   static constexpr int kElems = S::ROWS * S::INNER;
   static constexpr int kPerThread = (kElems + T::THREADS - 1) / T::THREADS;
   static constexpr bool kGuard = kElems % T::THREADS != 0;
@@ -145,6 +154,7 @@ struct LoadGather {
   __device__ __forceinline__ static int row_of(int c) { return AlongRows ? c % S::ROWS : c / S::INNER; }
   __device__ __forceinline__ static int col_of(int c) { return AlongRows ? c / S::ROWS : c % S::INNER; }
 
+  template <int Slot = 0>
   __device__ __forceinline__ void issue(E*, const E* __restrict__ src, index_t o0, int kt, index_t extent) {
     const index_t k0 = index_t(kt) * T::BK;
 #pragma unroll
@@ -159,6 +169,7 @@ struct LoadGather {
     }
   }
 
+  template <int Slot = 0>
   __device__ __forceinline__ void finish(E* stage) const {
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
@@ -176,9 +187,11 @@ struct LoadGatherDirect {
   using E = typename S::E;
   using index_t = typename T::index_t;
   static constexpr bool kAsync = false;
+  static constexpr int kDepth = 1;
   static constexpr int kElems = S::ROWS * S::INNER;
   static constexpr int kPerThread = (kElems + T::THREADS - 1) / T::THREADS;
 
+  template <int Slot = 0>
   __device__ __forceinline__ void issue(E* stage, const E* __restrict__ src, index_t o0, int kt, index_t extent) const {
     const index_t k0 = index_t(kt) * T::BK;
 #pragma unroll 8  // bounded: a few loads in flight without raising the kernel's register count
@@ -195,12 +208,14 @@ struct LoadGatherDirect {
     }
   }
 
+  template <int Slot = 0>
   __device__ __forceinline__ void finish(E*) const {}
 };
 
 // FFMA (f32): VEC-element loads along k from a view contiguous along k, staged in registers across the math and
 // stored down k in the [k][other] tile. Lane l takes chunk l and a row's chunks are consecutive lanes, so that a warp
-// reads whole 32-byte sectors.
+// reads whole 32-byte sectors. With TRANSPOSE_DEPTH 2 two k-tiles are in registers at once, one set each by the
+// k-tile's parity: a k-tile's loads land under two k-tiles of math instead of one.
 template <class T, Operand X, int VEC>
 struct LoadTranspose {
   using S = Tile<T, X>;
@@ -208,14 +223,18 @@ struct LoadTranspose {
   using index_t = typename T::index_t;
   static_assert(std::is_same<E, float>::value && !S::K_INNER, "transposing loads fill the FFMA path's [k][m] tiles");
   static constexpr bool kAsync = false;
+  static constexpr int kDepth = T::TRANSPOSE_DEPTH;
   static constexpr int kChunksPerRow = T::BK / VEC;
   static constexpr int kChunks = S::INNER * kChunksPerRow;
   static constexpr int kPerThread = (kChunks + T::THREADS - 1) / T::THREADS;
   static constexpr bool kGuard = kChunks % T::THREADS != 0;
-  float staged[kPerThread][VEC];
+  float sets[kDepth][kPerThread][VEC];
 
+  template <int Slot = 0>
   __device__ __forceinline__ void issue(E*, const E* __restrict__ src0, index_t o0, int kt, index_t extent) {
+    static_assert(Slot < kDepth, "a register set of this loader");
     const index_t k0 = index_t(kt) * T::BK;
+    float (&staged)[kPerThread][VEC] = sets[Slot];
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int c = threadIdx.x + i * T::THREADS;
@@ -247,7 +266,9 @@ struct LoadTranspose {
     }
   }
 
+  template <int Slot = 0>
   __device__ __forceinline__ void finish(E* stage) const {
+    const float (&staged)[kPerThread][VEC] = sets[Slot];
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int c = threadIdx.x + i * T::THREADS;
@@ -467,10 +488,18 @@ __device__ __forceinline__ TileOrigin<T> tile_origin(typename T::index_t tile, t
   return {m0, n0};
 }
 
-// The multi-stage main loop over k-tiles kt0 .. kt0 + count - 1 of the tile at (m0, n0), into `acc`. With cp.async
-// loaders: wait for k-tile kt, start k-tile kt+STAGES-1 into the stage k-tile kt-1 used (every thread is past it:
-// the barrier), compute kt, then land register-staged loads. Without: the barrier makes k-tile kt visible; load
-// k-tile kt+1 into registers, compute kt, then store the registers into the other stage.
+// f(std::integral_constant<int, I>{}) for each I in turn: a loop whose index is a compile-time constant (register
+// sets are indexed by it).
+template <int... I, class F>
+__device__ __forceinline__ void for_each_index(std::integer_sequence<int, I...>, F&& f) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+
+// The multi-stage main loop over k-tiles kt0 .. kt0 + count - 1 of the tile at (m0, n0), into `acc`. Iteration kt:
+// wait for k-tile kt (cp.async) and the barrier (every thread is past k-tile kt - 1, so its stage is free); start
+// k-tile kt + STAGES - 1 (cp.async into that stage, or loads into a register set); compute kt; then store the
+// register-staged k-tile a loader issued kDepth - 1 iterations ago. The loop steps by the deeper loader's kDepth so
+// that each register set's index is a compile-time constant (k-tile index mod kDepth, counted from kt0).
 template <class T, class LoadA, class LoadB>
 __device__ __forceinline__ void mainloop(typename T::A_t* As, typename T::B_t* Bs, const typename T::A_t* A,
                                          const typename T::B_t* B, typename T::index_t m0, typename T::index_t n0,
@@ -478,37 +507,47 @@ __device__ __forceinline__ void mainloop(typename T::A_t* As, typename T::B_t* B
                                          typename Math<T>::Acc& acc) {
   constexpr int STAGES = T::STAGES, A_TILE = Shape<T>::A_ELEMS, B_TILE = Shape<T>::B_ELEMS;
   constexpr bool ASYNC = LoadA::kAsync || LoadB::kAsync;
+  constexpr int DA = LoadA::kDepth, DB = LoadB::kDepth, STEP = DA > DB ? DA : DB;
+  static_assert(STEP % DA == 0 && STEP % DB == 0, "each loader's register sets cycle within one loop step");
+  static_assert(STAGES > STEP, "a k-tile is stored kDepth - 1 iterations after its issue, before it is computed");
   LoadA load_a;
   LoadB load_b;
-  // Prologue: start the first STAGES-1 k-tiles.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
+  // Prologue: start the first STAGES - 1 k-tiles, storing those whose registers are due.
+  for_each_index(std::make_integer_sequence<int, STAGES - 1>{}, [&](auto s_) {
+    constexpr int s = decltype(s_)::value, fa = s - (DA - 1), fb = s - (DB - 1);
     if (s < count) {
-      load_a.issue(As + s * A_TILE, A, m0, kt0 + s, M);
-      load_b.issue(Bs + s * B_TILE, B, n0, kt0 + s, T::N);
-      load_a.finish(As + s * A_TILE);
-      load_b.finish(Bs + s * B_TILE);
+      load_a.template issue<s % DA>(As + s * A_TILE, A, m0, kt0 + s, M);
+      load_b.template issue<s % DB>(Bs + s * B_TILE, B, n0, kt0 + s, T::N);
+    }
+    if constexpr (fa >= 0) {
+      if (fa < count) load_a.template finish<fa % DA>(As + fa * A_TILE);
+    }
+    if constexpr (fb >= 0) {
+      if (fb < count) load_b.template finish<fb % DB>(Bs + fb * B_TILE);
     }
     if constexpr (ASYNC) cp_async_commit();
-  }
+  });
   Math<T>::zero(acc);
 #pragma unroll 1
-  for (int kt = 0; kt < count; ++kt) {
-    if constexpr (ASYNC) cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = kt + STAGES - 1;
-    const int next_stage = next % STAGES;
-    if (next < count) {
-      load_a.issue(As + next_stage * A_TILE, A, m0, kt0 + next, M);
-      load_b.issue(Bs + next_stage * B_TILE, B, n0, kt0 + next, T::N);
-    }
-    if constexpr (ASYNC) cp_async_commit();
-    const int stage = kt % STAGES;
-    math.compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc);
-    if (next < count) {
-      load_a.finish(As + next_stage * A_TILE);
-      load_b.finish(Bs + next_stage * B_TILE);
-    }
+  for (int base = 0; base < count; base += STEP) {
+    for_each_index(std::make_integer_sequence<int, STEP>{}, [&](auto j_) {
+      constexpr int j = decltype(j_)::value;
+      const int kt = base + j;
+      if (kt >= count) return;
+      if constexpr (ASYNC) cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int next = kt + STAGES - 1;
+      if (next < count) {
+        load_a.template issue<(j + STAGES - 1) % DA>(As + next % STAGES * A_TILE, A, m0, kt0 + next, M);
+        load_b.template issue<(j + STAGES - 1) % DB>(Bs + next % STAGES * B_TILE, B, n0, kt0 + next, T::N);
+      }
+      if constexpr (ASYNC) cp_async_commit();
+      const int stage = kt % STAGES;
+      math.compute_tile(As + stage * A_TILE, Bs + stage * B_TILE, acc);
+      const int fa = next - (DA - 1), fb = next - (DB - 1);
+      if (fa < count) load_a.template finish<(j + STAGES - DA) % DA>(As + fa % STAGES * A_TILE);
+      if (fb < count) load_b.template finish<(j + STAGES - DB) % DB>(Bs + fb % STAGES * B_TILE);
+    });
   }
 }
 

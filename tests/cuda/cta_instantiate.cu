@@ -74,6 +74,7 @@ struct Ffma {
   static constexpr int BM = 64, BN = 64, BK = 16, STAGES = 3;
   static constexpr bool MMA = false;
   static constexpr int TM = 4, TN = 4;
+  static constexpr int TRANSPOSE_DEPTH = 2;  // two register sets: the main loop steps two k-tiles at a time
   static constexpr bool A_K_INNER = false, B_K_INNER = false;
   static constexpr int MIN_BLOCKS = 2;
   static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;

@@ -42,6 +42,7 @@ from dgemm_cli.families.cta.tile import (  # noqa: F401 (re-exported: renderers,
     REGISTERS_PER_SM,
     SMEM_PAD_BYTES,
     STAGED,
+    TRANSPOSE_DEPTHS,
     SmemTile,
     block_threads,
     copy_elems,
@@ -112,6 +113,7 @@ class TilePlan:
     threads: int
     min_blocks_per_sm: int  # __launch_bounds__'s second argument: caps registers (register_cap)
     stages: int
+    transpose_depth: int  # FFMA: k-tiles a transposing loader holds in registers (TRANSPOSE_DEPTHS; 1 for MMA)
     smem_bytes: int
     a: LoaderPlan
     b: LoaderPlan
@@ -163,6 +165,7 @@ class TilePlan:
         thread_tile = "" if self.instruction == MMA else f"thread tile {self.thread_m}x{self.thread_n}, "
         return (f"{self.instruction}, tile {self.block_m}x{self.block_n}x{self.block_k}, {thread_tile}"
                 f"{self.threads} threads, {self.stages} stages, A {loader(self.a)}, B {loader(self.b)}, "
+                f"{'2 k-tiles of transposes in registers, ' if self.transpose_depth > 1 else ''}"
                 f"{self.smem_bytes} B smem, {self.tiles} blocks")
 
     def detail_lines(self) -> list[str]:
@@ -239,6 +242,9 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
                f"registers a thread may use (__launch_bounds__): {REGISTER_CAP} lets more blocks share an SM's "
                f"{REGISTERS_PER_SM}, {FULL_REGISTER_FILE} holds thread tiles of up to "
                f"{FFMA_MAX_ACCUM[FULL_REGISTER_FILE]} accumulators")
+        g.node("transpose_depth", TRANSPOSE_DEPTHS,
+               "k-tiles a transposing loader holds in registers at once (2: its loads land under two k-tiles of "
+               "math, in two register sets and three stages)", default=1)
 
     split = ("warps_m", "warps_n") if mma else ("thread_m", "thread_n")
     if mma:
@@ -334,7 +340,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
             return None
         g.constrain(f"transpose {facts.name}", "view", [loader], transpose_ok,
                     "vector loads along the stride-1 k dim, stored transposed into the [k][m] / [k][n] tile")
-        g.constrain(f"transpose staging {facts.name}", "arch", [loader, "block_m", "block_n", "block_k", *split],
+        g.constrain(f"transpose staging {facts.name}", "arch",
+                    [loader, "block_m", "block_n", "block_k", *split, "transpose_depth"],
                     lambda a, op=op, loader=loader: staging_regs(a, op, loader, "transpose"),
                     "a transposing loader stages the next k-tile in registers while the current one computes")
 
@@ -361,7 +368,8 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
             return (None if loads <= MAX_STAGED_LOADS_UNDER_CAP
                     else f"{loads} register-staged loads a thread (> {MAX_STAGED_LOADS_UNDER_CAP} under the cap)")
         g.constrain("staged loads under the cap", "arch",
-                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers"], loads_under_cap,
+                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers", "transpose_depth"],
+                    loads_under_cap,
                     "each load in flight holds its address; counted at the width the spec promises (the run-time "
                     "fallback's)")
 
@@ -372,16 +380,34 @@ def build_tiling_graph(views: ProblemViews, arch: Arch, instruction: str,
             return (None if live <= most else
                     f"{live} accumulators, staged elements and k-step values (> {most} in {a['registers']} registers)")
         g.constrain("live registers", "arch",
-                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers"], live_ffma,
+                    ["loader_a", "loader_b", "block_m", "block_n", "block_k", *split, "registers", "transpose_depth"],
+                    live_ffma,
                     "what a thread keeps across a k step must fit its registers with its addresses (no spills)")
 
     def pipeline_depth(a: Assignment) -> str | None:
         kinds = {a["loader_a"], a["loader_b"]}
-        if kinds <= set(STAGED) and a["stages"] != 2:
+        depth = a.get("transpose_depth", 1)
+        if depth > 1 and "transpose" not in kinds:
+            return "no transposing loader to hold two k-tiles"
+        if depth > 1 and a["stages"] < 3:
+            return "two k-tiles in registers need a third stage (a set is stored one k-tile after its issue)"
+        if kinds <= set(STAGED) and a["stages"] != depth + 1:
+            if depth > 1:
+                return "transposes holding two k-tiles in registers overlap exactly two: 3 stages"
             what = "gathers" if kinds == {"gather"} else "loads"
             return f"register-staged {what} overlap exactly one k-tile: 2 stages"
         return None
-    g.constrain("pipeline depth", "problem", ["loader_a", "loader_b", "stages"], pipeline_depth)
+    g.constrain("pipeline depth", "problem",
+                ["loader_a", "loader_b", "stages", *([] if mma else ["transpose_depth"])], pipeline_depth)
+    if not mma:
+        def second_set_pays(a: Assignment) -> str | None:
+            k_tiles = math.ceil(views.k / a["block_k"])
+            if a.get("transpose_depth", 1) > 1 and k_tiles <= a["stages"]:
+                return (f"K = {views.k} is {k_tiles} k-tile(s) of {a['block_k']}: the prologue holds them all, none "
+                        f"is issued into a second register set")
+            return None
+        g.constrain("second register set", "problem", ["block_k", "stages", "transpose_depth"], second_set_pays,
+                    "two k-tiles of transposes in registers pay only where the loop issues more than the prologue")
     if not mma:
         g.constrain("gathers keep the register file", "arch", ["loader_a", "loader_b", "registers"],
                     lambda a: f"register-staged gathers spill under the {REGISTER_CAP}-register cap"
@@ -457,6 +483,7 @@ def tile_plan(views: ProblemViews, instruction: str, a: Assignment, decisions: t
         warps_m=a["warps_m"] if mma else 1, warps_n=a["warps_n"] if mma else 1,
         thread_m=1 if mma else a["thread_m"], thread_n=1 if mma else a["thread_n"],
         threads=block_threads(a, instruction), min_blocks_per_sm=_min_blocks(a, instruction), stages=a["stages"],
+        transpose_depth=1 if mma else a["transpose_depth"],
         smem_bytes=tile_smem_bytes(a, views.operands["A"].elem_bytes),
         a=loaders["A"], b=loaders["B"], elem_bytes=views.operands["A"].elem_bytes,
         index_type="long long" if views.needs_int64 else "int",

@@ -15,10 +15,10 @@ from dgemm_cli.families.cta.tile import (
     MMA,
     REGISTERS_PER_SM,
     SMEM_PAD_BYTES,
-    STAGED,
     block_threads,
     copy_elems,
     fragment_vector,
+    staged_depth,
     tile_smem_bytes,
 )
 from dgemm_cli.views import OperandFacts, ProblemViews
@@ -90,8 +90,8 @@ def _cost(views: ProblemViews, arch: Arch, instruction: str):
             # and each k-tile's barrier idles the block (hidden by the other resident blocks' warps).
             math_us = tiles_per_sm * k_tiles * ffma_k_tile_clocks(views, a) / (clk * occupancy)
             math_us += math.ceil(tiles_per_sm / resident) * k_tiles * SYNC_CLOCKS / (resident * clk)
-            # A cp.async k-tile is issued STAGES - 1 k-tiles ahead, a register-staged one only one.
-            depth = [1 if a[f"loader_{x}"] in STAGED else a["stages"] - 1 for x in "ab"]
+            # A cp.async k-tile is issued STAGES - 1 k-tiles ahead, a register-staged one as many as it holds sets.
+            depth = [staged_depth(a, x) or a["stages"] - 1 for x in "ab"]
             latency_us = (tiles_per_sm * k_tiles * K_TILE_LATENCY_US * (1 + gathers) / resident
                           * sum(1 / d for d in depth) / len(depth))
             math_us *= 1.01 if cap_buys_nothing else 1.0

@@ -89,6 +89,8 @@ def context(spec: Spec, views: ProblemViews, plan: TilePlan, base: dict) -> dict
         "register_cap": plan.register_cap, "registers_why": registers_why,
         "is_fallback": plan.runtime_fallback, "bounds_why": "",
         "stages": plan.stages, "smem_bytes": plan.smem_bytes,
+        # Rendered where a loader transposes (LoadTranspose reads it).
+        "transpose_depth": plan.transpose_depth if any(v.kind == "transpose" for v in variants) else None,
         "tiles": plan.tiles, "index_type": plan.index_type,
         "smem_tiles": [plan.smem_tile(plan.a), plan.smem_tile(plan.b)],
         "loaders": variants,

@@ -20,6 +20,10 @@ OTHER = {"A": "m", "B": "n"}  # the non-k role of each input
 # transposed into the [k][m] / [k][n] tile the FFMA loop reads. gather_direct: element loads stored at
 # once (only as a run-time fallback).
 STAGED = ("gather", "transpose")  # kinds that hold the next k-tile in registers across the math
+# FFMA's `transpose_depth`: the k-tiles a transposing loader holds in registers at once, one register set each
+# (dg/cta.cuh: LoadTranspose's kDepth). 2 lets a k-tile's loads land under two k-tiles of math; the set is issued
+# STAGES - 1 k-tiles ahead and stored one k-tile later, so it needs a third stage.
+TRANSPOSE_DEPTHS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -65,13 +69,23 @@ def fragment_vector(thread_extent: int) -> int:
     return math.gcd(thread_extent, 4)
 
 
+def staged_depth(a: Assignment, op: str) -> int:
+    """k-tiles of input `op` a thread holds in registers at once: the transpose depth for a transposing loader, 1
+    for a gather (0 for cp.async). Reads `transpose_depth` only where the loader transposes (FFMA graphs)."""
+    kind = a[f"loader_{op}"]
+    if kind not in STAGED:
+        return 0
+    return a.get("transpose_depth", 1) if kind == "transpose" else 1
+
+
 def staged_per_thread(a: Assignment, op: str, instruction: str) -> int:
-    """Elements of one k-tile of input `op` ("a" or "b") a thread holds in registers across the math (0
-    unless its loader is register-staged)."""
-    if a[f"loader_{op}"] not in STAGED:
+    """Elements of input `op` ("a" or "b") a thread holds in registers across the math: one k-tile's share a
+    register set, staged_depth sets (0 unless its loader is register-staged)."""
+    depth = staged_depth(a, op)
+    if not depth:
         return 0
     extent = a["block_m"] if op == "a" else a["block_n"]
-    return math.ceil(extent * a["block_k"] / block_threads(a, instruction))
+    return depth * math.ceil(extent * a["block_k"] / block_threads(a, instruction))
 
 
 def block_threads(a: Assignment, instruction: str) -> int:

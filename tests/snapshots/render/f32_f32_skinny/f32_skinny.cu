@@ -30,7 +30,7 @@
 //   tcgemv: tcgemv: input types: A and B must both be f16 or both bf16 (they are f32)
 //   gemv: gemv: few rows: M = 48 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   dot: dot: one output element: C has 48 x 512 elements a batch index: blocks along K serve only M = N = 1
-//   cta: costs +544% (cost model)
+//   cta: costs +500% (cost model)
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
@@ -44,7 +44,7 @@
 //     thread_m = 4 (staged loads under the cap, threads per block, transpose staging A),
 //     thread_n = 4 (staged loads under the cap, threads per block, transpose staging A),
 //     smem_inner_a = m (ffma smem orientation), smem_inner_b = n (ffma smem orientation),
-//     loader_b = cp_async (staged loads under the cap, transpose B)
+//     loader_b = cp_async (staged loads under the cap, transpose B), transpose_depth = 1 (staged loads under the cap)
 //   => 256 threads, 104448 B shared memory, 128 blocks = 8 output tiles x 16 K slices in clusters of 16; 8 of 128 k-tiles a block, index type int
 //   waves: clusters of 16 hold 224 blocks at once, so the 128 run in 1 wave (what the cost model prices)
 //   reduction: each block parks its 64x64 f32 partial in shared memory; after a cluster barrier block r sums its share of the tile over ranks 0..15 in order (bit-identical run to run)
@@ -108,6 +108,8 @@ struct Traits {
   static constexpr int BM = 64, BN = 64, BK = 32, STAGES = 6;
   static constexpr bool MMA = false;  // FFMA
   static constexpr int TM = 4, TN = 4;  // outputs a thread
+  // k-tiles a transposing loader holds in registers.
+  static constexpr int TRANSPOSE_DEPTH = 1;
   // Shared tiles: A [k][m], B [k][n] (the second role contiguous).
   static constexpr bool A_K_INNER = false, B_K_INNER = false;
   // (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).

@@ -40,7 +40,7 @@
 //   ties by the cost model (the first in the domain): registers = 128 (of 2)
 //   forced: instruction = ffma (tensor-core dtypes), block_m = 16 (threads per block),
 //     smem_inner_a = m (ffma smem orientation), smem_inner_b = n (ffma smem orientation),
-//     loader_a = cp_async (pipeline depth)
+//     loader_a = cp_async (pipeline depth), transpose_depth = 1 (second register set)
 //   => 256 threads, 28672 B shared memory, grid 75 blocks (1 x 25 x 3), index type int
 //   thread tile 1x2: rows in groups of 1 (one 4-byte shared load of A a k step), columns in groups of 2 (8-byte loads of B); at most 128 registers a thread, 2 block(s) an SM by registers
 //   A: cp_async x1, shared rows along m
@@ -101,6 +101,8 @@ struct Traits {
   static constexpr int BM = 16, BN = 32, BK = 32, STAGES = 4;
   static constexpr bool MMA = false;  // FFMA
   static constexpr int TM = 1, TN = 2;  // outputs a thread
+  // k-tiles a transposing loader holds in registers.
+  static constexpr int TRANSPOSE_DEPTH = 1;
   // Shared tiles: A [k][m], B [k][n] (the second role contiguous).
   static constexpr bool A_K_INNER = false, B_K_INNER = false;
   // (256, 2): at most 128 registers a thread, 2 blocks an SM by registers; registers = 128 (ties by the cost model: the first of 2 in the domain).
