@@ -4,7 +4,7 @@
 // D (64 x N, f32) = A (64 x 16) * B (16 x N) + (accumulate ? D : 0), A and B in shared memory by descriptor
 // (dg::smem_desc), f16 or bf16 inputs; TransA / TransB: the operand is MN-major (wgmma reads it transposed).
 // Thread t of the warpgroup holds N / 2 accumulators: rows 16 (t / 32) + (t % 32) / 4 and + 8, columns
-// 8 j + 2 (t % 4) and + 1 as d[4 j .. 4 j + 3]. N: 32, 48, 64, 96, 112, 128, 160, 192, 224, 256.
+// 8 j + 2 (t % 4) and + 1 as d[4 j .. 4 j + 3]. N: 32, 48, 64, 96, 112, 128, 144, 160, 192, 224, 256.
 #pragma once
 
 #include <cstdint>
@@ -247,6 +247,58 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t d
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(int(TransA)), "n"(int(TransB)));
+}
+
+template <bool TransA, bool TransB>
+__device__ __forceinline__ void wgmma_m64n144k16_f16(float (&d)[72], uint64_t desc_a, uint64_t desc_b,
+                                                    int accumulate) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16\n"
+      " {"
+      " %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      " %64, %65, %66, %67, %68, %69, %70, %71"
+      " },\n"
+      " %72, %73, p, 1, 1, %75, %76;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(int(TransA)), "n"(int(TransB)));
+}
+
+template <bool TransA, bool TransB>
+__device__ __forceinline__ void wgmma_m64n144k16_bf16(float (&d)[72], uint64_t desc_a, uint64_t desc_b,
+                                                    int accumulate) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16\n"
+      " {"
+      " %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      " %64, %65, %66, %67, %68, %69, %70, %71"
+      " },\n"
+      " %72, %73, p, 1, 1, %75, %76;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(int(TransA)), "n"(int(TransB)));
 }
 
@@ -529,6 +581,10 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
     wgmma_m64n128k16_f16<TransA, TransB>(d, desc_a, desc_b, accumulate);
   } else if constexpr (N == 128 && std::is_same_v<Elem, __nv_bfloat16>) {
     wgmma_m64n128k16_bf16<TransA, TransB>(d, desc_a, desc_b, accumulate);
+  } else if constexpr (N == 144 && std::is_same_v<Elem, __half>) {
+    wgmma_m64n144k16_f16<TransA, TransB>(d, desc_a, desc_b, accumulate);
+  } else if constexpr (N == 144 && std::is_same_v<Elem, __nv_bfloat16>) {
+    wgmma_m64n144k16_bf16<TransA, TransB>(d, desc_a, desc_b, accumulate);
   } else if constexpr (N == 160 && std::is_same_v<Elem, __half>) {
     wgmma_m64n160k16_f16<TransA, TransB>(d, desc_a, desc_b, accumulate);
   } else if constexpr (N == 160 && std::is_same_v<Elem, __nv_bfloat16>) {

@@ -28,10 +28,11 @@ from dgemm_cli.views import ProblemViews
 
 PRODUCER_REGS = 40
 # Tile widths (the wgmma N, a multiple of 16 here). Past the powers of two, widths that let the tile count fill
-# the SMs: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112. An MN-major B is loaded in
-# 64-wide boxes, so it takes only multiples of 64.
+# the SMs or the output exactly: N = 14336 is 112 tiles of 128 for 132 SMs (20 idle), 128 tiles of 112; N = 576
+# (MLA's kv_a projection) is 4 tiles of 144 (cuBLAS's nvjet tile there), where 160 computes 640 columns. An MN-major
+# B is loaded in 64-wide boxes, so it takes only multiples of 64.
 # Below 64 (NARROW_N), only in A-multicast clusters: the tokens' side of decode with the roles swapped.
-BLOCK_N = (32, 48, 64, 96, 112, 128, 160, 192, 224, 256)
+BLOCK_N = (32, 48, 64, 96, 112, 128, 144, 160, 192, 224, 256)
 NARROW_N = 64
 MAX_ACC_REGS = 128  # f32 accumulators per consumer thread
 CONSUMER_OVERHEAD_REGS = 48  # descriptors, addresses, loop state and the epilogue beside the accumulators

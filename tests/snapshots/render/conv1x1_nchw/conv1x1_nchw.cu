@@ -35,7 +35,7 @@
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
 // Plan hopper: wgmma m64n256k16, tile 128x256x64, 2 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 4 TMA stages, L2 promotion 256B, A mn-major, B k-major, 216128 B smem, 392 tiles on a persistent grid of min(392, 1 x SMs) blocks, raster group 8
-//   cheapest by the cost model: block_n = 256 (of 10), stages = 4 (of 8), l2_promotion = 256B (of 2)
+//   cheapest by the cost model: block_n = 256 (of 11), stages = 4 (of 8), l2_promotion = 256B (of 2)
 //   forced: block_m = 128 (accumulator registers, warpgroup rows), consumers = 2 (accumulator registers),
 //     ctas_per_sm = 1 (accumulator registers), k_splits = 1 (k split), a_multicast = 1 (A multicast),
 //     acc_chains = 1 (accumulator registers)

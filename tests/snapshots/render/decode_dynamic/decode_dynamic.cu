@@ -51,7 +51,7 @@
 //   B: cp_async x8, shared rows along k; run-time loader dispatch: a 16-byte aligned view takes it (the spec promises 2), else gather_direct
 //
 // Plan for m in 9..64: hopper: wgmma m64n112k16, tile 64x112x64, 1 consumer warpgroup(s) + 1 producer, 1 block(s) an SM, 8 TMA stages, L2 promotion none, A k-major, B k-major, 191616 B smem, 128 tiles on a persistent grid of min(128, 1 x SMs) blocks, raster group 8
-//   cheapest by the cost model: block_n = 112 (of 10), stages = 8 (of 8), l2_promotion = none (of 2)
+//   cheapest by the cost model: block_n = 112 (of 11), stages = 8 (of 8), l2_promotion = none (of 2)
 //   forced: block_m = 64 (shared memory, warpgroup rows), consumers = 1 (warpgroup rows),
 //     ctas_per_sm = 1 (shared memory), k_splits = 1 (k split), a_multicast = 1 (A multicast),
 //     acc_chains = 1 (accumulator sets)
