@@ -77,6 +77,7 @@ struct OneGroup {
   static constexpr int BM = 32, BN = 32, BK = 16, STAGES = 2;
   static constexpr bool MMA = false;
   static constexpr int TM = 4, TN = 4;
+  static constexpr int TRANSPOSE_DEPTH = 1;  // one register set: two stages
   static constexpr bool A_K_INNER = false, B_K_INNER = false;
   static constexpr int MIN_BLOCKS = 1;
   static constexpr bool MIN_BLOCKS_NEEDS_CP_ASYNC = false;
