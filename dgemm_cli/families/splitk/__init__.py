@@ -61,9 +61,9 @@ SUMMARY = ("small-M split-K: cta tiles for few rows, K split over a thread-block
 RUNTIME_ROWS = True
 MAX_M = 64  # rows of C one block tile holds; beyond it the tiled families' square tiles pay
 # Past MAX_M rows the K split competes only for skinny outputs over a long K whose largest tiles leave SMs idle:
-# there one wave of output tiles runs the whole k-loop on a few SMs. Measured against the tiled families' picks on
-# an H100 (48 problems the wider gate moved, docs/RESULTS.md), the split ran 6 of the 8 skinny long-K problems
-# 1.2-8x faster (one 0.81x), and lost on most of the others (f32 tiles 0.29-0.93x, short K 0.6-0.9x).
+# there one wave of output tiles runs the whole k-loop on a few SMs. Elsewhere past MAX_M the tiled families' picks
+# measured faster than the split (docs/RESULTS.md, "The K split past 64 rows"), and this family's cost model does
+# not see why (its FFMA tiles run several times over their estimates).
 SKINNY_N_MAX = 64
 LONG_K_MIN = 1024
 SPLITS = (2, 4, 8, 16)  # blocks of a cluster that share one output tile; 16 is a non-portable cluster
