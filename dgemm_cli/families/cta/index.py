@@ -40,8 +40,8 @@ SPELLED = {
     "go": "const index_t go = S::K_INNER ? o0 + row : o0 + col, gk = S::K_INNER ? k0 + col : k0 + row;",
     "gk": "const index_t go = S::K_INNER ? o0 + row : o0 + col, gk = S::K_INNER ? k0 + col : k0 + row;",
     "left": "const index_t left = S::K_INNER ? T::K - gk : extent - go;",
-    "o0": "load_a.issue(As + s * A_TILE, A, m0, kt0 + s, M);",
-    "extent": "load_b.issue(Bs + s * B_TILE, B, n0, kt0 + s, T::N);",
+    "o0": "load_a.template issue<s % DA>(As + s * A_TILE, A, m0, kt0 + s, M);",
+    "extent": "load_b.template issue<s % DB>(Bs + s * B_TILE, B, n0, kt0 + s, T::N);",
     # A view's offset: the Role types (checked against the rendered traits) and dg/view.cuh's Role::offset.
     "A_offset": "S::Other::offset(go) + S::View::k::offset(gk)",
     "B_offset": "S::Other::offset(go) + S::View::k::offset(gk)",

@@ -41,7 +41,7 @@ SPELLED = {
     "tile": "const cta::TileOrigin<T> t = cta::tile_origin<T>(blockIdx.x / (SPLITS * GROUPS), M, A, B, C, ep);",
     "split": "const int split = int(cluster.block_rank());",
     "group": "const int group = GROUPS > 1 ? int((blockIdx.x / SPLITS) % GROUPS) : 0;",
-    "kt": "load_a.issue(As + next_stage * A_TILE, A, m0, kt0 + next, M);",
+    "kt": "load_a.template issue<(j + STAGES - 1) % DA>(As + next % STAGES * A_TILE, A, m0, kt0 + next, M);",
     "rows": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "cols": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "e": "for (int e = split * Threads + int(threadIdx.x); e < rows * cols; e += Splits * Threads) {",
