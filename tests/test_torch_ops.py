@@ -9,13 +9,13 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from .test_torch_problem import calls
-
 torch = pytest.importorskip("torch")
 
 import deepgemm.torch as dgt  # noqa: E402  (after the skip: it imports torch)
 from deepgemm import KernelCallError  # noqa: E402
 from deepgemm.torch import launch  # noqa: E402
+
+from .test_torch_problem import calls  # noqa: E402  (after the skip: it imports deepgemm.torch)
 
 pytestmark = pytest.mark.slow
 
