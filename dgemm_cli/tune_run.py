@@ -135,24 +135,37 @@ def _lower_build_priority() -> None:
 
 
 def _wait_built(p: TuneProblem, pending: dict[tuple[str, str], Future[BuildResult]],
-                progress: Progress) -> dict[str, bool]:
-    """Candidate -> built without spills, once every candidate of the problem is compiled."""
-    built = {}
+                progress: Progress) -> dict[str, str | None]:
+    """Candidate -> why it is not measured (None: built without spills), once every candidate of the problem is
+    compiled: the compiler's last error line, or the kernel that spills and how much."""
+    built: dict[str, str | None] = {}
     with progress(f"building {p.spec.name}", len(p.candidates)) as advance:
         for c in p.candidates:
-            res = pending[(p.spec.name, c.ident)].result()
-            built[c.ident] = res.ok and not any(k.spills for k in res.kernels)
+            built[c.ident] = _not_built(pending[(p.spec.name, c.ident)].result())
             advance(1)
     return built
 
 
-def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, str]], built: dict[str, bool],
+def _not_built(res: BuildResult) -> str | None:
+    if not res.ok:
+        lines = [line.strip() for line in res.error.splitlines() if line.strip()]
+        errors = [line for line in lines if "error" in line.lower()]  # the first error: what the others follow from
+        return "build failed: " + (errors[0] if errors else lines[-1] if lines else "no compiler output")[:200]
+    spilled = [k for k in res.kernels if k.spills]
+    if spilled:
+        k = spilled[0]
+        return (f"spilled: {k.kernel} ({k.registers} registers, {k.spill_store_bytes} bytes of spill stores, "
+                f"{k.spill_load_bytes} of loads)")
+    return None
+
+
+def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, str]], built: dict[str, str | None],
                         gpus: list[GpuInfo], env: dict[str, str], settings: TuneSettings,
                         progress: Progress) -> list[MeasuredCandidate]:
     """Verify (one seed) each built candidate in the cost model's order until the budget is spent, then time the
     verified ones in interleaved rounds (_time_rounds): a row each (Candidate.row)."""
     order = sorted(p.candidates, key=lambda c: (c.model_rank, list(FAMILIES).index(c.family)))
-    todo = [c for c in order if built.get(c.ident)]
+    todo = [c for c in order if c.ident in built and built[c.ident] is None]
     ends = _range_ends(p.spec)
     start = time.monotonic()
     results: dict[str, MeasuredCandidate] = {}
@@ -187,7 +200,7 @@ def _measure_candidates(p: TuneProblem, dirs: dict[tuple[str, str], tuple[Path, 
             results[c.ident] = replace(row, error=error, us_rounds=tuple(rounds))
         else:
             results[c.ident] = replace(row, us=statistics.median(rounds), us_rounds=tuple(rounds))
-    return [results.get(c.ident) or c.row(skipped="build failed or spilled") for c in order]
+    return [results.get(c.ident) or c.row(skipped=built.get(c.ident) or "not built") for c in order]
 
 
 def _time_rounds(p: TuneProblem, verified: list[Candidate], dirs: dict[tuple[str, str], tuple[Path, str]],

@@ -431,3 +431,23 @@ def test_resume_skips_what_the_database_holds_at_this_level_and_measures_the_res
     measured.clear()
     assert CliRunner().invoke(cli.main, [*tune, "--level", "1", "--resume"]).exit_code == 0
     assert measured == []  # level 2 entries hold for level 1
+
+
+def test_a_candidate_not_measured_says_why():
+    """A candidate that failed to build names the compiler's error; one that spills names the kernel and the bytes
+    (the database row's `skipped`); one built cleanly is measured."""
+    from pathlib import Path
+
+    from dgemm_cli.build import BuildResult, KernelResources
+    from dgemm_cli.tune_run import _not_built
+
+    def result(ok=True, error="", spill=0):
+        kernel = KernelResources("persistent_kernel", "sm_90a", 240, spill, spill, spill, 0)
+        return BuildResult(Path("x"), "x", "sm_90a", ok, 1.0, kernels=[kernel], error=error)
+
+    failed = result(ok=False, error="x.cu(12): error: identifier \"Q\" is undefined\n1 error detected\n")
+    assert _not_built(failed) == 'build failed: x.cu(12): error: identifier "Q" is undefined'
+    assert _not_built(result(ok=False)) == "build failed: no compiler output"
+    assert _not_built(result(spill=96)) == ("spilled: persistent_kernel (240 registers, 96 bytes of spill stores, "
+                                            "96 of loads)")
+    assert _not_built(result()) is None
