@@ -92,7 +92,34 @@ def test_promotion_registers_rule_out_one_consumer_on_a_128_row_tile():
     plan = _plan(_spec(m=4096, n=7168, k=16384))
     assert (plan.block_m, plan.block_n, plan.consumers) == (128, 128, 2)
     why = {d.node: {str(r.value): r.why for r in d.rejected} for d in plan.decisions}
-    assert "accumulators twice" in why["consumers"]["1"]
+    assert "128 accumulators x 3 (the promoted f32 ones and the tensor core's two sets)" in why["consumers"]["1"]
+
+
+B_COLUMNS = {"A": {"block": {"k": 128}, "layout": "col"}, "B": {"block": {"k": 128}, "layout": "row"}}
+
+
+def test_promotion_registers_count_three_accumulator_sets_and_the_factors():
+    """A consumer holds the promoted accumulators, the tensor core's two sets, two sets of its scales and, with a
+    scale a column of B, a factor a row-column pair: 128 x 128 tiles fit with DeepGEMM's scales and not with B's column
+    scales (which spilled 2 KB a thread), where 128 x 64 tiles run."""
+    assert (_plan(_spec(m=4096, n=4096, k=7168)).block_m, _plan(_spec(m=4096, n=4096, k=7168)).block_n) == (128, 128)
+    plan = _plan(_spec(B_COLUMNS, m=4096, n=4096, k=7168))
+    assert (plan.block_m, plan.block_n, plan.consumers) == (128, 64, 2)
+    text = explain_text(parse_spec(_spec(B_COLUMNS, m=4096, n=4096, k=7168), "f8.yaml"), H200)
+    assert ("1          rejected: promotion registers: 64 accumulators x 3 (the promoted f32 ones and the tensor "
+            "core's two sets) + 20 scales x 2 + 64 factors = 296 registers a consumer thread, 210 free") in text
+
+
+@pytest.mark.slow
+def test_the_plan_with_column_scales_of_b_builds_without_spills(tmp_path):
+    from dgemm_cli.build import build
+    from dgemm_cli.pipeline import generate
+    from dgemm_cli.toolchain import find_nvcc
+
+    spec = parse_spec(_spec(B_COLUMNS, m=4096, n=4096, k=7168), "f8.yaml")
+    report = build(generate(spec, H200, tmp_path).directory, "sm_90a", find_nvcc(), lib_only=True)
+    assert report.ok, report.error
+    assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
 
 
 def test_tiles_stay_inside_blocks_of_b_scales():

@@ -27,7 +27,6 @@ from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.fp8_hopper.scales import ScaleLoad, k_block_refusal, scale_load
 from dgemm_cli.families.hopper import (
     BLOCK_N,
-    CONSUMER_OVERHEAD_REGS,
     PACK_MIN_VEC,
     HopperPlan,
     build_tiling_graph,
@@ -53,6 +52,16 @@ ALIGN = 16  # bytes TMA needs of A's and B's first elements
 # (PROMOTION_HIDDEN). Estimates from the instruction counts, not yet fitted to measurements.
 PROMOTION_WAIT_CLK = 120
 PROMOTION_HIDDEN = 0.75
+# What a consumer thread holds through the main loop (dg/fp8_hopper.cuh): the promoted f32 accumulators and the
+# tensor core's two sets, two sets of the scales that vary along k (one a set in flight) and, where B has a scale a
+# column, the factors of the promotion (a row's scale times a column's, one a pair). Beside them the
+# descriptors, addresses and loop state. With two consumers (232 registers each) ptxas (CUDA 13.0) fits 128 x 128
+# tiles with A's row scales (198 held) without spills; 256 x 64 ones (202 held) fit on [4096, 7168] x [7168, 2112] and
+# spill 48 bytes on [4096, 7168] x [7168, 4096]; 128 x 128 ones with B's column scales (260 held) spill 2 KB a thread.
+# 30 registers of overhead keep the first two and refuse the third.
+ACC_SETS = 3
+SCALE_SETS = 2
+PROMOTION_OVERHEAD_REGS = 30
 
 
 @dataclass(frozen=True)
@@ -132,18 +141,25 @@ def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "dg/fp8_hopper.cuh has the persistent kernel only")
 
     def promotion_regs(a: Assignment) -> str | None:
-        acc = a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
-        extra = 0
-        if "A" in loads and not loads["A"].uniform(a["block_m"]):
-            extra += 2 * a["block_m"] // a["consumers"] // 64
-        if "B" in loads and not loads["B"].uniform(a["block_n"]):
-            extra += a["block_n"] // 4
-        room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - CONSUMER_OVERHEAD_REGS
-        need = 2 * acc + extra
-        return None if need <= room else (f"{acc} accumulators twice (the tensor core's and the promoted f32 ones) "
-                                          f"+ {extra} scales = {need} registers a consumer thread, {room} free")
+        mi = a["block_m"] // a["consumers"] // 64
+        acc = mi * a["block_n"] // 2
+        def per_set(x: str, tile: int, spread: int) -> int:
+            """A set's scales of x: one a tile, or 2 an m64 block (A's rows) or an 8-column group (B's columns)."""
+            s = loads.get(x)
+            return 0 if s is None or not s.along_k else 1 if s.uniform(tile) else spread
+        ca, cb = per_set("A", a["block_m"], 2 * mi), per_set("B", a["block_n"], a["block_n"] // 4)
+        scales = ca + cb
+        # A scale a column of B: the promotion's factors (a row's scale times a column's) are one a pair.
+        products = cb * max(ca, 1) if cb > 1 else 0
+        room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - PROMOTION_OVERHEAD_REGS
+        need = ACC_SETS * acc + SCALE_SETS * scales + products
+        return None if need <= room else (f"{acc} accumulators x {ACC_SETS} (the promoted f32 ones and the tensor "
+                                          f"core's two sets) + {scales} scales x {SCALE_SETS}"
+                                          + (f" + {products} factors" if products else "")
+                                          + f" = {need} registers a consumer thread, {room} free")
     g.constrain("promotion registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], promotion_regs,
-                "a consumer holds the promoted f32 accumulators, the tensor core's, and its scales in registers")
+                "a consumer holds the promoted f32 accumulators, the tensor core's two sets, two sets of its scales "
+                "and the promotion's factors in registers")
 
     widths = {"A": [n.domain for n in g.nodes if n.name == "block_m"][0], "B": BLOCK_N}
 
