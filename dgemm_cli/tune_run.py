@@ -137,7 +137,7 @@ def _lower_build_priority() -> None:
 def _wait_built(p: TuneProblem, pending: dict[tuple[str, str], Future[BuildResult]],
                 progress: Progress) -> dict[str, str | None]:
     """Candidate -> why it is not measured (None: built without spills), once every candidate of the problem is
-    compiled: the compiler's last error line, or the kernel that spills and how much."""
+    compiled: the compiler's first error line, or the kernel that spills and how much."""
     built: dict[str, str | None] = {}
     with progress(f"building {p.spec.name}", len(p.candidates)) as advance:
         for c in p.candidates:
