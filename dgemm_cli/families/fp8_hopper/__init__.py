@@ -54,11 +54,11 @@ PROMOTION_WAIT_CLK = 120
 PROMOTION_HIDDEN = 0.75
 # What a consumer thread holds through the main loop (dg/fp8_hopper.cuh): the promoted f32 accumulators and the
 # tensor core's two sets, two sets of the scales that vary along k (one a set in flight) and, where B has a scale a
-# column, the factors of the promotion (a row's scale times a column's, one a pair). Beside them the
-# descriptors, addresses and loop state. With two consumers (232 registers each) ptxas (CUDA 13.0) fits 128 x 128
-# tiles with A's row scales (198 held) without spills; 256 x 64 ones (202 held) fit on [4096, 7168] x [7168, 2112] and
-# spill (20 bytes of stores, 28 of loads) on [4096, 7168] x [7168, 4096]; 128 x 128 ones with B's column scales (260 held) spill 2 KB a thread.
-# 30 registers of overhead keep the first two and refuse the third.
+# column, the factors of the promotion (a row's scale times a column's, one a pair). Beside them the descriptors,
+# addresses and loop state. With two consumers (232 registers each) ptxas (CUDA 13.0) fits 128 x 128 tiles with A's
+# row scales (198 held) without spills; 256 x 64 ones (202 held) fit on [4096, 7168] x [7168, 2112] and spill (20
+# bytes of stores, 28 of loads) on [4096, 7168] x [7168, 4096]; 128 x 128 ones with B's column scales (260 held)
+# spill 2 KB a thread. 30 registers of overhead keep the first two and refuse the third.
 ACC_SETS = 3
 SCALE_SETS = 2
 PROMOTION_OVERHEAD_REGS = 30
