@@ -102,7 +102,8 @@ def test_promotion_registers_count_three_accumulator_sets_and_the_factors():
     """A consumer holds the promoted accumulators, the tensor core's two sets, two sets of its scales and, with a
     scale a column of B, a factor a row-column pair: 128 x 128 tiles fit with DeepGEMM's scales and not with B's column
     scales (which spilled 2 KB a thread), where 128 x 64 tiles run."""
-    assert (_plan(_spec(m=4096, n=4096, k=7168)).block_m, _plan(_spec(m=4096, n=4096, k=7168)).block_n) == (128, 128)
+    deepgemm = _plan(_spec(m=4096, n=4096, k=7168))
+    assert (deepgemm.block_m, deepgemm.block_n) == (128, 128)
     plan = _plan(_spec(B_COLUMNS, m=4096, n=4096, k=7168))
     assert (plan.block_m, plan.block_n, plan.consumers) == (128, 64, 2)
     text = explain_text(parse_spec(_spec(B_COLUMNS, m=4096, n=4096, k=7168), "f8.yaml"), H200)

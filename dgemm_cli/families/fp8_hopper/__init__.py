@@ -141,16 +141,16 @@ def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                 "dg/fp8_hopper.cuh has the persistent kernel only")
 
     def promotion_regs(a: Assignment) -> str | None:
-        mi = a["block_m"] // a["consumers"] // 64
-        acc = mi * a["block_n"] // 2
-        def per_set(x: str, tile: int, spread: int) -> int:
-            """A set's scales of x: one a tile, or 2 an m64 block (A's rows) or an 8-column group (B's columns)."""
-            s = loads.get(x)
-            return 0 if s is None or not s.along_k else 1 if s.uniform(tile) else spread
-        ca, cb = per_set("A", a["block_m"], 2 * mi), per_set("B", a["block_n"], a["block_n"] // 4)
-        scales = ca + cb
+        wg_m = a["block_m"] // a["consumers"]
+        acc = wg_m // 64 * a["block_n"] // 2
+        tiles = {"A": a["block_m"], "B": a["block_n"]}
+        # A set's scales of each view that varies along k (the kernel's ScaleOf<T, IsA>::COUNT).
+        held = {x: s.held(tiles[x], wg_m) if s.along_k else 0 for x, s in loads.items()}
+        scales = held.get("A", 0) + held.get("B", 0)
         # A scale a column of B: the promotion's factors (a row's scale times a column's) are one a pair.
-        products = cb * max(ca, 1) if cb > 1 else 0
+        b = loads.get("B")
+        columns = b is not None and b.along_k and not b.uniform(a["block_n"])
+        products = held["B"] * max(held.get("A", 0), 1) if columns else 0
         room = consumer_regs(a["consumers"], a["ctas_per_sm"]) - PROMOTION_OVERHEAD_REGS
         need = ACC_SETS * acc + SCALE_SETS * scales + products
         return None if need <= room else (f"{acc} accumulators x {ACC_SETS} (the promoted f32 ones and the tensor "

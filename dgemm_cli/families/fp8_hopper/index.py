@@ -103,7 +103,7 @@ def scale_loads(views: ProblemViews, plan: Fp8HopperPlan, rows: Rows) -> tuple[t
         extent = rows.M_INNER if is_a else _c(plan.n_inner, "T::N_INNER")
         origin = tile.m0 if is_a else tile.n0
         uniform = s.uniform(plan.block_m if is_a else plan.block_n)
-        count = 1 if uniform else (2 * (plan.wg_m // 64) if is_a else plan.block_n // 4)
+        count = s.held(plan.block_m if is_a else plan.block_n, plan.wg_m)
         i = Var("i")
         if uniform:
             mn: Expr = origin

@@ -49,6 +49,13 @@ class ScaleLoad:
         """Whether every row (column) of a tile `tile` wide shares one scale: tiles start at multiples of `tile`."""
         return self.mn_block == 0 or self.mn_block % tile == 0
 
+    def held(self, tile: int, wg_m: int) -> int:
+        """The scales a consumer thread loads of this view at once (ScaleOf<T, IsA>::COUNT): the tile's one, or
+        its rows' (2 an m64 block of its `wg_m` rows: g and g + 8) or its columns' (2 an 8-column group)."""
+        if self.uniform(tile):
+            return 1
+        return 2 * (wg_m // 64) if self.operand == "A" else tile // 4
+
     def mode(self) -> str:
         """The scaling mode in the words users know it by: "1 x 128 blocks (rows x k)", "per channel", ..."""
         which = "row" if self.role == "m" else "column"
