@@ -189,7 +189,9 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
         }
       };
       // Promote set B, whose wgmmas are done (Pending: how many later groups may still run): release its stage, then
-      // one FFMA an accumulator (the first k-iteration sets them).
+      // one FFMA an accumulator (the first k-iteration sets them). Where no scale varies along k the first one adds
+      // zero rather than copying: a copy lets the compiler give the set's registers to the promoted accumulators,
+      // and ptxas then makes the next wgmmas into that set wait for every earlier one.
       auto promote = [&](auto set, auto pending, auto first) {
         constexpr int B = decltype(set)::value;
         wgmma_wait<decltype(pending)::value>();
@@ -201,8 +203,9 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
 #pragma unroll
           for (int i = 0; i < Cfg::NACC; ++i) {
             const float f = factor<T, SA::ALONG_K, SB::ALONG_K>(fa[B], fb[B], mi, i);
-            if constexpr (decltype(first)::value) acc[mi][i] = part[B][mi][i] * f;
-            else acc[mi][i] = fmaf(part[B][mi][i], f, acc[mi][i]);
+            if constexpr (!decltype(first)::value) acc[mi][i] = fmaf(part[B][mi][i], f, acc[mi][i]);
+            else if constexpr (SA::ALONG_K || SB::ALONG_K) acc[mi][i] = part[B][mi][i] * f;
+            else acc[mi][i] = part[B][mi][i] + 0.0f;
           }
         }
       };

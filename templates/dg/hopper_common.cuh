@@ -15,9 +15,10 @@
 //              A_BOX_ROWS, B_FIRST, B_EVICT_FIRST, A_EVICT_FIRST, A_PARTS, TMA_DTYPE, L2_PROMOTION
 //   output     C_ALONG_M, C_VEC, C_SM, C_SN, EPI_COLS, EPI_PITCH, EPI_FLOATS, PACKED, PACK_COLS, PACK_PITCH
 //   K split    SPLITS, KT_PER_SPLIT, RED_PITCH;  SMEM_BYTES (the planner's, checked against the layout here)
-//   functions  out(C, ep): the output's first element; store_vector(p, src, gm, gn, tile, m_inner, C, ep, alpha,
-//              beta): C_VEC outputs from f32 through the epilogue; pointwise(t): the epilogue's steps without views
-//              (the packed store's).
+//   functions  out(C, ep): the output's first element; finish_vector(p, v, gm, gn, tile, m_inner, C, ep, alpha,
+//              beta): C_VEC f32 values through the epilogue in place (loads only); store_vector(p, v, gm, gn,
+//              m_inner): them converted and stored; pointwise(t): the epilogue's steps without views (the packed
+//              store's).
 #pragma once
 
 #include <cstdint>
@@ -471,7 +472,10 @@ __device__ __forceinline__ bool block_rows(const TileOf<T>& tile, int wg, int mi
 
 // The f32 staging store: EPI_COLS columns of a consumer warpgroup's accumulators at a time through its staging
 // buffer `epi`, then the epilogue on each C_VEC-element vector of the output along its contiguous role as the store
-// phase reads it (T::store_vector: the views read beside the accumulators, C for beta included).
+// phase reads it (T::finish_vector: the views read beside the accumulators, C for beta included), in place in the
+// staging tile; then each vector stored (T::store_vector). A thread finishes all its vectors of the columns before it
+// stores one, so that their loads run together: in one loop, each load would wait for the store before it, which
+// it may alias.
 template <class T>
 __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<T>::NACC], float* epi,
                                              const TileOf<T>& tile, long long c_tile_of_tile, int m_inner, int wg,
@@ -501,22 +505,33 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
         }
       }
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-      if constexpr (T::C_ALONG_M) {  // VEC consecutive rows of one column per vector
-        for (int v = tid; v < EPI_COLS * (64 / VEC); v += 128) {
+      // Vector v of the columns: VEC consecutive rows of one column where the output runs along m, else VEC
+      // consecutive columns of one row; false past the output's edge.
+      auto vector_at = [&](int v, int& gm, int& gn, float*& src) {
+        if constexpr (T::C_ALONG_M) {
           const int col = v / (64 / VEC), rv = (v % (64 / VEC)) * VEC;
-          const int gm = row0 + rv, gn = tile.n0 + nc * EPI_COLS + col;
-          if (gn >= T::N_INNER || gm >= m_inner) continue;
-          T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), &epi[col * EPI_PITCH + rv], gm, gn, blk, m_inner, C, ep,
-                          alpha, beta);
-        }
-      } else {  // VEC consecutive columns of one row per vector
-        for (int v = tid; v < 64 * (EPI_COLS / VEC); v += 128) {
+          gm = row0 + rv, gn = tile.n0 + nc * EPI_COLS + col;
+          src = &epi[col * EPI_PITCH + rv];
+        } else {
           const int r = v / (EPI_COLS / VEC), cv = (v % (EPI_COLS / VEC)) * VEC;
-          const int gm = row0 + r, gn = tile.n0 + nc * EPI_COLS + cv;
-          if (gm >= m_inner || gn >= T::N_INNER) continue;
-          T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), &epi[r * EPI_PITCH + cv], gm, gn, blk, m_inner, C, ep,
-                          alpha, beta);
+          gm = row0 + r, gn = tile.n0 + nc * EPI_COLS + cv;
+          src = &epi[r * EPI_PITCH + cv];
         }
+        return gm < m_inner && gn < T::N_INNER;
+      };
+      constexpr int VECTORS = 64 * EPI_COLS / VEC;  // of the columns; a thread's: v = tid + 128 u
+#pragma unroll
+      for (int v = tid; v < VECTORS; v += 128) {
+        int gm, gn;
+        float* src;
+        if (vector_at(v, gm, gn, src))
+          T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, blk, m_inner, C, ep, alpha, beta);
+      }
+#pragma unroll
+      for (int v = tid; v < VECTORS; v += 128) {
+        int gm, gn;
+        float* src;
+        if (vector_at(v, gm, gn, src)) T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, m_inner);
       }
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
     }

@@ -13,19 +13,28 @@ namespace {
 
 struct NoViews {};
 
-// The plain store of VEC outputs along n, as families/hopper/render.py renders it.
+// The plain store of VEC outputs along n, as families/hopper/render.py renders it: the epilogue in place, then the
+// store.
 template <class Out_t, int VEC, int N_INNER>
 struct PlainStore {
   template <class Tile>
-  __device__ static void store_vector(Out_t* p, const float* src, int gm, int gn, const Tile&, int, Out_t*,
-                                      const NoViews&, float alpha, float beta) {
+  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int gn, const Tile&, int, const Out_t*,
+                                       const NoViews&, float alpha, float beta) {
     (void)gm;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
       if (gn + e >= N_INNER) break;
-      float out = alpha * src[e];
+      float out = alpha * v[e];
       if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      p[e] = dg::from_float<Out_t>(out);
+      v[e] = out;
+    }
+  }
+  __device__ static void store_vector(Out_t* p, const float* v, int gm, int gn, int) {
+    (void)gm;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      if (gn + e >= N_INNER) break;
+      p[e] = dg::from_float<Out_t>(v[e]);
     }
   }
 };

@@ -17,15 +17,23 @@ namespace {
 template <class Out_t, class C_param, class Epilogue, int VEC, int N_INNER>
 struct PlainStore {
   template <class Tile>
-  __device__ static void store_vector(Out_t* p, const float* src, int gm, int gn, const Tile&, int, C_param*,
-                                      const Epilogue&, float alpha, float beta) {
+  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int gn, const Tile&, int, const C_param*,
+                                       const Epilogue&, float alpha, float beta) {
     (void)gm;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
       if (gn + e >= N_INNER) break;
-      float out = alpha * src[e];
+      float out = alpha * v[e];
       if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      p[e] = dg::from_float<Out_t>(out);
+      v[e] = out;
+    }
+  }
+  __device__ static void store_vector(Out_t* p, const float* v, int gm, int gn, int) {
+    (void)gm;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      if (gn + e >= N_INNER) break;
+      p[e] = dg::from_float<Out_t>(v[e]);
     }
   }
 };
@@ -176,14 +184,21 @@ struct Multicast {
   __device__ static Out_t* out(C_param* C, const Epilogue&) { return C; }
   __device__ static float pointwise(float t) { return t; }
   template <class Tile>
-  __device__ static void store_vector(Out_t* p, const float* src, int gm, int, const Tile&, int m_inner, C_param*,
-                                      const Epilogue&, float alpha, float beta) {
+  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int, const Tile&, int m_inner,
+                                       const C_param*, const Epilogue&, float alpha, float beta) {
 #pragma unroll
     for (int e = 0; e < C_VEC; ++e) {
       if (gm + e >= m_inner) break;
-      float out = alpha * src[e];
+      float out = alpha * v[e];
       if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      p[e] = dg::from_float<Out_t>(out);
+      v[e] = out;
+    }
+  }
+  __device__ static void store_vector(Out_t* p, const float* v, int gm, int, int m_inner) {
+#pragma unroll
+    for (int e = 0; e < C_VEC; ++e) {
+      if (gm + e >= m_inner) break;
+      p[e] = dg::from_float<Out_t>(v[e]);
     }
   }
 };
@@ -240,14 +255,21 @@ struct FlatRows {
   __device__ static float pointwise(float t) { return t; }
   // C_VEC outputs along m, up to the end of the m segment.
   template <class Tile>
-  __device__ static void store_vector(Out_t* p, const float* src, int gm, int, const Tile&, int m_inner, C_param*,
-                                      const Epilogue&, float alpha, float beta) {
+  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int, const Tile&, int m_inner,
+                                       const C_param*, const Epilogue&, float alpha, float beta) {
 #pragma unroll
     for (int e = 0; e < C_VEC; ++e) {
       if (gm + e >= m_inner) break;
-      float out = alpha * src[e];
+      float out = alpha * v[e];
       if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      p[e] = dg::from_float<Out_t>(out);
+      v[e] = out;
+    }
+  }
+  __device__ static void store_vector(Out_t* p, const float* v, int gm, int, int m_inner) {
+#pragma unroll
+    for (int e = 0; e < C_VEC; ++e) {
+      if (gm + e >= m_inner) break;
+      p[e] = dg::from_float<Out_t>(v[e]);
     }
   }
 };

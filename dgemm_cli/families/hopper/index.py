@@ -71,8 +71,8 @@ SPELLED: dict[str, tuple[str, ...]] = {
                "T::C_SN;",),
     "flat": ("blk = granule_at<T>(flat0, tile);",),
     "row0": ("row0 = blk.m0;", "row0 = tile.m0 + wg * T::WG_M + mi * 64;"),
-    "v": ("for (int v = tid; v < EPI_COLS * (64 / VEC); v += 128) {", "for (int v = tid; v < 64 * (EPI_COLS / VEC); "
-          "v += 128) {", "const int v = tid + u * 128;",
+    "v": ("constexpr int VECTORS = 64 * EPI_COLS / VEC;", "for (int v = tid; v < VECTORS; v += 128) {",
+          "const int v = tid + u * 128;",
           "for (int v = first + int(threadIdx.x) - 128; v < end; v += T::CONSUMERS * 128) {"),
     "a_part": ("const int a_part = int(cluster_rank());",
                "else if constexpr (Config<T>::MULTICAST) return tile.m0 + a_part * Config<T>::A_PART_ROWS + shift;"),
