@@ -472,10 +472,9 @@ __device__ __forceinline__ bool block_rows(const TileOf<T>& tile, int wg, int mi
 
 // The f32 staging store: EPI_COLS columns of a consumer warpgroup's accumulators at a time through its staging
 // buffer `epi`, then the epilogue on each C_VEC-element vector of the output along its contiguous role as the store
-// phase reads it (T::finish_vector: the views read beside the accumulators, C for beta included), in place in the
-// staging tile; then each vector stored (T::store_vector). A thread finishes all its vectors of the columns before it
-// stores one, so that their loads run together: in one loop, each load would wait for the store before it, which
-// it may alias.
+// phase reads it (T::finish_vector: the views read beside the accumulators, C for beta included), in registers; then
+// each vector stored (T::store_vector). A thread finishes all its vectors of the columns before it stores one, so that
+// their loads run together: in one loop, each load would wait for the store before it, which it may alias.
 template <class T>
 __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<T>::NACC], float* epi,
                                              const TileOf<T>& tile, long long c_tile_of_tile, int m_inner, int wg,
@@ -507,7 +506,7 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
       // Vector v of the columns: VEC consecutive rows of one column where the output runs along m, else VEC
       // consecutive columns of one row; false past the output's edge.
-      auto vector_at = [&](int v, int& gm, int& gn, float*& src) {
+      auto vector_at = [&](int v, int& gm, int& gn, const float*& src) {
         if constexpr (T::C_ALONG_M) {
           const int col = v / (64 / VEC), rv = (v % (64 / VEC)) * VEC;
           gm = row0 + rv, gn = tile.n0 + nc * EPI_COLS + col;
@@ -519,19 +518,32 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
         }
         return gm < m_inner && gn < T::N_INNER;
       };
-      constexpr int VECTORS = 64 * EPI_COLS / VEC;  // of the columns; a thread's: v = tid + 128 u
+      // A thread's vectors v = tid + 128 u of the columns, BATCH at a time: each read into registers and finished,
+      // then each stored. A batch bounds the registers its loads in flight take.
+      constexpr int VECTORS = 64 * EPI_COLS / VEC, PER_THREAD = (VECTORS + 127) / 128;
+      constexpr int BATCH = PER_THREAD < 8 ? PER_THREAD : 8;
 #pragma unroll
-      for (int v = tid; v < VECTORS; v += 128) {
-        int gm, gn;
-        float* src;
-        if (vector_at(v, gm, gn, src))
-          T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, blk, m_inner, C, ep, alpha, beta);
-      }
+      for (int u0 = 0; u0 < PER_THREAD; u0 += BATCH) {
+        float vals[BATCH][VEC];
 #pragma unroll
-      for (int v = tid; v < VECTORS; v += 128) {
-        int gm, gn;
-        float* src;
-        if (vector_at(v, gm, gn, src)) T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, m_inner);
+        for (int i = 0; i < BATCH; ++i) {
+          const int u = u0 + i, v = tid + u * 128;
+          int gm, gn;
+          const float* src;
+          if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src)) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) vals[i][e] = src[e];
+            T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, blk, m_inner, C, ep, alpha, beta);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+          const int u = u0 + i, v = tid + u * 128;
+          int gm, gn;
+          const float* src;
+          if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src))
+            T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, m_inner);
+        }
       }
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");  // staging free for the next columns
     }
