@@ -404,7 +404,7 @@ def _awq_read_linear(model):
 
 
 def _missing_m_guard(model):
-    """T::put without its `gm >= M` test: the tile's rows past the run-time M are written."""
+    """T::store without its `gm >= M` test: the tile's rows past the run-time M are written."""
     def unguarded(e):
         return replace(e, next(x for x in walk(e) if isinstance(x, Cmp) and isinstance(x.a, Let) and x.a.name == "gm"),
                        Cmp("<=", Const(0), Const(0)))

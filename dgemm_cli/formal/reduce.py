@@ -1,6 +1,6 @@
 """dg/reduce.cuh's end of the small-M kernels as data (pure): the walk of a block's partial tile over its valid rows x
-cols (consecutive elements along C's contiguous role, a share of them a block of the cluster) and T::finish and
-T::put at each, with the map of (block, thread, iteration) onto the output's elements. The splitk family's slot and finish loops
+cols (consecutive elements along C's contiguous role, a share of them a block of the cluster) and T::store at each,
+with the map of (block, thread, iteration) onto the output's elements. The splitk family's slot and finish loops
 (dg/splitk.cuh), gemv's and tcgemv's stores walk the same way."""
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def tile_of(plan_tiles_n: int, bm: int, bn: int, tiles_m: Expr, y_b: Expr, y_m: 
 def tile_store(views: ProblemViews, shape: tuple[int, int, int], rows: Rows, o: Origin, ranges: tuple[Range, ...],
                walk: TileWalk, block_inverse: Callable[[Expr, Expr], Expr], ident: str, text: str,
                thread_inverse: Callable[[Expr], dict[str, Expr]]) -> tuple[tuple[Access, ...], Bijection]:
-    """T::finish and T::put at (m0 + r, n0 + c) of a walk of the tile's elements, and the map of (block, thread,
-    iteration) onto the output's elements. `shape`: (BM, BN, tiles along n) of the output tiles (numbered as cta's: n fastest,
+    """T::store(C, m0 + r, n0 + c, ...) of a walk of the tile's elements, and the map of (block, thread, iteration)
+    onto the output's elements. `shape`: (BM, BN, tiles along n) of the output tiles (numbered as cta's: n fastest,
     then m, then batch); `block_inverse(tile, e)` and `thread_inverse(e)` give the domain back."""
     block_m, block_n, tiles_n = shape
     N = _c(views.n, "T::N", INDEX)

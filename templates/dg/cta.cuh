@@ -354,27 +354,21 @@ struct Math<T, true> {
     }
   }
 
-  // Calls finish(row, col, v) on every accumulator v (a reference: finish rewrites it) of an m16 block, then
-  // put(row, col, v) on them, block by block; (row, col) in the block tile. A block's loads all go before its
-  // stores, which they might alias, and a block bounds the registers the loads in flight take. The m16n8 layout:
-  // lane (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q and 2q+1.
-  template <class Finish, class Put>
-  __device__ __forceinline__ void store_each(Acc& acc, Finish finish, Put put) const {
+  // Calls at(row, col, v) for every accumulator, (row, col) in the block tile. The m16n8 layout: lane
+  // (g = lane/4, q = lane%4) holds rows g and g+8, columns 2q and 2q+1.
+  template <class At>
+  __device__ __forceinline__ void for_each(const Acc& acc, At at) const {
     const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      auto each = [&](auto at) {
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) {
-          const int row = warp_m0 + mi * 16 + g, col = warp_n0 + ni * 8 + 2 * q;
-          at(row, col, acc[mi][ni][0]);
-          at(row, col + 1, acc[mi][ni][1]);
-          at(row + 8, col, acc[mi][ni][2]);
-          at(row + 8, col + 1, acc[mi][ni][3]);
-        }
-      };
-      each(finish);
-      each(put);
+      for (int ni = 0; ni < NI; ++ni) {
+        const int row = warp_m0 + mi * 16 + g, col = warp_n0 + ni * 8 + 2 * q;
+        at(row, col, acc[mi][ni][0]);
+        at(row, col + 1, acc[mi][ni][1]);
+        at(row + 8, col, acc[mi][ni][2]);
+        at(row + 8, col + 1, acc[mi][ni][3]);
+      }
     }
   }
 
@@ -436,16 +430,12 @@ struct Math<T, false> {
     }
   }
 
-  // Calls finish(row, col, v) on every accumulator v (a reference: finish rewrites it) of a row of the thread
-  // tile, then put(row, col, v) on them, row by row (as the mma layout's store_each).
-  template <class Finish, class Put>
-  __device__ __forceinline__ void store_each(Acc& acc, Finish finish, Put put) const {
+  template <class At>
+  __device__ __forceinline__ void for_each(const Acc& acc, At at) const {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
 #pragma unroll
-      for (int j = 0; j < TN; ++j) finish(row(i), col(j), acc[i][j]);
-#pragma unroll
-      for (int j = 0; j < TN; ++j) put(row(i), col(j), acc[i][j]);
+      for (int j = 0; j < TN; ++j) at(row(i), col(j), acc[i][j]);
     }
   }
 
@@ -586,9 +576,7 @@ __global__ void __launch_bounds__(T::THREADS, (min_blocks<T, LoadA, LoadB>()))
   const Math<T> math;
   typename Math<T>::Acc acc;
   mainloop<T, LoadA, LoadB>(As, Bs, A, B, t.m0, t.n0, M, 0, Shape<T>::K_TILES, math, acc);
-  math.store_each(
-      acc, [&](int r, int c, float& v) { T::finish(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep); },
-      [&](int r, int c, float& v) { T::put(C, t.m0 + r, t.n0 + c, v, M, ep); });
+  math.for_each(acc, [&](int r, int c, float v) { T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep); });
 }
 
 // One grid of tiles(M) blocks; the shared-memory opt-in once per device and instantiation.

@@ -67,14 +67,6 @@ __device__ __forceinline__ float block_sum(float v, float* warp_sums) {
   return sum;
 }
 
-// The block's one output from its sum (C already at the block's batch): alpha, beta and the epilogue, then the store.
-template <class T>
-__device__ __forceinline__ void store_sum(typename T::C_param* C, float sum, float alpha, float beta,
-                                          const typename T::Epilogue& ep) {
-  T::finish(C, 0, 0, sum, alpha, beta, T::M, ep);
-  T::put(C, 0, 0, sum, T::M, ep);
-}
-
 // Block b: output b / GROUPS, K slice b % GROUPS. VA, VB: elements a load of A and B (the launcher checks the
 // pointers for the wide instantiation). One group: thread 0 stores C; more: the block's sum goes to partials[b].
 template <class T, int VA, int VB>
@@ -131,12 +123,12 @@ __global__ void __launch_bounds__(T::THREADS)
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;  // [output][group]
   } else {
     (void)partials;
-    if (threadIdx.x == 0) store_sum<T>(C, sum, alpha, beta, ep);
+    if (threadIdx.x == 0) T::store(C, 0, 0, sum, alpha, beta, T::M, ep);
   }
 }
 
 // The second kernel (GROUPS > 1): block t adds the GROUPS sums of output t (thread i those at i, i + FINISH_THREADS,
-// ... in order, then the same fixed tree) and stores C through store_sum.
+// ... in order, then the same fixed tree) and stores C through T::store.
 template <class T>
 __global__ void __launch_bounds__(T::FINISH_THREADS)
     finish(const float* __restrict__ partials, typename T::C_param* __restrict__ C, typename T::Epilogue ep,
@@ -151,7 +143,7 @@ __global__ void __launch_bounds__(T::FINISH_THREADS)
   float v = 0.0f;
   for (int g = int(threadIdx.x); g < T::GROUPS; g += T::FINISH_THREADS) v += partials[size_t(tile) * T::GROUPS + g];
   const float sum = block_sum(v, warp_sums);
-  if (threadIdx.x == 0) store_sum<T>(C, sum, alpha, beta, ep);
+  if (threadIdx.x == 0) T::store(C, 0, 0, sum, alpha, beta, T::M, ep);
 }
 
 // A programmatic dependent launch; with groups, the scratch buffer from the stream-ordered allocator, the second

@@ -242,28 +242,20 @@ __global__ void __launch_bounds__(T::THREADS, (cta::min_blocks<T, LoadA, LoadB>(
     }
   }
 
-  // Scales constant along k, once; then, an m16 block at a time, each accumulator in range through alpha, beta and
-  // the epilogue (loads only, so they run together: a load after a store it may alias waits for it), then the
-  // block's stores.
+  // Scales constant along k, once; then the store (alpha, beta, the epilogue) of every accumulator in range.
   if constexpr (!SA::K_VARYING) sa.load(scales.a, 0);
   if constexpr (!SB::K_VARYING) sb.load(scales.b, 0);
 #pragma unroll
-  for (int mi = 0; mi < M8::MI; ++mi) {
+  for (int mi = 0; mi < M8::MI; ++mi)
 #pragma unroll
     for (int ni = 0; ni < M8::NI; ++ni)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float& v = acc[mi][ni][e];
+        float v = acc[mi][ni][e];
         if constexpr (!SA::K_VARYING) v *= sa.v[mi][e / 2];
         if constexpr (!SB::K_VARYING) v *= sb.v[ni][e % 2];
-        T::finish(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);
+        T::store(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);
       }
-#pragma unroll
-    for (int ni = 0; ni < M8::NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        T::put(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), acc[mi][ni][e], M, ep);
-  }
 }
 
 // One grid of tiles(M) blocks; the shared-memory opt-in once per device and instantiation.

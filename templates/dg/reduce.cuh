@@ -25,7 +25,7 @@ __device__ __forceinline__ int cluster_rank() {
 // Every block of a cluster of `Splits` holds its partial BM x BN tile (f32, `RedPitch` floats a row) at `partial`
 // in its own shared memory; block `split` sums its share of the tile's valid elements over ranks 0..Splits-1 in
 // rank order (the same order on every launch: bit-identical results run to run) and stores them through
-// T::finish and T::put. With Splits == 1 there is no cluster: the block stores its own tile. Consecutive threads take
+// T::store. With Splits == 1 there is no cluster: the block stores its own tile. Consecutive threads take
 // consecutive elements along the output's contiguous role (T::c_along_m), so that the stores coalesce.
 template <class T, int BM, int BN, int Threads, int Splits, int RedPitch>
 __device__ __forceinline__ void store_partial_tile(float* partial, typename T::C_param* C, typename T::index_t M,
@@ -45,8 +45,7 @@ __device__ __forceinline__ void store_partial_tile(float* partial, typename T::C
       float sum = 0.0f;
 #pragma unroll
       for (int s = 0; s < Splits; ++s) sum += cluster.map_shared_rank(partial, s)[r * RedPitch + c];
-      T::finish(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);
-      T::put(C, m0 + r, n0 + c, sum, M, ep);
+      T::store(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);
     }
     cluster.sync();  // no block leaves while another still reads its shared memory
 #else
@@ -56,9 +55,7 @@ __device__ __forceinline__ void store_partial_tile(float* partial, typename T::C
     __syncthreads();  // the block's tile is complete: one K slice, nothing to sum
     for (int e = int(threadIdx.x); e < rows * cols; e += Threads) {
       const int r = T::c_along_m ? e % rows : e / cols, c = T::c_along_m ? e / rows : e % cols;
-      float v = partial[r * RedPitch + c];
-      T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);
-      T::put(C, m0 + r, n0 + c, v, M, ep);
+      T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);
     }
   }
 }

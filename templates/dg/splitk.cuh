@@ -34,7 +34,7 @@ __device__ __forceinline__ void element_rc(int e, int rows, int cols, int& r, in
 
 // Cluster c of SPLITS blocks is group c % GROUPS of output tile c / GROUPS; block r of it streams k-tiles
 // [s * KT_PER_SPLIT, (s + 1) * KT_PER_SPLIT), s = g * SPLITS + r. One group: the cluster's sum is C (through
-// T::finish and T::put); more: the cluster writes its sum to its slot of `partials` ([output tile][group][element]).
+// T::store); more: the cluster writes its sum to its slot of `partials` ([output tile][group][element]).
 template <class T, class LoadA, class LoadB>
 __global__ void __launch_bounds__(T::THREADS, (cta::min_blocks<T, LoadA, LoadB>()))
     kernel(const typename T::A_t* __restrict__ A, const typename T::B_t* __restrict__ B,
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(T::THREADS, (cta::min_blocks<T, LoadA, LoadB>(
 }
 
 // The second kernel (GROUPS > 1): block t adds the GROUPS partial tiles of output tile t in group order (the same
-// order on every launch: bit-identical results) and stores C through T::finish and T::put.
+// order on every launch: bit-identical results) and stores C through T::store.
 template <class T>
 __global__ void __launch_bounds__(T::THREADS)
     finish(const float* __restrict__ partials, typename T::C_param* __restrict__ C, typename T::Epilogue ep,
@@ -112,8 +112,7 @@ __global__ void __launch_bounds__(T::THREADS)
     float sum = 0.0f;
 #pragma unroll
     for (int g = 0; g < T::GROUPS; ++g) sum += in[g * T::TILE_ELEMS + e];
-    T::finish(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);
-    T::put(C, t.m0 + r, t.n0 + c, sum, T::M, ep);
+    T::store(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);
   }
 }
 

@@ -164,8 +164,7 @@ __global__ void __launch_bounds__(T::THREADS)
     const int r = t / T::COLS, c = t % T::COLS;
     float v = 0.0f;
     for (int s = 0; s < T::KSPLIT; ++s) v += partial[s][r][c];  // thread-row order: bit-identical run to run
-    T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);
-    T::put(C, m0 + r, n0 + c, v, M, ep);
+    T::store(C, m0 + r, n0 + c, v, alpha, beta, M, ep);
   }
 }
 

@@ -598,8 +598,7 @@ __global__ void __launch_bounds__(T::WK * 32, T::MIN_BLOCKS)
         for (int w = 1; w < T::WK; ++w) v += parked[w - 1][(s * T::MT + mt) * 4 + j][lane];
         // C^T tile: row n = g (+ 8 for j >= 2), column m = 2 t (+ 1 for odd j).
         const index_t n = (strip0 + s) * 16 + g + 8 * (j / 2), m = index_t(mt * 8 + 2 * t + (j % 2));
-        T::finish(C, m, n, v, alpha, beta, M, ep);
-        T::put(C, m, n, v, M, ep);
+        T::store(C, m, n, v, alpha, beta, M, ep);
       }
     }
   }

@@ -45,10 +45,8 @@ SPELLED = {
     # A view's offset: the Role types (checked against the rendered traits) and dg/view.cuh's Role::offset.
     "A_offset": "S::Other::offset(go) + S::View::k::offset(gk)",
     "B_offset": "S::Other::offset(go) + S::View::k::offset(gk)",
-    "gm": "[&](int r, int c, float& v) { T::finish(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep); },\n"
-          "      [&](int r, int c, float& v) { T::put(C, t.m0 + r, t.n0 + c, v, M, ep); });",
-    "gn": "[&](int r, int c, float& v) { T::finish(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep); },\n"
-          "      [&](int r, int c, float& v) { T::put(C, t.m0 + r, t.n0 + c, v, M, ep); });",
+    "gm": "T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep);",
+    "gn": "T::store(C, t.m0 + r, t.n0 + c, v, alpha, beta, M, ep);",
 }
 
 
@@ -223,8 +221,8 @@ def ld_bytes(views: ProblemViews, operand: str) -> int:
 
 
 def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -> tuple[tuple[Access, ...], Bijection]:
-    """T::finish and T::put at each accumulator (Math::store_each): the output's store, C's read for beta where the
-    spec writes D, and the epilogue's reads; and the map of (block, thread, fragment) onto the output's elements."""
+    """T::store at each accumulator (Math::for_each): the output's store, C's read for beta where the spec writes D,
+    and the epilogue's reads; and the map of (block, thread, fragment) onto the output's elements."""
     thread = THREAD
     threads = _c(plan.threads, "T::THREADS")
     N = _c(views.n, "T::N", INDEX)
@@ -288,8 +286,8 @@ def store_accesses(views: ProblemViews, plan: TilePlan, rows: Rows, o: Origin) -
 
 def epilogue_accesses(views: ProblemViews, rows: Rows, batch: Expr, ranges: tuple[Range, ...], gm: Expr, gn: Expr,
                       count: Expr, always: tuple[Expr, ...] | None = None) -> tuple[Access, ...]:
-    """T::finish and T::put at (gm, gn) over `ranges` where `count` is 1: the output's store, C's read for beta where
-    the spec writes D, and the epilogue's reads, each at (batch, gm, gn)."""
+    """T::store(C, gm, gn, ...) over `ranges` where `count` is 1: the output's store, C's read for beta where the spec
+    writes D, and the epilogue's reads, each at (batch, gm, gn)."""
     N = _c(views.n, "T::N", INDEX)
     logical: dict[str, Expr] = {"m": gm, "n": gn}
     extents: dict[str, Expr] = {"m": rows.M, "n": N}

@@ -139,7 +139,7 @@ def _kernel(views: ProblemViews, plan: DotPlan, vec: dict[str, int], checked: in
 
 def _store(views: ProblemViews, plan: DotPlan, ranges: tuple[Range, ...], tile: Expr,
            text: str) -> tuple[tuple[Access, ...], Bijection]:
-    """T::finish and T::put at (0, 0) by thread 0 of each block, C moved to the block's output; the blocks onto the
+    """T::store(C, 0, 0, sum, ...) by thread 0 of each block, C moved to the block's output; the blocks onto the
     outputs, each once."""
     zero = Const(0, ctype=INDEX)
     stores = epilogue_accesses(views, rows_of(views), tile, ranges, zero, zero, _c(1))

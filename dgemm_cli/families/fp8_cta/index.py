@@ -2,7 +2,7 @@
 `formal.model.KernelModel` per loader instantiation the launcher can take.
 
 The kernel is the cta family's block (dg/cta.cuh): its tile origin, loaders, k-tile loop and the mma m16n8 store
-layout (fp8_cta::Math's row() and col() are cta::Math's store_each), so those maps are the cta model's
+layout (fp8_cta::Math's row() and col() are cta::Math's for_each), so those maps are the cta model's
 (families/cta/index.py), but for the gathers whose lanes walk the rows (LoadGather with AlongRows: element c of the
 walk at row c % ROWS, column c / ROWS). Beside them, the scales: ScaleRows::locate and load, each thread's scale of
 each of its rows (columns) at the k-tile it promotes (or once, for a scale constant along k), as an access and a fact
@@ -74,10 +74,8 @@ SPELLED: dict[str, tuple[str, ...]] = {
             "/ 4 + 8 * h; }", "return AlongRows ? c % S::ROWS : c / S::INNER;"),
     "col": ("__device__ __forceinline__ int col(int ni, int h) const { return warp_n0 + ni * 8 + 2 * (threadIdx.x % 4) "
             "+ h; }", "return AlongRows ? c / S::ROWS : c % S::INNER;"),
-    "gm": ("T::finish(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);",
-           "T::put(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), acc[mi][ni][e], M, ep);"),
-    "gn": ("T::finish(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);",
-           "T::put(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), acc[mi][ni][e], M, ep);"),
+    "gm": ("T::store(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);",),
+    "gn": ("T::store(C, t.m0 + math.row(mi, e / 2), t.n0 + math.col(ni, e % 2), v, alpha, beta, M, ep);",),
     # The cta block the kernel runs: its tile origin, loaders and k-tiles (dg/cta.cuh, the cta model's SPELLED).
     "o0": ("load_a.issue(As + next_stage * A_TILE, A, t.m0, next, M);",
            "load_a.issue(As + s * A_TILE, A, t.m0, s, M);"),

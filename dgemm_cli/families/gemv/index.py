@@ -44,7 +44,7 @@ SPELLED = {
     "rows": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "cols": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "e": "for (int e = split * Threads + int(threadIdx.x); e < rows * cols; e += Splits * Threads) {",
-    "gm": "T::finish(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
+    "gm": "T::store(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
 }
 # A's element staging (stage_a<T, 1>) and the unsplit walk spell these names so.
 SPELLED_ELEMENTS = {

@@ -47,8 +47,8 @@ SPELLED = {
     "e": "for (int e = split * Threads + int(threadIdx.x); e < rows * cols; e += Splits * Threads) {",
     "r": "const int r = T::c_along_m ? e % rows : e / cols, c = T::c_along_m ? e / rows : e % cols;",
     "c": "const int r = T::c_along_m ? e % rows : e / cols, c = T::c_along_m ? e / rows : e % cols;",
-    "gm": "T::finish(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
-    "gn": "T::finish(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
+    "gm": "T::store(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
+    "gn": "T::store(C, m0 + r, n0 + c, sum, alpha, beta, M, ep);",
     "slot": "float* const slot = partials + size_t(blockIdx.x / SPLITS) * T::TILE_ELEMS;",
     "in": "const float* const in = partials + size_t(blockIdx.x) * T::GROUPS * T::TILE_ELEMS;",
 }
@@ -59,8 +59,8 @@ SPELLED_GROUPS = {
     "e": "for (int e = split * T::THREADS + int(threadIdx.x); e < rows * cols; e += SPLITS * T::THREADS) {",
     "r": "r = T::c_along_m ? e % rows : e / cols;",
     "c": "c = T::c_along_m ? e / rows : e % cols;",
-    "gm": "T::finish(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);",
-    "gn": "T::finish(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);",
+    "gm": "T::store(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);",
+    "gn": "T::store(C, t.m0 + r, t.n0 + c, sum, alpha, beta, T::M, ep);",
 }
 SPELLED_FINISH = {
     "rows": SPELLED_GROUPS["rows"].replace(" M - t.m0", " T::M - t.m0"),

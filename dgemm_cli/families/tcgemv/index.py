@@ -59,8 +59,8 @@ SPELLED = {
     "token": "const index_t token = min(index_t(g + 8 * h), M - 1);",
     "rows": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
     "cols": "const int rows = int(min(index_t(BM), M - m0)), cols = int(min(index_t(BN), T::N - n0));",
-    "gm": "T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
-    "gn": "T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
+    "gm": "T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);",
+    "gn": "T::store(C, m0 + r, n0 + c, partial[r * RedPitch + c], alpha, beta, M, ep);",
     "M": "const index_t M = T::rows_at_run_time ? m : T::M;",
 }
 # The walk of store_partial_tile<T, TOKENS, BN, T::THREADS, 1, RED_PITCH> (one split), the staged kernel's names and

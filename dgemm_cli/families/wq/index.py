@@ -8,7 +8,7 @@ Roles' slot, in the view's order: linear, or AWQ's), or in the dg layout the wor
 the scale at the Scales Roles' offset of (k, n) and the zero point at the Zeros Roles' (a float, a byte, or a word
 and place as the weights'); then A at (m0 + r, k) for its rows r below M. The block's KSPLIT partial sums meet in
 shared memory; thread t < MT x COLS of the block (and t + THREADS ...) stores (m0 + t / COLS, n0 + t % COLS) through
-T::finish and T::put, which write nothing past M or N.
+T::store, which writes nothing past M or N.
 
 Obligations beyond the framework's: each column's sum takes every k of K once over (thread row, iteration)
 (`k_cover`); the threads' partial sums fill each (thread row, row, column) slot once (`partial_slots`); and the
@@ -59,8 +59,8 @@ SPELLED = {
     "t": "for (int t = int(threadIdx.x); t < T::MT * T::COLS; t += T::THREADS) {",
     "r": "const int r = t / T::COLS, c = t % T::COLS;",
     "c": "const int r = t / T::COLS, c = t % T::COLS;",
-    "gm": "T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
-    "gn": "T::finish(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
+    "gm": "T::store(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
+    "gn": "T::store(C, m0 + r, n0 + c, v, alpha, beta, M, ep);",
 }
 # dg/wq.cuh's Role, whose offsets and slots `wq_role_offset` and `wq_role_slot` state.
 ROLE_LINES = (
@@ -210,8 +210,7 @@ def _model(views: ProblemViews, plan: WqPlan, rows: Rows, kernel: str) -> Kernel
                            (*loop, Range(r, _c(0), mt)), Ite(all_of(in_loop, Cmp("<", gm_a, M)), _c(1), _c(0)),
                            a_offset, 1, {"m": gm_a, "k": k}, {"m": M, "k": K}))
 
-    # The store: thread t (+ THREADS j) of the block at (m0 + t / COLS, n0 + t % COLS), with T::finish's and
-    # T::put's own guard.
+    # The store: thread t (+ THREADS j) of the block at (m0 + t / COLS, n0 + t % COLS), T::store's own guard.
     j = Var("j")
     per_thread = -(-(plan.rows * plan.cols) // plan.threads)
     store_ranges = (*rows.param, block_range, thread_range, Range(j, _c(0), _c(per_thread)))

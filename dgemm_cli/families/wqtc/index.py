@@ -23,7 +23,7 @@ The scales and zero points are loaded at k_q = 64 c + 16 t (QPC 1: the lane's 16
 column) for columns 16 strip + g + 8 h, zero past N or K; `quant_group` proves k_q lies in the group of every k its
 scale serves. A strip past the last (the grid's last block) reads strip 0 and stores nothing (`strip_clamp_unstored`).
 The store: warp 0's lane (g, t), fragment j of strip s and row tile mt, at (m, n) = (8 mt + 2 t + j % 2, 16 (strip0 +
-s) + g + 8 (j / 2)) through T::finish and T::put, nothing past M or N.
+s) + g + 8 (j / 2)) through T::store, nothing past M or N.
 
 Each intermediate is a `Let` named as the header declares it; `SPELLED` lists the header lines where the model
 resolves a compile-time branch or a loop's variable."""

@@ -88,22 +88,13 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   struct Epilogue {};  // no view beside A, B and C
 
-  // The output at (gm, gn) in place on v: alpha * v + beta * C (C read only when beta != 0);
-  // nothing past M or N. Loads only: a kernel whose threads hold many outputs finishes them all before it puts any,
-  // since a load after a store it may alias waits for that store.
-  __device__ static __forceinline__ void finish(const C_param* __restrict__ C, index_t gm, index_t gn, float& v,
-                                                float alpha, float beta, index_t M, const Epilogue& ep) {
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0); nothing past M or N.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
     (void)ep;
-    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(C[C_view::n::offset(gn)]), out); v = out; }
-  }
-
-  // finish's result v at (gm, gn), converted and stored; nothing past M or N.
-  __device__ static __forceinline__ void put(C_param* __restrict__ C, index_t gm, index_t gn, float v, index_t M,
-                                             const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C[C_view::n::offset(gn)] = __float2half_rn(v);
+    C_t* p = C + (C_view::n::offset(gn));
+    { float out = alpha * (v); if (beta != 0.0f) out = fmaf(beta, __half2float(*p), out); *p = __float2half_rn(out); }
   }
 
   // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.

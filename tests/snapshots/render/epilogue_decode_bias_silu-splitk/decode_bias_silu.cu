@@ -104,27 +104,18 @@ struct Traits {
   static constexpr bool c_along_m = false;  // the output's contiguous role
   using Epilogue = ::Epilogue;
 
-  // The output at (gm, gn) in place on v: alpha * v + beta * C (C read only when beta != 0), then the epilogue;
-  // nothing past M or N. Loads only: a kernel whose threads hold many outputs finishes them all before it puts any,
-  // since a load after a store it may alias waits for that store.
-  __device__ static __forceinline__ void finish(const C_param* __restrict__ C, index_t gm, index_t gn, float& v,
-                                                float alpha, float beta, index_t M, const Epilogue& ep) {
+  // C at (gm, gn) = alpha * v + beta * C (C read only when beta != 0), then the epilogue; nothing past M or N.
+  __device__ static __forceinline__ void store(C_param* __restrict__ C, index_t gm, index_t gn, float v, float alpha,
+                                               float beta, index_t M, const Epilogue& ep) {
     if (gm >= M || gn >= N) return;
+    C_t* p = C + (C_view::n::offset(gn));
     {
       float t = alpha * (v);
-      if (beta != 0.0f) t = fmaf(beta, __half2float(C[C_view::n::offset(gn)]), t);
+      if (beta != 0.0f) t = fmaf(beta, __half2float(*p), t);
       t += __half2float(ep.bias[bias_view::n::offset(gn)]);
       t = dg::silu<true>(t);
-      v = t;
+      *p = __float2half_rn(t);
     }
-  }
-
-  // finish's result v at (gm, gn), converted and stored; nothing past M or N.
-  __device__ static __forceinline__ void put(C_param* __restrict__ C, index_t gm, index_t gn, float v, index_t M,
-                                             const Epilogue& ep) {
-    if (gm >= M || gn >= N) return;
-    (void)ep;
-    C[C_view::n::offset(gn)] = __float2half_rn(v);
   }
 
   // The plan: a BM x BN tile of C a block, k-tiles of BK through STAGES shared-memory stages.
