@@ -106,8 +106,9 @@ def test_hopper_writes_d_through_its_own_vector_path():
     common = files["dg/hopper_common.cuh"]
     assert ("return T::out(C, ep) + c_tile + static_cast<long long>(gm) * T::C_SM + "
             "static_cast<long long>(gn) * T::C_SN;") in common
-    assert "T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, blk, m_inner, C, ep, alpha, beta)" in common
-    assert "T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), src, gm, gn, m_inner)" in common
+    assert ("T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, blk, m_inner, C, ep, alpha, "
+            "beta)") in common
+    assert "T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, m_inner)" in common
 
 
 # Row-major D and C, n = 520 (rows stay 16-byte aligned in f16 and f32): the store phase's vectors run

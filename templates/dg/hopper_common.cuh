@@ -519,9 +519,9 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
         return gm < m_inner && gn < T::N_INNER;
       };
       // A thread's vectors v = tid + 128 u of the columns, BATCH at a time: each read into registers and finished,
-      // then each stored. A batch bounds the registers its loads in flight take.
+      // then each stored. A batch of at most 16 values (8 vectors) bounds the registers its loads in flight take.
       constexpr int VECTORS = 64 * EPI_COLS / VEC, PER_THREAD = (VECTORS + 127) / 128;
-      constexpr int BATCH = PER_THREAD < 8 ? PER_THREAD : 8;
+      constexpr int FIT = VEC >= 2 ? 16 / VEC : 8, BATCH = PER_THREAD < FIT ? PER_THREAD : FIT;
 #pragma unroll
       for (int u0 = 0; u0 < PER_THREAD; u0 += BATCH) {
         float vals[BATCH][VEC];
