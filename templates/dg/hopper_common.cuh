@@ -519,9 +519,11 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
         return gm < m_inner && gn < T::N_INNER;
       };
       // A thread's vectors v = tid + 128 u of the columns, BATCH at a time: each read into registers and finished,
-      // then each stored. A batch of at most 16 values (8 vectors) bounds the registers its loads in flight take.
+      // then each stored. A batch of at most 8 values bounds the registers its loads in flight take (16 spill on
+      // the FP8 kernel's 256 x 64 tile).
+      static_assert(8 % VEC == 0, "an output vector is at most 8 elements");
       constexpr int VECTORS = 64 * EPI_COLS / VEC, PER_THREAD = (VECTORS + 127) / 128;
-      constexpr int FIT = VEC >= 2 ? 16 / VEC : 8, BATCH = PER_THREAD < FIT ? PER_THREAD : FIT;
+      constexpr int BATCH = PER_THREAD < 8 / VEC ? PER_THREAD : 8 / VEC;
 #pragma unroll
       for (int u0 = 0; u0 < PER_THREAD; u0 += BATCH) {
         float vals[BATCH][VEC];
