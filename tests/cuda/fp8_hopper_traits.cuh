@@ -8,36 +8,11 @@
 #include <cuda_fp8.h>
 
 #include "dg/fp8_hopper.cuh"
+#include "hopper_plain_store.cuh"
 
 namespace {
 
 struct NoViews {};
-
-// The plain store of VEC outputs along n, as families/hopper/render.py renders it: the epilogue in place, then the
-// store.
-template <class Out_t, int VEC, int N_INNER>
-struct PlainStore {
-  template <class Tile>
-  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int gn, const Tile&, int, const Out_t*,
-                                       const NoViews&, float alpha, float beta) {
-    (void)gm;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      if (gn + e >= N_INNER) break;
-      float out = alpha * v[e];
-      if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      v[e] = out;
-    }
-  }
-  __device__ static void store_vector(Out_t* p, const float* v, int gm, int gn, int) {
-    (void)gm;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      if (gn + e >= N_INNER) break;
-      p[e] = dg::from_float<Out_t>(v[e]);
-    }
-  }
-};
 
 // The traits both share: e4m3 K-major A [m][k] and B [n][k], no loops, one 128-byte row of k a stage.
 template <int M, int N, int K, int BM_, int BN_, int CONSUMERS_, int STAGES_>

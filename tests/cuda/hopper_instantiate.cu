@@ -10,36 +10,14 @@
 #include "dg/hopper_multicast.cuh"
 #include "dg/hopper_persistent.cuh"
 #include "dg/hopper_split.cuh"
+#include "hopper_plain_store.cuh"
 
 namespace {
 
-// The plain store of C_VEC outputs along n (no epilogue views), as families/hopper/render.py renders it.
-template <class Out_t, class C_param, class Epilogue, int VEC, int N_INNER>
-struct PlainStore {
-  template <class Tile>
-  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int gn, const Tile&, int, const C_param*,
-                                       const Epilogue&, float alpha, float beta) {
-    (void)gm;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      if (gn + e >= N_INNER) break;
-      float out = alpha * v[e];
-      if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      v[e] = out;
-    }
-  }
-  __device__ static void store_vector(Out_t* p, const float* v, int gm, int gn, int) {
-    (void)gm;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      if (gn + e >= N_INNER) break;
-      p[e] = dg::from_float<Out_t>(v[e]);
-    }
-  }
-};
+struct NoViews {};  // the epilogue argument of kernels without epilogue views
 
 // C[b][m][n] = A[b][m][k] B[b][n][k]: 4 products of 1024 x 1024 x 512, bf16, 128 x 256 tiles, a batch loop.
-struct Persistent : PlainStore<__nv_bfloat16, __nv_bfloat16, struct NoViews, 8, 1024> {
+struct Persistent : PlainStore<__nv_bfloat16, 8, 1024> {
   using A_t = __nv_bfloat16;
   using B_t = __nv_bfloat16;
   using C_t = __nv_bfloat16;
@@ -88,10 +66,9 @@ struct Persistent : PlainStore<__nv_bfloat16, __nv_bfloat16, struct NoViews, 8, 
   __device__ static Out_t* out(C_param* C, const Epilogue&) { return C; }
   __device__ static float pointwise(float t) { return dg::relu(t); }
 };
-struct NoViews {};
 
 // C[m][n] (f16) = A[m][k] B[n][k], m = 1..64 at run time, 64 x 64 tiles, K split over 2 blocks, A's box cut to the rows.
-struct Split : PlainStore<__half, __half, NoViews, 8, 4096> {
+struct Split : PlainStore<__half, 8, 4096> {
   using A_t = __half;
   using B_t = __half;
   using C_t = __half;
@@ -138,7 +115,7 @@ struct Split : PlainStore<__half, __half, NoViews, 8, 4096> {
 };
 
 // C[m][n] m-contiguous (bf16) = A[m][k] B[n][k]: 2000 x 40 x 1000, 64 x 32 tiles, A's box in 2 parts over a cluster.
-struct Multicast {
+struct Multicast : PlainStore<__nv_bfloat16, 8, 0, true> {
   using A_t = __nv_bfloat16;
   using B_t = __nv_bfloat16;
   using C_t = __nv_bfloat16;
@@ -183,29 +160,11 @@ struct Multicast {
   static constexpr int SMEM_BYTES = 10 * (8192 + 4096) + 2176 * 4 + 2 * 10 * 8 + 1024;
   __device__ static Out_t* out(C_param* C, const Epilogue&) { return C; }
   __device__ static float pointwise(float t) { return t; }
-  template <class Tile>
-  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int, const Tile&, int m_inner,
-                                       const C_param*, const Epilogue&, float alpha, float beta) {
-#pragma unroll
-    for (int e = 0; e < C_VEC; ++e) {
-      if (gm + e >= m_inner) break;
-      float out = alpha * v[e];
-      if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      v[e] = out;
-    }
-  }
-  __device__ static void store_vector(Out_t* p, const float* v, int gm, int, int m_inner) {
-#pragma unroll
-    for (int e = 0; e < C_VEC; ++e) {
-      if (gm + e >= m_inner) break;
-      p[e] = dg::from_float<Out_t>(v[e]);
-    }
-  }
 };
 
 // C[n][k][hw] = A[n][c][hw] B[k][c]: a 1x1 convolution over NCHW, n[32] and hw[3136] walked as one run of rows,
 // A MN-major; one consumer warpgroup of 128 rows (two m64 blocks) and one accumulator chain.
-struct FlatRows {
+struct FlatRows : PlainStore<__nv_bfloat16, 8, 0, true> {
   using A_t = __nv_bfloat16;
   using B_t = __nv_bfloat16;
   using C_t = __nv_bfloat16;
@@ -253,25 +212,6 @@ struct FlatRows {
   static constexpr int SMEM_BYTES = 108608;
   __device__ static Out_t* out(C_param* C, const Epilogue&) { return C; }
   __device__ static float pointwise(float t) { return t; }
-  // C_VEC outputs along m, up to the end of the m segment.
-  template <class Tile>
-  __device__ static void finish_vector(const Out_t* p, float* v, int gm, int, const Tile&, int m_inner,
-                                       const C_param*, const Epilogue&, float alpha, float beta) {
-#pragma unroll
-    for (int e = 0; e < C_VEC; ++e) {
-      if (gm + e >= m_inner) break;
-      float out = alpha * v[e];
-      if (beta != 0.0f) out = fmaf(beta, dg::to_float(p[e]), out);
-      v[e] = out;
-    }
-  }
-  __device__ static void store_vector(Out_t* p, const float* v, int gm, int, int m_inner) {
-#pragma unroll
-    for (int e = 0; e < C_VEC; ++e) {
-      if (gm + e >= m_inner) break;
-      p[e] = dg::from_float<Out_t>(v[e]);
-    }
-  }
 };
 
 }  // namespace
