@@ -65,18 +65,16 @@ def test_every_family_applies_the_steps_in_order_and_writes_d(family):
              r"t \+= __half2float\((ep\.residual\[|residual_v\[)",
              r"t = dg::clamp\(t, -4\.0f, 4\.0f\);"]
     traits = _namespace(cu, family)
-    # (hopper's finish_vector leaves the result in f32, in place: its store_vector converts it.)
-    blocks = re.findall(r"float t = alpha \* \(.*?\);\n(.*?)\n\s*([^\n]+?) = (?:__float2half_rn\(t\)|t);", traits,
-                        re.S)
+    blocks = re.findall(r"float t = alpha \* \(.*?\);\n(.*?)\n\s*([^\n]+?) = __float2half_rn\(t\);", traits, re.S)
     assert blocks, "no epilogue block"
     assert len(blocks) == traits.count("alpha * (")  # every output the traits produce goes through the steps
     for body, dst in blocks:
         where = [re.search(p, body) for p in order]
         assert all(where) and [w.start() for w in where] == sorted(w.start() for w in where), body
-        assert "D" in dst or dst.startswith("p[") or dst.startswith("packed[") or (family == "hopper"
-                                                                                  and dst.startswith("v["))
+        # hopper's finish_vector converts into dst, which its store_vector stores
+        assert "D" in dst or dst.startswith("p[") or (family == "hopper" and dst.startswith("dst["))
     if family == "hopper":
-        assert "p[0] = __float2half_rn(v[0]);" in traits  # 1-element vectors: D is promised 2-byte alignment
+        assert "p[0] = dst[0];" in traits  # 1-element vectors: D is promised 2-byte alignment
     # C is only read, for beta; D is written (the hopper traits' output is D: Out_t).
     assert re.search(r"if \(beta != 0\.0f\) t = fmaf\(beta, __half2float\(C\[", traits)
     assert "using C_param = const C_t;" in traits
@@ -99,14 +97,14 @@ def test_hopper_writes_d_through_its_own_vector_path():
     assert "static constexpr bool C_ALONG_M = false;" in traits
     assert "static constexpr long long C_SM = 520, C_SN = 1;" in traits  # D's strides, not C's
     assert "(void)C;\n    return ep.D;" in traits[traits.index("Out_t* out("):]  # the output's first element: D
-    assert "alignas(16) Out_t packed[8];" in traits
+    assert "__stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(dst));" in traits  # 16 bytes at once
     assert "C_t previous[" not in traits  # C is not the output: its old values are read element by element
     assert re.search(r"t \+= ep\.bias\[bias_at \+ e \* 1\]", traits)
     # dg/hopper_common.cuh: each vector's place in the output starts at Traits::out, strided by C_SM and C_SN.
     common = files["dg/hopper_common.cuh"]
     assert ("return T::out(C, ep) + c_tile + static_cast<long long>(gm) * T::C_SM + "
             "static_cast<long long>(gn) * T::C_SN;") in common
-    assert ("T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, blk, m_inner, C, ep, alpha, "
+    assert ("T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), src, vals[i], gm, gn, blk, m_inner, C, ep, alpha, "
             "beta)") in common
     assert "T::store_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, m_inner)" in common
 

@@ -15,10 +15,10 @@
 //              A_BOX_ROWS, B_FIRST, B_EVICT_FIRST, A_EVICT_FIRST, A_PARTS, TMA_DTYPE, L2_PROMOTION
 //   output     C_ALONG_M, C_VEC, C_SM, C_SN, EPI_COLS, EPI_PITCH, EPI_FLOATS, PACKED, PACK_COLS, PACK_PITCH
 //   K split    SPLITS, KT_PER_SPLIT, RED_PITCH;  SMEM_BYTES (the planner's, checked against the layout here)
-//   functions  out(C, ep): the output's first element; finish_vector(p, v, gm, gn, tile, m_inner, C, ep, alpha,
-//              beta): C_VEC f32 values through the epilogue in place (loads only); store_vector(p, v, gm, gn,
-//              m_inner): them converted and stored; pointwise(t): the epilogue's steps without views (the packed
-//              store's).
+//   functions  out(C, ep): the output's first element; finish_vector(p, src, dst, gm, gn, tile, m_inner, C, ep,
+//              alpha, beta): C_VEC f32 values through the epilogue into the output's dtype (loads only);
+//              store_vector(p, dst, gm, gn, m_inner): them stored; pointwise(t): the epilogue's steps without views
+//              (the packed store's).
 #pragma once
 
 #include <cstdint>
@@ -472,9 +472,10 @@ __device__ __forceinline__ bool block_rows(const TileOf<T>& tile, int wg, int mi
 
 // The f32 staging store: EPI_COLS columns of a consumer warpgroup's accumulators at a time through its staging
 // buffer `epi`, then the epilogue on each C_VEC-element vector of the output along its contiguous role as the store
-// phase reads it (T::finish_vector: the views read beside the accumulators, C for beta included), in registers; then
-// each vector stored (T::store_vector). A thread finishes all its vectors of the columns before it stores one, so that
-// their loads run together: in one loop, each load would wait for the store before it, which it may alias.
+// phase reads it (T::finish_vector: the views read beside the accumulators, C for beta included), into registers in
+// the output's dtype; then each vector stored (T::store_vector). A thread finishes a batch of its vectors before it
+// stores one, so that their loads run together: in one loop, each load would wait for the store before it, which it
+// may alias.
 template <class T>
 __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<T>::NACC], float* epi,
                                              const TileOf<T>& tile, long long c_tile_of_tile, int m_inner, int wg,
@@ -518,25 +519,22 @@ __device__ __forceinline__ void staged_store(float (&acc)[Config<T>::MI][Config<
         }
         return gm < m_inner && gn < T::N_INNER;
       };
-      // A thread's vectors v = tid + 128 u of the columns, BATCH at a time: each read into registers and finished,
-      // then each stored. A batch of at most 8 values bounds the registers its loads in flight take (16 spill on
-      // the FP8 kernel's 256 x 64 tile).
+      // A thread's vectors v = tid + 128 u of the columns, BATCH at a time: each finished from the staging tile into
+      // registers in the output's dtype, then each stored. A batch of at most 8 outputs bounds the registers its
+      // loads in flight take.
       static_assert(8 % VEC == 0, "an output vector is at most 8 elements");
       constexpr int VECTORS = 64 * EPI_COLS / VEC, PER_THREAD = (VECTORS + 127) / 128;
       constexpr int BATCH = PER_THREAD < 8 / VEC ? PER_THREAD : 8 / VEC;
-#pragma unroll
+#pragma unroll 1  // batch by batch: unrolled, the batches' loads would be scheduled together after all
       for (int u0 = 0; u0 < PER_THREAD; u0 += BATCH) {
-        float vals[BATCH][VEC];
+        alignas(16) typename T::Out_t vals[BATCH][VEC];
 #pragma unroll
         for (int i = 0; i < BATCH; ++i) {
           const int u = u0 + i, v = tid + u * 128;
           int gm, gn;
           const float* src;
-          if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src)) {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) vals[i][e] = src[e];
-            T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), vals[i], gm, gn, blk, m_inner, C, ep, alpha, beta);
-          }
+          if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src))
+            T::finish_vector(out_at<T>(C, ep, c_tile, gm, gn), src, vals[i], gm, gn, blk, m_inner, C, ep, alpha, beta);
         }
 #pragma unroll
         for (int i = 0; i < BATCH; ++i) {

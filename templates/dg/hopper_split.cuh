@@ -153,8 +153,9 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
         }
       }
       typename T::Out_t* const p = out_at<T>(C, ep, c_tile, gm, gn);
-      T::finish_vector(p, src, gm, gn, tile, M_INNER, C, ep, alpha, beta);
-      T::store_vector(p, src, gm, gn, M_INNER);
+      alignas(16) typename T::Out_t out[VEC];
+      T::finish_vector(p, src, out, gm, gn, tile, M_INNER, C, ep, alpha, beta);
+      T::store_vector(p, out, gm, gn, M_INNER);
     }
     cluster.sync();  // no block leaves while another still reads its shared memory
   }

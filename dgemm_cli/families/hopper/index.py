@@ -73,7 +73,7 @@ SPELLED: dict[str, tuple[str, ...]] = {
     "row0": ("row0 = blk.m0;", "row0 = tile.m0 + wg * T::WG_M + mi * 64;"),
     "v": ("constexpr int VECTORS = 64 * EPI_COLS / VEC, PER_THREAD = (VECTORS + 127) / 128;",
           "const int u = u0 + i, v = tid + u * 128;",
-          "if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src)) {",
+          "if (u < PER_THREAD && v < VECTORS && vector_at(v, gm, gn, src))",
           "const int v = tid + u * 128;",
           "for (int v = first + int(threadIdx.x) - 128; v < end; v += T::CONSUMERS * 128) {"),
     "a_part": ("const int a_part = int(cluster_rank());",

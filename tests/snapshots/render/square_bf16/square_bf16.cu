@@ -140,39 +140,36 @@ struct Traits {
     return C;
   }
 
-  // 8 outputs at (gm, gn) of the tile's loop indices, in place on the f32 values v[0 .. 8): alpha * acc + beta * C
-  // (C read only when beta != 0).
-  // Loads only: store_vector stores the results.
+  // 8 outputs at (gm, gn) of the tile's loop indices from the f32 values src[0 .. 8): alpha * acc + beta * C
+  // (C read only when beta != 0), into dst[0 .. 8).
+  // Loads only: store_vector stores them.
   template <class Tile>
-  __device__ static __forceinline__ void finish_vector(const Out_t* p, float* v, int gm, int gn, const Tile& tile,
-                                                       int m_inner, const C_param* C, const Epilogue& ep, float alpha,
-                                                       float beta) {
+  __device__ static __forceinline__ void finish_vector(const Out_t* p, const float* src, Out_t* dst, int gm, int gn,
+                                                       const Tile& tile, int m_inner, const C_param* C,
+                                                       const Epilogue& ep, float alpha, float beta) {
     (void)p, (void)gm, (void)gn, (void)tile, (void)m_inner, (void)C, (void)ep;
     if (gn + 8 <= N_INNER) {
       alignas(16) C_t previous[8];
       if (beta != 0.0f) *reinterpret_cast<uint4*>(previous) = *reinterpret_cast<const uint4*>(p);
       #pragma unroll
-      for (int e = 0; e < 8; ++e) { float out = alpha * (v[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); v[e] = out; }
+      for (int e = 0; e < 8; ++e) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(previous[e]), out); dst[e] = __float2bfloat16_rn(out); }
     } else {
-      // The end of the n segment: element by element (unrolled: v may be an array in registers).
+      // The end of the n segment: element by element (unrolled: src and dst may be arrays in registers).
       #pragma unroll
       for (int e = 0; e < 8; ++e)
-        if (gn + e < N_INNER) { float out = alpha * (v[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); v[e] = out; }
+        if (gn + e < N_INNER) { float out = alpha * (src[e]); if (beta != 0.0f) out = fmaf(beta, __bfloat162float(p[e]), out); dst[e] = __float2bfloat16_rn(out); }
     }
   }
 
-  // finish_vector's results v[0 .. 8) at (gm, gn), converted to bf16 and stored.
-  __device__ static __forceinline__ void store_vector(Out_t* p, const float* v, int gm, int gn, int m_inner) {
+  // finish_vector's outputs dst[0 .. 8) at (gm, gn), stored.
+  __device__ static __forceinline__ void store_vector(Out_t* p, const Out_t* dst, int gm, int gn, int m_inner) {
     (void)gm, (void)gn, (void)m_inner;
     if (gn + 8 <= N_INNER) {
-      alignas(16) Out_t packed[8];
-      #pragma unroll
-      for (int e = 0; e < 8; ++e) packed[e] = __float2bfloat16_rn(v[e]);
-      __stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(packed));  // st.global.wb: a plain store, kept whole
+      __stwb(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(dst));  // st.global.wb: a plain store, kept whole
     } else {
       #pragma unroll
       for (int e = 0; e < 8; ++e)
-        if (gn + e < N_INNER) p[e] = __float2bfloat16_rn(v[e]);
+        if (gn + e < N_INNER) p[e] = dst[e];
     }
   }
 
