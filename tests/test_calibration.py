@@ -1,6 +1,7 @@
 """The cost model against the measurements its fitted constants answer to (dgemm_cli/families/calibration.csv): in
 every run of the table the model's cheapest plan is the measured fastest, runs checked by pairs order every two plans
-measured more than 5% apart alike, and each estimate it is held to lies within ESTIMATE_FACTOR of the measurement."""
+measured more than 5% apart alike, each estimate it is held to lies within ESTIMATE_FACTOR of the measurement, and
+over the runs of a "mean" source its picks lose at most MEAN_PICK_LOSS to each run's fastest on average."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ RUNS = runs(measurements())
 DISTINCT = 1.05  # measured times closer than this are a tie: any order agrees
 PICK_SLACK = 1.05  # the model's pick measures within this of the run's fastest
 ESTIMATE_FACTOR = 2.5  # measured / estimated µs, either way: the model ranks, its scale is loose (f32 FFMA: 2.3)
+# The hopper model's picks on the one-wave grid (21 small problems, 7-8 tilings each) lose 11.3% on average to each
+# problem's fastest; before LATER_TILES_HIDE_US they lost 16.5%.
+MEAN_PICK_LOSS = 0.12
 
 
 def _priced(run: tuple[str, str, str]) -> list[tuple[float, float]]:
@@ -31,11 +35,11 @@ def _label(run: tuple[str, str, str]) -> str:
 
 def test_the_table_names_known_families_checks_and_whole_runs():
     for run, rows in RUNS.items():
-        assert {r.check for r in rows} in ({"pairs"}, {"pick"}), run
+        assert {r.check for r in rows} in ({"pairs"}, {"pick"}, {"mean"}), run
         assert all(r.us > 0 and r.gpu and r.commit and r.date for r in rows), run
 
 
-@pytest.mark.parametrize("run", sorted(RUNS), ids=_label)
+@pytest.mark.parametrize("run", sorted(r for r, rows in RUNS.items() if rows[0].check != "mean"), ids=_label)
 def test_the_models_pick_is_the_measured_fastest(run):
     priced = _priced(run)
     if len(priced) < 2:
@@ -54,6 +58,17 @@ def test_the_model_orders_every_measured_pair(run):
         for us_b, model_b in priced[i + 1:]:
             if max(us_a, us_b) > DISTINCT * min(us_a, us_b):
                 assert (us_a < us_b) == (model_a < model_b), ((us_a, model_a), (us_b, model_b))
+
+
+@pytest.mark.parametrize("source", sorted({run[1] for run, rows in RUNS.items() if rows[0].check == "mean"}))
+def test_the_models_picks_lose_little_on_average(source):
+    losses = []
+    for run in (r for r, rows in RUNS.items() if r[1] == source):
+        priced = _priced(run)
+        pick_us, pick_model = min(priced, key=lambda x: x[1])
+        losses.append(pick_us / min(us for us, _ in priced) - 1)
+        assert 1 / ESTIMATE_FACTOR <= pick_us / pick_model <= ESTIMATE_FACTOR, (_label(run), priced)
+    assert len(losses) > 1 and sum(losses) / len(losses) <= MEAN_PICK_LOSS, sorted(losses)
 
 
 def test_a_plan_the_graph_rules_out_has_no_estimate():

@@ -469,6 +469,27 @@ def test_the_stream_bound_counts_only_a_weight_read_once():
     assert groups == 2 and of_assignment(hopper.problem(again, arch), assignment).cost_us < bound
 
 
+@pytest.mark.parametrize("k, assignment, credited", [
+    (512, {"block_m": 128, "block_n": 128, "consumers": 2, "ctas_per_sm": 1, "stages": 6}, True),  # 240 tiles
+    (512, {"block_m": 128, "block_n": 256, "consumers": 2, "ctas_per_sm": 1, "stages": 4}, False),  # 120: one wave
+    (512, {"block_m": 64, "block_n": 64, "consumers": 1, "ctas_per_sm": 2, "stages": 4}, False),  # two blocks an SM
+    (128, {"block_m": 128, "block_n": 128, "consumers": 2, "ctas_per_sm": 1, "stages": 6}, False),  # 2 k-iterations
+])
+def test_later_tiles_are_credited_only_behind_an_earlier_tile_of_the_same_block(monkeypatch, k, assignment, credited):
+    """LATER_TILES_HIDE_US comes off the plans where one block an SM runs two or more tiles of at least
+    LATER_TILES_MIN_K k-iterations (1536 x 2560 x k bf16: 240 tiles of 128 x 128 on 132 SMs)."""
+    import dgemm_cli.families.hopper.cost as hopper_cost
+
+    views = analyse(parse_spec({"name": "g", "arch": "sm_90a", "dtype": "bf16", "gemm": {"m": 1536, "n": 2560, "k": k},
+                                "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}))
+    full = {"k_splits": 1, "l2_promotion": "256B", "a_multicast": 1, "acc_chains": 1, **assignment}
+    arch = get_arch("sm_90a")
+    with_credit, credit = of_assignment(hopper.problem(views, arch), full).cost_us, hopper_cost.LATER_TILES_HIDE_US
+    monkeypatch.setattr(hopper_cost, "LATER_TILES_HIDE_US", 0.0)
+    without = of_assignment(hopper.problem(views, arch), full).cost_us
+    assert without - with_credit == (pytest.approx(credit) if credited else 0.0)
+
+
 # ------------------------------------------------------------------------------------------------
 # The stage's load order
 # ------------------------------------------------------------------------------------------------

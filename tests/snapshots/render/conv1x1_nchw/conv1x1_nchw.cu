@@ -30,7 +30,7 @@
 //   gemv: gemv: few rows: M = 25088 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 25088 rows, N = 512, K = 256: past 64 rows the K split runs only skinny outputs (N <= 64) over a long K (>= 1024); square tiles waste nothing here
 //   dot: dot: one output element: C has 25088 x 512 elements a batch index: blocks along K serve only M = N = 1
-//   cta: costs +103% (cost model)
+//   cta: costs +144% (cost model)
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //

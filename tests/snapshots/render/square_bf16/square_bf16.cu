@@ -30,7 +30,7 @@
 //   gemv: gemv: few rows: M = 4096 rows: more than the 4 the CUDA cores keep up with at memory speed
 //   splitk: splitk: small M: M = 4096 rows, N = 4096, K = 4096: past 64 rows the K split runs only skinny outputs (N <= 64) over a long K (>= 1024); square tiles waste nothing here
 //   dot: dot: one output element: C has 4096 x 4096 elements a batch index: blocks along K serve only M = N = 1
-//   cta: costs +244% (cost model)
+//   cta: costs +249% (cost model)
 //   wqtc: wqtc: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //   wq: wq: integer weights: this family runs integer weights only (docs/design/weight-only.md)
 //
