@@ -15,10 +15,10 @@ a scale view:
                       that scale is the view's element covering (m, k) ((n, k)): the k-tile lies inside one scale
                       block, and the clamp touches only rows past the view.
 
-The reference of a scale is the spec's scale view (`scale_reference`: each letter's index divided by its block, times
-the view's stride of the letter), not the kernel's ScaleRoles. Each intermediate is a `Let` named as the header
-declares it; tests/test_formal_fp8.py checks that dg/fp8_cta.cuh spells each one as the model prints it or holds the
-lines of `SPELLED`."""
+The reference of a scale is the spec's scale view (`scale_reference`, through `formal.packed.quant_reference`:
+each letter's index divided by its block, times the view's stride of the letter), not the kernel's ScaleRoles. Each
+intermediate is a `Let` named as the header declares it; tests/test_formal_fp8.py checks that dg/fp8_cta.cuh spells
+each one as the model prints it or holds the lines of `SPELLED`."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ from dgemm_cli.families.fp8_cta.scales import MN_ROLE, ScaleRoles
 from dgemm_cli.formal.expr import INDEX, Cmp, Const, Expr, Ite, Let, Var, all_of, replace, walk
 from dgemm_cli.formal.expr import const as _c
 from dgemm_cli.formal.model import THREAD, Access, Bijection, Fact, KernelModel, Range, Reach
+from dgemm_cli.formal.packed import quant_reach_of, quant_reference, quant_views
 from dgemm_cli.formal.views import operand_reach
 from dgemm_cli.spec.model import ScaleView
 from dgemm_cli.views import ProblemViews
@@ -114,38 +115,15 @@ def scale_view(views: ProblemViews, operand: str) -> ScaleView:
 
 
 def scale_reference(views: ProblemViews, scale: ScaleView, index: Mapping[str, Expr]) -> Expr:
-    """The element offset in `scale`'s view (from its first element) of the scale that covers the operand's element
-    at role indices `index`, from the spec's letters: a role's index is its letters' mixed-radix number (outer first,
-    as `model.reference_offset`); each letter's index divided by the letter's block is the scale view's index along
-    the letter, times the view's stride of it (0 where the view lacks the letter: one scale for all of it)."""
-    spec = views.spec
-    view = scale.view
-    total: Expr = Const(0, ctype=INDEX)
-    for role, i in index.items():
-        letters = views.roles[role].letters
-        inner = 1
-        for pos, letter in enumerate(reversed(letters)):
-            size = spec.sizes[letter]
-            digit = i // inner if inner > 1 else i
-            if pos != len(letters) - 1:
-                digit = digit % size
-            if letter in view.letters:
-                total = total + (digit // scale.block(letter)) * view.stride_of(letter)
-            inner *= size
-    return total
+    """The element offset in `scale`'s view of the scale that covers the operand's element at role indices `index`:
+    the spec's scale view through its blocks (`formal.packed.quant_reference`, the weight-only views' reference)."""
+    return quant_reference(views, quant_views(views)[scale.view.name], index)
 
 
-def scale_reach(scale: ScaleView) -> Reach:
-    """The scale view's reachable elements from the kernel's pointer (the view's first element), from the spec's
-    letters: the sum of (size - 1) x stride over its letters, sized in blocks; f32 elements, loaded one at a time."""
-    lo: Expr = Const(0, ctype=INDEX)
-    hi: Expr = Const(0, ctype=INDEX)
-    for size, stride in zip(scale.view.sizes, scale.view.strides):
-        if stride > 0:
-            hi = hi + Const((size - 1) * stride, ctype=INDEX)
-        elif stride < 0:
-            lo = lo + Const((size - 1) * stride, ctype=INDEX)
-    return Reach(scale.view.name, lo, hi, 1, 0)
+def scale_reach(views: ProblemViews, scale: ScaleView) -> Reach:
+    """The scale view's reachable elements from the kernel's pointer (`formal.packed.quant_reach_of`); f32 elements,
+    loaded one at a time."""
+    return quant_reach_of(views, scale.view.name)
 
 
 ScaleSegs = tuple[tuple[int, int, int], ...]
@@ -291,7 +269,7 @@ def scale_accesses(views: ProblemViews, plan: Fp8CtaPlan, rows: Rows,
                                   f"{s.name}'s element at the product's index", applied_ranges, address,
                                   applied_logical, {r: extents[r] for r in applied_logical},
                                   scale_reference(views, spec_scale, applied_logical)))
-        reach[s.name] = scale_reach(spec_scale)
+        reach[s.name] = scale_reach(views, spec_scale)
     return tuple(out), tuple(facts), reach
 
 

@@ -151,7 +151,7 @@ def scale_loads(views: ProblemViews, plan: Fp8HopperPlan, rows: Rows) -> tuple[t
         facts.append(Fact(f"{x.lower()}_scale_index", text=f"{s.name}: factor()'s index of every accumulator is "
                           f"one of the {count} scale(s) the thread loaded", prop="full-k", ranges=(*threads, *frags),
                           hyps=TRUE, goal=all_of(Cmp("<=", _c(0), index_of_acc), Cmp("<", index_of_acc, _c(count)))))
-        reach[s.name] = scale_reach(spec_scale)
+        reach[s.name] = scale_reach(views, spec_scale)
     return tuple(accesses), tuple(facts), reach
 
 
