@@ -301,26 +301,32 @@ def bijection_obligations(b: Bijection) -> list[Obligation]:
 # ---- the reference: the spec's own letters
 
 
-def reference_offset(views: ProblemViews, operand: str, index: Mapping[str, Expr]) -> Expr:
-    """The element offset of `operand` at role indices `index`, from the spec's letters: a role's index is its letters'
-    mixed-radix number (the role's letter order, outer first); each letter's index times the operand's stride of it
-    (0 where the operand is broadcast over it). The outermost letter's index takes no remainder: a letter sized at run
-    time is outermost, so its size enters no digit."""
+def letter_digits(views: ProblemViews, index: Mapping[str, Expr]) -> dict[str, Expr]:
+    """Each letter's index from the roles' indices `index`: a role's index is its letters' mixed-radix number (the
+    role's letter order, outer first). The outermost letter's index takes no remainder: a letter sized at run time is
+    outermost, so its size enters no digit. Letters come role by role, innermost first."""
     spec = views.spec
-    total: Expr = Const(0, ctype=INDEX)
+    out: dict[str, Expr] = {}
     for role, i in index.items():
-        rv = views.roles[role]
+        letters = views.roles[role].letters
         inner = 1
-        for pos, letter in enumerate(reversed(rv.letters)):
-            size = spec.sizes[letter]
-            outermost = pos == len(rv.letters) - 1
+        for pos, letter in enumerate(reversed(letters)):
             digit = i // inner if inner > 1 else i
-            if not outermost:
-                digit = digit % size
-            stride = letter_stride(spec, operand, letter)
-            if stride:
-                total = total + digit * stride
-            inner *= size
+            if pos != len(letters) - 1:
+                digit = digit % spec.sizes[letter]
+            out[letter] = digit
+            inner *= spec.sizes[letter]
+    return out
+
+
+def reference_offset(views: ProblemViews, operand: str, index: Mapping[str, Expr]) -> Expr:
+    """The element offset of `operand` at role indices `index`, from the spec's letters: each letter's index
+    (`letter_digits`) times the operand's stride of it (0 where the operand is broadcast over it)."""
+    total: Expr = Const(0, ctype=INDEX)
+    for letter, digit in letter_digits(views, index).items():
+        stride = letter_stride(views.spec, operand, letter)
+        if stride:
+            total = total + digit * stride
     return total
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dgemm_cli.formal.expr import INDEX, Cmp, Const, Expr, Pred, all_of
-from dgemm_cli.formal.model import Reach
+from dgemm_cli.formal.model import Reach, letter_digits
 from dgemm_cli.spec.model import VALUES_PER_WORD, OperandView
 from dgemm_cli.views import ProblemViews
 
@@ -62,23 +62,6 @@ def quant_views(views: ProblemViews) -> dict[str, QuantView]:
     return out
 
 
-def _digits(views: ProblemViews, index: Mapping[str, Expr]) -> dict[str, Expr]:
-    """Each letter's index from the roles' indices: a role's index is its letters' mixed-radix number (outer first);
-    the outermost letter takes no remainder."""
-    spec = views.spec
-    out: dict[str, Expr] = {}
-    for role, i in index.items():
-        letters = views.roles[role].letters
-        inner = 1
-        for pos, letter in enumerate(reversed(letters)):
-            digit = i // inner if inner > 1 else i
-            if pos != len(letters) - 1:
-                digit = digit % spec.sizes[letter]
-            out[letter] = digit
-            inner *= spec.sizes[letter]
-    return out
-
-
 def _group(q: QuantView, letter: str, digit: Expr) -> Expr:
     block = q.blocks.get(letter, 1)
     return digit // block if block > 1 else digit
@@ -96,7 +79,7 @@ def quant_reference(views: ProblemViews, q: QuantView, index: Mapping[str, Expr]
         lane = (n % 8) * 4 + (k % DG_CHUNK_K) // 16
         return ((n // DG_TILE_N) * k64 + k // DG_CHUNK_K) * DG_WORDS_PER_CHUNK + lane * 4 + (k % 16) // 4
     total: Expr = Const(0, ctype=INDEX)
-    for letter, digit in _digits(views, index).items():
+    for letter, digit in letter_digits(views, index).items():
         if letter not in q.view.letters:
             continue  # broadcast: one element covers the letter
         group = _group(q, letter, digit)
@@ -118,7 +101,7 @@ def value_place(views: ProblemViews, q: QuantView, index: Mapping[str, Expr], pl
         return all_of(bounded, Cmp("==", (place % 2) * 8, row), Cmp("==", ((place // 2) % 2) * 8 + place // 4, column))
     assert q.view.packing is not None, f"{q.name} is no packed view"
     along = q.view.packing.along
-    value = _group(q, along, _digits(views, index)[along]) % VALUES_PER_WORD
+    value = _group(q, along, letter_digits(views, index)[along]) % VALUES_PER_WORD
     if q.packing == "awq":
         return all_of(bounded, Cmp("==", (place % 4) * 2 + place // 4, value))
     return all_of(bounded, Cmp("==", place, value))
