@@ -111,8 +111,17 @@ def ffma_k_tile_clocks(views: ProblemViews, a: Assignment) -> float:
     """Clocks one block's k-tile of FFMA work occupies an SM: the larger of issue (FFMAs, shared loads,
     the loaders' instructions and the loop's bookkeeping, one instruction a clock per scheduler) and the
     L1 / shared-memory data path (fragment loads, the loaders' global sectors and shared stores)."""
-    bm, bn, bk, tm, tn = a["block_m"], a["block_n"], a["block_k"], a["thread_m"], a["thread_n"]
-    threads = block_threads(a, FFMA)
+    return _k_tile_clocks(views.operands["A"], views.operands["B"], a["block_m"], a["block_n"], a["block_k"],
+                          a["thread_m"], a["thread_n"], a["loader_a"], a["loader_b"], a["smem_inner_a"],
+                          a["smem_inner_b"])
+
+
+# Pure in its arguments: the planner's search prices the same k-tile under every stage count, split and register
+# cap (a run-time f32 spec asks for it half a million times, for a few thousand distinct tiles).
+@functools.lru_cache(maxsize=1 << 16)
+def _k_tile_clocks(facts_a: OperandFacts, facts_b: OperandFacts, bm: int, bn: int, bk: int, tm: int, tn: int,
+                   loader_a: str, loader_b: str, inner_a: str, inner_b: str) -> float:
+    threads = (bm // tm) * (bn // tn)
     warps = threads // 32
     vm, vn = fragment_vector(tm), fragment_vector(tn)
     slots = bk * (tm * tn + tm // vm + tn // vn) + LOOP_SLOTS
@@ -123,10 +132,8 @@ def ffma_k_tile_clocks(views: ProblemViews, a: Assignment) -> float:
     wavefronts = (tm // vm) * math.ceil(lanes_m * vm * 4 / DATA_PATH_BYTES_PER_CLK) \
         + (tn // vn) * math.ceil(lanes_n * vn * 4 / DATA_PATH_BYTES_PER_CLK)
     data_clocks = warps * bk * wavefronts
-    for op, extent in (("A", bm), ("B", bn)):
-        x = op.lower()
-        loader_slots, loader_clocks = _loader_work(views.operands[op], a[f"loader_{x}"], a[f"smem_inner_{x}"],
-                                                   extent, bk, threads)
+    for facts, loader, inner, extent in ((facts_a, loader_a, inner_a, bm), (facts_b, loader_b, inner_b, bn)):
+        loader_slots, loader_clocks = _loader_work(facts, loader, inner, extent, bk, threads)
         slots += loader_slots
         data_clocks += loader_clocks
     # The small data-path term breaks ties towards fewer wavefronts: they queue, and the fragments a

@@ -3,6 +3,7 @@ threads of a block and the elements a loader moves, read by the tiling graph, th
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ class SmemTile:
         return self.rows * self.pitch
 
 
+@functools.cache  # pure in five small values; the planner asks for the same few tiles a million times
 def smem_tile(operand: str, smem_inner: str, block_mn: int, block_k: int, elem_bytes: int) -> SmemTile:
     other = OTHER[operand]
     rows, inner = (block_mn, block_k) if smem_inner == "k" else (block_k, block_mn)
