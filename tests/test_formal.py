@@ -20,7 +20,16 @@ from dgemm_cli.cli import main
 from dgemm_cli.families import FAMILIES
 from dgemm_cli.families.cta import index as cta_index
 from dgemm_cli.formal import coq as coq_script
-from dgemm_cli.formal.check import FAILED, PROVED, kernel_plans, models_of, prove_model, references
+from dgemm_cli.formal.check import (
+    FAILED,
+    PROVED,
+    ProvedLemmas,
+    kernel_plans,
+    models_of,
+    places,
+    prove_model,
+    references,
+)
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import (
     INDEX,
@@ -296,6 +305,58 @@ def test_mutations_are_rejected(name, tmp_path):
     assert r.status == FAILED
     assert r.failed.startswith(lemmas), r.failed
     assert r.obligation and r.counterexample, r
+
+
+def test_proved_lemmas_hold_each_statement_once_whatever_its_name():
+    views, model = _models(SMALL[0])[0]
+    lemmas = coq_script.lemmas(obligations(model, references(views), places(views)))
+    first = {}
+    for lem in lemmas:
+        first.setdefault(lem.key, lem)
+    proved = ProvedLemmas()
+    assert proved.pending(lemmas) == list(first.values())  # a repeat within the kernel runs once
+    renamed = dataclasses.replace(lemmas[0], name="another_name",
+                                  text=lemmas[0].text.replace(f"Lemma {lemmas[0].name} :", "Lemma another_name :"))
+    assert proved.pending([lemmas[0], renamed]) == [lemmas[0]]
+    proved.add(lemmas[:3])
+    assert proved.pending(lemmas[:3] + [renamed]) == []
+    assert proved.pending(lemmas) == [lem for lem in first.values() if lem.key not in {x.key for x in lemmas[:3]}]
+    changed = dataclasses.replace(lemmas[0], text=lemmas[0].text.replace("->", "-> (0 <= 1) ->", 1))
+    assert changed.key != lemmas[0].key and proved.pending([changed]) == [changed]
+
+
+@needs_coq
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_a_mutation_is_rejected_after_the_sound_kernel_proved_its_lemmas(name, tmp_path):
+    """The run's ledger skips only what was proved: the sound model proves and fills it, the same model again runs
+    no lemma, and the mutated model's changed lemma still runs and is rejected."""
+    doc, mutate, lemmas = MUTATIONS[name]
+    views, model = _models(doc)[0]
+    proved = ProvedLemmas()
+    first = prove_model(views, model, tmp_path / "first", proved=proved)
+    assert first.status == PROVED, first
+    again = prove_model(views, model, tmp_path / "again", proved=proved)
+    assert again.status == PROVED and again.shared == again.lemmas > first.shared, again
+    assert "Proof completed" in _coqc_output(Path(again.script))  # the script on disk is whole
+    r = prove_model(views, mutate(model), tmp_path / "mutated", proved=proved)
+    assert r.status == FAILED and r.failed.startswith(lemmas) and r.shared < r.lemmas, r
+
+
+@needs_coq
+def test_verify_formal_runs_a_lemma_once_a_run_unless_whole(tmp_path, monkeypatch):
+    """Two kernels of one spec (cta and its fallback loaders) share lemmas (the stores): proved once by default,
+    each kernel whole with --whole."""
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "t.yaml"
+    spec.write_text(json.dumps({"name": "two_kernels", "dtype": "f16", "gemm": {"m": 37, "n": 40, "k": 24},
+                                "operands": {"A": {"layout": "row"}, "B": {"layout": "col"}, "C": {"layout": "row"}}}))
+    args = ["verify", "--formal", "--arch", "sm_80", "--jobs", "1", "--json", str(spec)]
+    rows = json.loads(CliRunner().invoke(main, args).stdout)
+    assert len(rows) > 1 and all(x["status"] == PROVED for x in rows) and sum(x["shared"] for x in rows[1:]) > 0
+    whole = CliRunner().invoke(main, [*args, "--whole"])
+    assert whole.exit_code == 0 and all(x["shared"] == 0 for x in json.loads(whole.stdout))
+    r = CliRunner().invoke(main, ["verify", "--whole", str(spec)])
+    assert r.exit_code != 0 and "--whole: only with --formal" in r.output
 
 
 def _overflowing_plan():

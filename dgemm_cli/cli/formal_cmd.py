@@ -14,7 +14,16 @@ from dgemm_cli.build import read_plan
 from dgemm_cli.cli.common import fail, generated_dirs
 from dgemm_cli.errors import EXIT_FAILED, EXIT_OK, EXIT_UNPROVED, DeepGemmError, NotBuiltError, ToolchainError
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.formal.check import FAILED, PROVED, UNMODELED, KernelProof, kernel_plans, models_of, prove_model
+from dgemm_cli.formal.check import (
+    FAILED,
+    PROVED,
+    UNMODELED,
+    KernelProof,
+    ProvedLemmas,
+    kernel_plans,
+    models_of,
+    prove_model,
+)
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.pipeline import PlannedSpec, plan_spec
 from dgemm_cli.render import render_sources
@@ -58,7 +67,8 @@ def _inputs(paths: tuple[Path, ...], arch: str | None, family: str | None) -> li
     return out
 
 
-def verify_formal(paths: tuple[Path, ...], arch: str | None, family: str | None, jobs: int, as_json: bool) -> None:
+def verify_formal(paths: tuple[Path, ...], arch: str | None, family: str | None, jobs: int, as_json: bool,
+                  whole: bool = False) -> None:
     if find_coqc() is None:
         fail(ToolchainError("coqc not found: `deepgemm verify --formal` proves with Coq. Fix: install it "
                             "(Debian/Ubuntu: apt-get install coq; or opam install coq)"))
@@ -83,9 +93,11 @@ def verify_formal(paths: tuple[Path, ...], arch: str | None, family: str | None,
     for i, r in results:
         click.echo(_line(i + 1, total, r), err=as_json)
 
+    proved = None if whole else ProvedLemmas()
+
     def one(item):
         i, views, out_dir, model = item
-        return i, prove_model(views, model, out_dir)
+        return i, prove_model(views, model, out_dir, proved=proved)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for i, r in pool.map(one, work):
@@ -107,7 +119,8 @@ def verify_formal(paths: tuple[Path, ...], arch: str | None, family: str | None,
 def _line(i: int, total: int, r: KernelProof) -> str:
     head = f"[{i}/{total}] {r.kernel}: "
     if r.status == PROVED:
-        return head + f"Proof completed ({r.lemmas} lemmas, {r.seconds:.1f} s) -> {r.script}"
+        shared = f", {r.shared} proved already in this run" if r.shared else ""
+        return head + f"Proof completed ({r.lemmas} lemmas{shared}, {r.seconds:.1f} s) -> {r.script}"
     if r.status == UNMODELED:
         return head + f"not proved: {r.reason}"
     lines = [head + f"FAILED at {r.failed or 'an unnamed lemma'} ({r.script})"]

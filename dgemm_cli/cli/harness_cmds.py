@@ -106,11 +106,15 @@ def _run_harnesses(dirs: tuple[Path, ...], arch: str | None, args: list[str],
                    "full K, no 32-bit overflow). DIRS may also be spec files. Writes <dir>/build/verify/*.v.")
 @click.option("--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="the CPU count",
               help="With --formal: kernels proved at once (one coqc each).")
+@click.option("--whole", is_flag=True,
+              help="With --formal: run coqc on every kernel's whole script. By default a lemma proved already in the "
+                   "run (the same statement and proof, another kernel's) is not run again; every script is written "
+                   "whole and proves alone.")
 @click.option("--family", type=click.Choice(list(FAMILIES)),
               help="With --formal and spec files: prove this family's plan of each spec instead of the model's pick.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per kernel.")
 def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, repeat: int, sizes: str | None,
-           formal: bool, jobs: int, family: str | None, as_json: bool) -> None:
+           formal: bool, jobs: int, whole: bool, family: str | None, as_json: bool) -> None:
     """Check built kernels on the GPU against an independent float64 reference.
 
     For each seed: fresh random inputs, C poisoned with NaN (beta = 0) and its padding filled with
@@ -140,8 +144,10 @@ def verify(dirs: tuple[Path, ...], arch: str | None, seeds: str, samples: int, r
     docs/design/formal.md says what is and is not proved."""
     if family and not formal:
         fail(DeepGemmError("--family: only with --formal (a built folder runs the kernels it was generated with)"))
+    if whole and not formal:
+        fail(DeepGemmError("--whole: only with --formal (it says how coqc runs the proof scripts)"))
     if formal:
-        verify_formal(dirs, arch, family, jobs, as_json)
+        verify_formal(dirs, arch, family, jobs, as_json, whole)
         return
     rows, all_ok = [], True
     total, runs = _run_harnesses(dirs, arch, ["verify", "--seeds", seeds, "--samples", str(samples)]

@@ -4,6 +4,8 @@ and where Coq rejects a lemma the values that break it (edge)."""
 from __future__ import annotations
 
 import importlib
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ class KernelProof:
     counterexample: str = ""  # values that break it, where the search found some
     reason: str = ""  # why a kernel is unmodeled, or coqc's message
     trusted: tuple[str, ...] = field(default_factory=tuple)
+    shared: int = 0  # of `lemmas`, those proved already in this run (ProvedLemmas: another kernel's, or a repeat)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -108,7 +111,36 @@ def _file_name(kernel: str) -> str:
     return "k_" + keep.strip("_")[:120]
 
 
-def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq: bool = True) -> KernelProof:
+class ProvedLemmas:
+    """The lemmas coqc proved in this run, by key (statement and proof; Lemma.key). Kernels of one spec, and specs of
+    one size, share many (the run-time buckets' loads of B, a family's store at the same sizes): half of specs/'
+    34544 lemmas repeat one proved before. Every kernel's script is still written whole and proves alone; coqc runs
+    a copy without the lemmas a run that succeeded already proved (under the same PRELUDE, so the same tactics)."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()  # verify --formal --jobs proves kernels on threads
+
+    def pending(self, lemmas: list[coq_mod.Lemma]) -> list[coq_mod.Lemma]:
+        """`lemmas` less those already proved and less repeats of one key (the first kept), in order."""
+        with self._lock:
+            seen = set(self._keys)
+        out = []
+        for lem in lemmas:
+            if lem.key not in seen:
+                seen.add(lem.key)
+                out.append(lem)
+        return out
+
+    def add(self, lemmas: list[coq_mod.Lemma]) -> None:
+        with self._lock:
+            self._keys.update(lem.key for lem in lemmas)
+
+
+def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq: bool = True,
+                proved: ProvedLemmas | None = None) -> KernelProof:
+    """Write the kernel's whole script to `out_dir` and prove it: with coqc (less what `proved` holds, which it then
+    gains), or without Coq by searching each obligation."""
     obs = obligations(model, references(views), places(views))
     lemmas = coq_mod.lemmas(obs)
     name = _file_name(model.kernel)
@@ -125,9 +157,18 @@ def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq:
                 return _failed(base, ob.ident, ob, cex, "", time.monotonic() - start)
         return KernelProof(status=PROVED, seconds=time.monotonic() - start,
                            reason="searched, not proved (no coqc): no obligation broke at 2000 points each", **base)
-    result = coq_mod.run_coqc(path, lemmas)
+    run = proved.pending(lemmas) if proved is not None else lemmas
+    if len(run) == len(lemmas):
+        result = coq_mod.run_coqc(path, lemmas)
+    else:
+        with tempfile.TemporaryDirectory(prefix="deepgemm-coq-") as tmp:
+            run_path = Path(tmp) / path.name
+            run_path.write_text(coq_mod.script(name, model.kernel, model.trusted, run))
+            result = coq_mod.run_coqc(run_path, run)
     if result.proved:
-        return KernelProof(status=PROVED, seconds=result.seconds, **base)
+        if proved is not None:
+            proved.add(run)
+        return KernelProof(status=PROVED, seconds=result.seconds, shared=len(lemmas) - len(run), **base)
     failed = result.failed
     ob = failed.obligation if failed else None
     cex = search(ob) if ob else None
