@@ -158,6 +158,7 @@ def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq:
         return KernelProof(status=PROVED, seconds=time.monotonic() - start,
                            reason="searched, not proved (no coqc): no obligation broke at 2000 points each", **base)
     run = proved.pending(lemmas) if proved is not None else lemmas
+    base["shared"] = len(lemmas) - len(run)
     if len(run) == len(lemmas):
         result = coq_mod.run_coqc(path, lemmas)
     else:
@@ -168,7 +169,7 @@ def prove_model(views: ProblemViews, model: KernelModel, out_dir: Path, use_coq:
     if result.proved:
         if proved is not None:
             proved.add(run)
-        return KernelProof(status=PROVED, seconds=result.seconds, shared=len(lemmas) - len(run), **base)
+        return KernelProof(status=PROVED, seconds=result.seconds, **base)
     failed = result.failed
     ob = failed.obligation if failed else None
     cex = search(ob) if ob else None
