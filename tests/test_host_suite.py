@@ -78,6 +78,11 @@ def test_random_specs_verify_on_the_host(chunk, tmp_path):
     _gen_build_verify(paths, tmp_path / "gen")
 
 
+def test_the_chunks_hold_every_host_spec_once():
+    dealt = [p for chunk in HOST_CHUNKS for p in chunk]
+    assert sorted(dealt) == sorted(HOST_SPECS) and len(HOST_CHUNKS) == SPEC_CHUNKS and all(HOST_CHUNKS)
+
+
 def test_the_e4m3_and_weight_only_specs_are_the_only_ones_left_out():
     left = sorted(p.relative_to(REPO / "specs") for p in (REPO / "specs").rglob("*.yaml") if load_spec(p).scales)
     assert left and all(p.parts[0] in ("fp8", "weight_only") or p.name.startswith(("fp8_", "w4_", "w8_")) for p in left)
