@@ -33,10 +33,10 @@ def _balanced_chunks(paths: list[Path], count: int) -> list[list[Path]]:
 
     chunks: list[list[Path]] = [[] for _ in range(count)]
     load = [0] * count
-    for path in sorted(paths, key=work, reverse=True):
+    for macs, path in sorted(((work(p), p) for p in paths), key=lambda x: x[0], reverse=True):
         i = load.index(min(load))
         chunks[i].append(path)
-        load[i] += work(path)
+        load[i] += macs
     return chunks
 
 

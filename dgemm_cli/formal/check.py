@@ -123,13 +123,12 @@ class ProvedLemmas:
 
     def pending(self, lemmas: list[coq_mod.Lemma]) -> list[coq_mod.Lemma]:
         """`lemmas` less those already proved and less repeats of one key (the first kept), in order."""
+        out, seen = [], set()
         with self._lock:
-            seen = set(self._keys)
-        out = []
-        for lem in lemmas:
-            if lem.key not in seen:
-                seen.add(lem.key)
-                out.append(lem)
+            for lem in lemmas:
+                if lem.key not in self._keys and lem.key not in seen:
+                    seen.add(lem.key)
+                    out.append(lem)
         return out
 
     def add(self, lemmas: list[coq_mod.Lemma]) -> None:

@@ -83,7 +83,7 @@ class Lemma:
     case: int  # the conditional case this lemma is (0 where the obligation has no conditional)
     text: str
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """Its statement and proof, without its name or comment: lemmas of one key are one proof under PRELUDE."""
         return self.text.split(f"Lemma {self.name} :", 1)[1]

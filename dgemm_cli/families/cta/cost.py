@@ -112,16 +112,15 @@ def ffma_k_tile_clocks(views: ProblemViews, a: Assignment) -> float:
     the loaders' instructions and the loop's bookkeeping, one instruction a clock per scheduler) and the
     L1 / shared-memory data path (fragment loads, the loaders' global sectors and shared stores)."""
     return _k_tile_clocks(views.operands["A"], views.operands["B"], a["block_m"], a["block_n"], a["block_k"],
-                          a["thread_m"], a["thread_n"], a["loader_a"], a["loader_b"], a["smem_inner_a"],
-                          a["smem_inner_b"])
+                          a["thread_m"], a["thread_n"], block_threads(a, FFMA), a["loader_a"], a["loader_b"],
+                          a["smem_inner_a"], a["smem_inner_b"])
 
 
 # Pure in its arguments: the planner's search prices the same k-tile under every stage count, split and register
 # cap (a run-time f32 spec asks for it half a million times, for a few thousand distinct tiles).
 @functools.lru_cache(maxsize=1 << 16)
 def _k_tile_clocks(facts_a: OperandFacts, facts_b: OperandFacts, bm: int, bn: int, bk: int, tm: int, tn: int,
-                   loader_a: str, loader_b: str, inner_a: str, inner_b: str) -> float:
-    threads = (bm // tm) * (bn // tn)
+                   threads: int, loader_a: str, loader_b: str, inner_a: str, inner_b: str) -> float:
     warps = threads // 32
     vm, vn = fragment_vector(tm), fragment_vector(tn)
     slots = bk * (tm * tn + tm // vm + tn // vn) + LOOP_SLOTS
