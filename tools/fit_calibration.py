@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dgemm_cli.families import cta, dot, gemv, hopper, splitk, tcgemv  # noqa: E402
 from dgemm_cli.families.calibration import TABLE, measurements, model_plan, runs  # noqa: E402
 
-LAUNCH = {"cta": cta.LAUNCH_US, "dot": dot.LAUNCH_US, "gemv": gemv.LAUNCH_US, "hopper": hopper.LAUNCH_US,
-          "splitk": splitk.LAUNCH_US, "tcgemv": tcgemv.LAUNCH_US}
+# fp8_hopper prices with the hopper family's model (plus its promotions), launch constant included.
+LAUNCH = {"cta": cta.LAUNCH_US, "dot": dot.LAUNCH_US, "fp8_hopper": hopper.LAUNCH_US, "gemv": gemv.LAUNCH_US,
+          "hopper": hopper.LAUNCH_US, "splitk": splitk.LAUNCH_US, "tcgemv": tcgemv.LAUNCH_US}
 
 
 def main(argv: list[str]) -> None:

@@ -27,6 +27,7 @@ from dgemm_cli.families.base import KernelFamily
 from dgemm_cli.families.fp8_hopper.scales import ScaleLoad, k_block_refusal, scale_load
 from dgemm_cli.families.hopper import (
     BLOCK_N,
+    L2_SHARE_MULTI_WAVE,
     PACK_MIN_VEC,
     HopperPlan,
     build_tiling_graph,
@@ -202,7 +203,7 @@ def _fp8_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...
 
 def _cost(views: ProblemViews, arch: Arch):
     """The hopper family's cost model, plus the promotions' time the tensor core waits for."""
-    base = cost_model(views, arch)
+    base = cost_model(views, arch, l2_share_one_wave=L2_SHARE_MULTI_WAVE)
     k_iters_all = problem_k_iters(views)
     grid = tile_grid(views)
     clk = arch.clock_ghz * 1e3

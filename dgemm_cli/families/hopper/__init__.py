@@ -46,6 +46,8 @@ from dgemm_cli.families.hopper.cost import (  # noqa: F401 (re-exported: tests a
     ACC_CHAINS_SPLIT_US,
     CLUSTER_REDUCE_US,
     DSMEM_BYTES_PER_CLK,
+    L2_SHARE_MULTI_WAVE,
+    L2_SHARE_ONE_WAVE,
     LAUNCH_US,
     MULTICAST_FIXED_US,
     MULTICAST_STREAM_GBPS,

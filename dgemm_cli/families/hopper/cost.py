@@ -70,6 +70,14 @@ REUSE_NO_PROMOTION = 1.08  # ... and on the whole (the tiles' or the DRAM time) 
 # slower than the cta family's.
 LATER_TILES_HIDE_US = 2.5
 LATER_TILES_MIN_K = 4
+# L2's bandwidth as a multiple of DRAM's, shared over the busy SMs: higher where the grid is one tile an SM (one
+# wave). Fitted on an H100 to four settings' picks of the 46 problems any of them moved, every plan timed in one run
+# (families/calibration.csv, "each L2-share setting's pick"): 2.5 for both handed one-wave grids wide tiles that ran
+# 6-24% behind 64-wide ones; 3.0 for both handed multi-wave problems 64-row single-consumer tiles that ran up to 1.5x
+# slower. The fp8_hopper family takes the multi-wave share on one wave too (its one one-wave pick that moved under
+# 3.0 ran 19% slower).
+L2_SHARE_ONE_WAVE = 3.0
+L2_SHARE_MULTI_WAVE = 2.75
 
 
 def wgmma_eff(block_n: int) -> float:
@@ -83,7 +91,7 @@ def wgmma_eff(block_n: int) -> float:
 
 
 
-def cost_model(views: ProblemViews, arch: Arch):
+def cost_model(views: ProblemViews, arch: Arch, l2_share_one_wave: float = L2_SHARE_ONE_WAVE):
     """Estimated µs, only to rank candidates (against each other and the other families): the busiest
     SM's tiles, each the slowest of its math, its loads at the depth the pipeline allows, and its share
     of L2 traffic; at least the DRAM time of the unique bytes; plus the persistent kernel's start."""
@@ -118,7 +126,8 @@ def cost_model(views: ProblemViews, arch: Arch):
         a_rows = a_box_rows(m_inner, bm) if follow else bm  # the box's rows: what TMA delivers
         stage = (a_rows // parts + bn) * SWIZZLE_BYTES  # what an SM reads through L2 a stage
         load_us = k_iters * tma_latency_us / a["stages"]  # `stages` loads in flight, each ~latency
-        l2_share = arch.dram_gbps * 2.5 * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
+        share = l2_share_one_wave if tiles_per_sm == 1 else L2_SHARE_MULTI_WAVE
+        l2_share = arch.dram_gbps * share * 1e3 / busy  # bytes/µs of L2 bandwidth one busy SM gets
         l2_us = k_iters * stage / l2_share
         epi_us = bm * bn * c_elem / (arch.dram_gbps * 1e3 / busy)
         # One block an SM runs its epilogue after its main loop (only the producer's prefetch overlaps);
