@@ -24,12 +24,14 @@ from dgemm_cli.errors import ToolchainError
 from dgemm_cli.formal.expr import (
     Add,
     And,
+    Cmp,
     Const,
     Div,
     Expr,
     Let,
     Mod,
     Mul,
+    Pred,
     Rewritten,
     add,
     children,
@@ -73,6 +75,10 @@ Ltac strides := repeat match goal with
   | |- context [?a / ?b] => rewrite (Z.div_small a b) by lia
   end.
 Ltac dg := first [lia | timeout 20 nia | (strides; first [lia | timeout 20 nia])].
+(* A conjunction that holds an equation, one conjunct at a time: lia refutes the negated conjunction case by case,
+   and an equation's two cases over the divisions' atoms made one such lemma take a minute; split, a few seconds.
+   Conjunctions of bounds alone stay whole: split, they take two to three times longer. *)
+Ltac dg_parts := repeat match goal with |- _ /\\ _ => split end; dg.
 """
 
 
@@ -108,18 +114,27 @@ def lemmas(obligations: list[Obligation]) -> list[Lemma]:
             binder = f"forall {' '.join(names)} : Z,\n  " if names else ""
             premises = [p for p in (_coq_hyps(hyps), _coq_hyps(cond)) if p]
             statement = binder + "".join(f"{p} ->\n  " for p in premises) + f"({coq(goal)})"
-            proof = _proof(And((cond, body)), ob.ranges, "  ")
+            closer = "dg_parts." if _conjunction_with_equation(goal) else "dg."
+            proof = _proof(And((cond, body)), ob.ranges, "  ", closer)
             out.append(Lemma(name, ob, i, f"(* {ob.prop}: {ob.text} *)\nLemma {name} : {statement}.\n"
                                           f"Proof.\n  intros.{proof}\nQed.\n"))
     return out
 
 
-def _proof(p, ranges: tuple[Range, ...], indent: str, depth: int = 0) -> str:
+def _conjunction_with_equation(goal: Pred) -> bool:
+    """Whether `goal` is a conjunction one of whose parts is an equation (PRELUDE's `dg_parts` proves those)."""
+    def parts(p: Pred) -> list[Pred]:
+        return [q for part in p.parts for q in parts(part)] if isinstance(p, And) else [p]
+    flat = parts(goal)
+    return len(flat) > 1 and any(isinstance(q, Cmp) and q.op == "==" for q in flat)
+
+
+def _proof(p, ranges: tuple[Range, ...], indent: str, closer: str = "dg.", depth: int = 0) -> str:
     """The tactics after `intros`: where a run-time divisor takes few values, one case per value (the divisor
-    rewritten to it everywhere, so that lia sees a constant divisor), else the divisions' facts and `dg`."""
+    rewritten to it everywhere, so that lia sees a constant divisor), else the divisions' facts and `closer`."""
     split = _divisor_values(p, ranges)
     if split is None:
-        return "".join(f"\n{indent}{s}" for s in _divisions(p, ranges) + ["dg."])
+        return "".join(f"\n{indent}{s}" for s in _divisions(p, ranges) + [closer])
     divisor, values = split
     b = coq(divisor)
     # The divisor's own divisions' facts first: rewritten with it, they keep what each case says of the sizes.
@@ -127,7 +142,7 @@ def _proof(p, ranges: tuple[Range, ...], indent: str, depth: int = 0) -> str:
     for j, v in enumerate(values):
         h = f"Hq{depth}_{j}"
         case = replace(p, divisor, Rewritten(v, None, divisor.ctype))
-        body = _proof(case, ranges, indent + "  ", depth + 1)
+        body = _proof(case, ranges, indent + "  ", closer, depth + 1)
         if j < len(values) - 1:
             text += f"\n{indent}destruct (Z.eq_dec {b} {v}) as [{h}|{h}].\n{indent}{{ rewrite {h} in *.{body} }}"
         else:  # the last value: the only one left, given the range and the values ruled out before it
