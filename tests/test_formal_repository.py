@@ -1,0 +1,43 @@
+"""Issue 44's sweep: every kernel of every spec in specs/ proved by Coq, as `gen` plans it (the GPU specs at their
+arch, specs/cpu for the host backend), through `deepgemm verify --formal` as a user runs it. The longest test of
+the suite (about 12 minutes on 2 cores, docs/RESULTS.md "Verification"); marked slow so that it starts first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dgemm_cli.cli import main
+from dgemm_cli.formal.check import PROVED
+from dgemm_cli.spec import load_spec
+
+from .formal_support import needs_coq
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = ROOT / "specs" / "cpu"
+GPU_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if HOST not in p.parents)
+HOST_SPECS = sorted(HOST.glob("*.yaml"))
+
+
+def _prove(paths: list[Path], *arch: str) -> list[dict]:
+    r = CliRunner().invoke(main, ["verify", "--formal", *map(str, paths), *arch, "--jobs", "2", "--json"])
+    rows = json.loads(r.stdout)
+    unproved = [(x["kernel"], x["status"], x["failed"], x["reason"]) for x in rows if x["status"] != PROVED]
+    assert r.exit_code == 0 and not unproved, unproved or r.output[-2000:]
+    assert {x["spec"] for x in rows} == {load_spec(p).name for p in paths}, "a spec has no kernel in the report"
+    return rows
+
+
+@pytest.mark.slow
+@needs_coq
+def test_every_kernel_of_every_repository_spec_proves(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert len(GPU_SPECS) > 150 and HOST_SPECS
+    rows = _prove(GPU_SPECS)
+    # Every GPU family's kernels are among them: a family whose specs stopped planning would go unproved unseen.
+    assert {x["family"] for x in rows} >= {"cta", "hopper", "splitk", "gemv", "tcgemv", "dot", "fp8_cta",
+                                           "fp8_hopper", "wq", "wqtc"}
+    assert {x["family"] for x in _prove(HOST_SPECS, "--arch", "cpu")} == {"cpu"}
