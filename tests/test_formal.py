@@ -37,6 +37,7 @@ from dgemm_cli.formal.expr import (
     Const,
     Ite,
     Let,
+    Min,
     Var,
     all_of,
     coq,
@@ -246,6 +247,54 @@ def test_coq_proves_a_batch_of_run_time_rows_whose_tile_count_takes_many_values(
     assert r.status == PROVED, (r.failed, r.obligation, r.reason)
     text = Path(r.script).read_text()
     assert "Z.div_unique" in text and "destruct (Z.eq_dec" not in text
+
+
+# Rows sized at run time (s, 1..19) in a batch of 2 as the splitk family's K split runs them: the cluster's store
+# walks a tile's valid rows, min(32, M - m0), as the divisor of its element index and the pitch of its columns, which
+# lia takes for no value of M and nia did not find (random-specs --seed 50's rand_50_016). Each lemma that divides or
+# multiplies by it is proved once a value of the bucket's rows.
+SPLIT_K_DYN_ROWS = _spec("split_k_dyn_rows", arch="sm_90a", dtype="f16", contraction="vbds,hmvd->bhms",
+                         sizes={"b": 2, "s": {"min": 1, "max": 19}, "h": 133, "m": 112, "d": 30, "v": 128},
+                         operands={"A": {"strides": [1, 3840, 128, 7680], "align": 16},
+                                   "B": {"strides": [430976, 3848, 1, 128]},
+                                   "C": {"strides": [1, 2, 5061, 266], "align": 16}},
+                         alpha=0.5, beta=-2.0)
+
+
+@needs_coq
+def test_coq_proves_a_run_time_tail_tile_one_value_of_the_rows_at_a_time(tmp_path):
+    views, model = next((v, m) for v, m in _models(SPLIT_K_DYN_ROWS, "splitk") if " 9..16 " in m.kernel)
+    stores = dataclasses.replace(model, accesses=())
+    r = prove_model(views, stores, tmp_path)
+    assert r.status == PROVED, (r.failed, r.obligation, r.reason)
+    names = re.findall(r"Lemma (store_once_one_to_one_block\S*) :", Path(r.script).read_text())
+    assert {n.rsplit("_mrows", 1)[1] for n in names} == {str(v) for v in range(9, 17)}, names
+
+
+def test_an_equation_over_a_run_time_divisor_is_one_lemma_a_value_of_the_size():
+    """x mod min(8, y) with y a run-time size in 3..6: one lemma a value, each holding the value, that cover the
+    range; the same over an index (not a size) stays one lemma."""
+    x, y = Var("x"), Var("y")
+    goal = Cmp("==", (x % Min(Const(8), y)) + (x // Min(Const(8), y)) * Min(Const(8), y), x)
+    hyps = all_of(Cmp("<=", Const(0), x), Cmp("<", x, Const(40)), Cmp("<=", Const(3), y), Cmp("<", y, Const(7)))
+    sized = Obligation("walk", "written-once", "x's digits", (Range(y, Const(3), Const(7), size=True),
+                                                              Range(x, Const(0), Const(40))), hyps, goal)
+    lemmas = coq_script.lemmas([sized])
+    assert [lm.name for lm in lemmas] == [f"walk_y{v}" for v in range(3, 7)]
+    assert all("forall x : Z" in lm.text and f"(x mod {v})" in lm.text for lm, v in zip(lemmas, range(3, 7)))
+    index = dataclasses.replace(sized, ranges=(Range(y, Const(3), Const(7)), Range(x, Const(0), Const(40))))
+    assert [lm.name for lm in coq_script.lemmas([index])] == ["walk"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-50, 50), st.integers(1, 9), st.integers(1, 9), st.integers(1, 3))
+def test_folding_the_divisions_constants_decide_keeps_every_value(x, a, b, one):
+    """coq._fold's identities (x mod 1, x / 1, (x mod a) / b and (x mod a) mod b for 0 < a <= b) hold at every
+    point, Z's floor division."""
+    v = Var("x")
+    for e in (v % Const(1), v // Const(1), (v % Const(a)) // Const(b), (v % Const(a)) % Const(b),
+              ((v % Const(a)) // Const(b) + v) % (Const(one) * Const(1))):
+        assert evaluate(coq_script._fold(e), {"x": x}) == evaluate(e, {"x": x})
 
 
 # ---- mutations: each must be rejected, with a readable obligation and the values that break it

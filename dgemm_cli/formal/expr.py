@@ -252,6 +252,25 @@ def children(e: Expr | Pred) -> tuple[Expr | Pred, ...]:
     return ()
 
 
+def rebuild(e: Expr | Pred, kids: tuple[Any, ...]) -> Expr | Pred:
+    """`e`'s node over new children (in `children`'s order)."""
+    if isinstance(e, (Add, Mul, Div, Mod, Min)):
+        return type(e)(kids[0], kids[1], e.ctype)
+    if isinstance(e, Cast):
+        return Cast(kids[0], e.ctype)
+    if isinstance(e, Ite):
+        return Ite(kids[0], kids[1], kids[2], e.ctype)
+    if isinstance(e, Let):
+        return Let(e.name, kids[0], e.ctype)
+    if isinstance(e, Cmp):
+        return Cmp(e.op, kids[0], kids[1])
+    if isinstance(e, (And, Or)):
+        return type(e)(tuple(kids))
+    if isinstance(e, Not):
+        return Not(kids[0])
+    raise TypeError(f"not an expression with children: {e!r}")
+
+
 def walk(e: Expr | Pred) -> Iterator[Expr | Pred]:
     """Every node of `e`, parents first, each distinct node once."""
     seen: set[int] = set()

@@ -44,11 +44,13 @@ from dgemm_cli.views import ProblemViews, letter_stride
 
 @dataclass(frozen=True)
 class Range:
-    """lo <= var < hi (hi None: unbounded above)."""
+    """lo <= var < hi (hi None: unbounded above). `size`: the variable is a size the kernel takes at run time (the
+    rows of a run-time letter), not an index; a proof may take its values one at a time."""
 
     var: Var
     lo: Expr
     hi: Expr | None
+    size: bool = False
 
     def pred(self) -> Pred:
         lo = Cmp("<=", self.lo, self.var)

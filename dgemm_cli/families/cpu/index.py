@@ -160,7 +160,7 @@ def _rows(views: ProblemViews, extents: tuple[int, int] | None = None) -> RowsRa
         lo, hi = extents[0] // unit, extents[1] // unit
     rows = _ix("mrows", "m")
     extent = Let("m_extent", rows * _c(unit, "unit", INDEX) if unit > 1 else rows, INDEX)
-    return RowsRange(extent, (Range(rows, _c(lo), _c(hi + 1)),), rows, lo * unit, hi * unit)
+    return RowsRange(extent, (Range(rows, _c(lo), _c(hi + 1), size=True),), rows, lo * unit, hi * unit)
 
 
 def out_slots(views: ProblemViews) -> tuple[str, ...]:

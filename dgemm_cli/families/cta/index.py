@@ -68,7 +68,7 @@ def rows_of(views: ProblemViews) -> Rows:
     unit = views.m // hi
     m = Var("mrows", INDEX)
     M = Let("M", m * _c(unit, "T::M_UNIT", INDEX), INDEX)
-    return Rows(M, (Range(m, _c(lo), _c(hi + 1)),), m)
+    return Rows(M, (Range(m, _c(lo), _c(hi + 1), size=True),), m)
 
 
 @dataclass(frozen=True)

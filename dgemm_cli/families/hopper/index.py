@@ -145,7 +145,8 @@ def rows_of(views: ProblemViews, plan: HopperPlan) -> list[Rows]:
         if first > last:
             continue
         tm = Let("TILES_M", _c(tiles_m))
-        out.append(Rows(M, tm, Let("TILES", _c(groups_n * tiles_m)), (Range(m, _c(first), _c(last + 1)),), m, True))
+        rows = (Range(m, _c(first), _c(last + 1), size=True),)
+        out.append(Rows(M, tm, Let("TILES", _c(groups_n * tiles_m)), rows, m, True))
     return out
 
 
