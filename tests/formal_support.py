@@ -1,21 +1,38 @@
 """What the formal tests share: a view's element offsets from the spec's letters (numpy), an expression at every
 point of an enumeration, the models of a spec's kernels, a mutation of a model's accesses, and the two checks every
-mutation must fail."""
+mutation must fail, and the sweeps' run of `deepgemm verify --formal` over many specs."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from dgemm_cli.formal.check import FAILED, models_of, places, prove_model, references
+from dgemm_cli.cli import main
+from dgemm_cli.formal.check import FAILED, PROVED, models_of, places, prove_model, references
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import Let, evaluate, replace, walk
 from dgemm_cli.formal.model import obligations
 from dgemm_cli.formal.search import search
+from dgemm_cli.spec import load_spec
 
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
+
+
+def prove_every_kernel(paths: list[Path], *arch: str) -> list[dict]:
+    """`deepgemm verify --formal --jobs 2 --json` of `paths` as a user runs it: every kernel proved, every spec
+    reported; the report's rows."""
+    r = CliRunner().invoke(main, ["verify", "--formal", *map(str, paths), *arch, "--jobs", "2", "--json"])
+    rows = json.loads(r.stdout)
+    unproved = [(x["kernel"], x["status"], x["failed"], x["reason"]) for x in rows if x["status"] != PROVED]
+    assert r.exit_code == 0 and not unproved, unproved or r.output[-2000:]
+    assert {x["spec"] for x in rows} == {load_spec(p).name for p in paths}, "a spec has no kernel in the report"
+    return rows
+
 
 def view_addresses(views, operand: str, rows: int | None = None) -> np.ndarray:
     """Every element offset of `operand`'s view from its kernel pointer, from the spec's letters (`rows`: the

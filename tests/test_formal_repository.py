@@ -4,18 +4,13 @@ the suite (about 12 minutes on 2 cores, docs/RESULTS.md "Verification"); marked 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from dgemm_cli.cli import main
 from dgemm_cli.families import FAMILIES
-from dgemm_cli.formal.check import PROVED
-from dgemm_cli.spec import load_spec
 
-from .formal_support import needs_coq
+from .formal_support import needs_coq, prove_every_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = ROOT / "specs" / "cpu"
@@ -23,22 +18,13 @@ GPU_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if HOST not in p.
 HOST_SPECS = sorted(HOST.glob("*.yaml"))
 
 
-def _prove(paths: list[Path], *arch: str) -> list[dict]:
-    r = CliRunner().invoke(main, ["verify", "--formal", *map(str, paths), *arch, "--jobs", "2", "--json"])
-    rows = json.loads(r.stdout)
-    unproved = [(x["kernel"], x["status"], x["failed"], x["reason"]) for x in rows if x["status"] != PROVED]
-    assert r.exit_code == 0 and not unproved, unproved or r.output[-2000:]
-    assert {x["spec"] for x in rows} == {load_spec(p).name for p in paths}, "a spec has no kernel in the report"
-    return rows
-
-
 @pytest.mark.slow
 @needs_coq
 def test_every_kernel_of_every_repository_spec_proves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert len(GPU_SPECS) > 150 and HOST_SPECS
-    rows = _prove(GPU_SPECS)
+    rows = prove_every_kernel(GPU_SPECS)
     # Every registered family has kernels among them: one whose specs stopped planning would go unproved unseen.
     assert {x["family"] for x in rows} == {name for name, f in FAMILIES.items() if f.backend == "cuda"}
-    assert {x["family"] for x in _prove(HOST_SPECS, "--arch", "cpu")} == {
+    assert {x["family"] for x in prove_every_kernel(HOST_SPECS, "--arch", "cpu")} == {
         name for name, f in FAMILIES.items() if f.backend != "cuda"}
