@@ -298,6 +298,11 @@ def test_folding_the_divisions_constants_decide_keeps_every_value(x, a, b, one):
     for e in (v % Const(1), v // Const(1), (v % Const(a)) // Const(b), (v % Const(a)) % Const(b),
               ((v % Const(a)) // Const(b) + v) % (Const(one) * Const(1))):
         assert evaluate(coq_script._fold(e), {"x": x}) == evaluate(e, {"x": x})
+    # and it folds: each of these is a value, or the remainder it keeps
+    assert coq_script._fold(v % Const(1)) == Const(0) and coq_script._fold(v // Const(1)) == v
+    if a <= b:  # as Coq reads them (a constant expression printed folded)
+        assert coq(coq_script._fold((v % Const(a)) // Const(b))) == "0"
+        assert coq(coq_script._fold((v % Const(a)) % Const(b))) == coq(coq_script._fold(v % Const(a)))
 
 
 # ---- mutations: each must be rejected, with a readable obligation and the values that break it
