@@ -292,25 +292,10 @@ def substitute(e: Any, env: Mapping[str, Expr]) -> Any:
     """`e` with each Var named in `env` replaced (Lets keep their names: the kernel's intermediates)."""
     if isinstance(e, Var):
         return env.get(e.name, e)
-    if isinstance(e, Const):
-        return e
-    if isinstance(e, (Add, Mul, Div, Mod, Min)):
-        return type(e)(substitute(e.a, env), substitute(e.b, env), e.ctype)
-    if isinstance(e, Cast):
-        return Cast(substitute(e.a, env), e.ctype)
-    if isinstance(e, Ite):
-        return Ite(substitute(e.cond, env), substitute(e.a, env), substitute(e.b, env), e.ctype)
-    if isinstance(e, Let):
-        return Let(e.name, substitute(e.value, env), e.ctype)
-    if isinstance(e, Cmp):
-        return Cmp(e.op, substitute(e.a, env), substitute(e.b, env))
-    if isinstance(e, And):
-        return And(tuple(substitute(p, env) for p in e.parts))
-    if isinstance(e, Or):
-        return Or(tuple(substitute(p, env) for p in e.parts))
-    if isinstance(e, Not):
-        return Not(substitute(e.p, env))
-    raise TypeError(f"not an expression: {e!r}")
+    if not isinstance(e, (Expr, Pred)):
+        raise TypeError(f"not an expression: {e!r}")
+    kids = children(e)
+    return rebuild(e, tuple(substitute(k, env) for k in kids)) if kids else e
 
 
 # ---- evaluation (Python ints or numpy int64 arrays, Z's floor semantics)
@@ -494,23 +479,10 @@ def split_ite(p: Pred) -> list[tuple[Pred, Pred]]:
 def replace(e: Any, old: Any, new: Any) -> Any:
     if e is old or e == old:
         return new
-    if isinstance(e, (Var, Const)):
-        return e
-    if isinstance(e, (Add, Mul, Div, Mod, Min)):
-        return type(e)(replace(e.a, old, new), replace(e.b, old, new), e.ctype)
-    if isinstance(e, Cast):
-        return Cast(replace(e.a, old, new), e.ctype)
-    if isinstance(e, Let):
-        return Let(e.name, replace(e.value, old, new), e.ctype)
-    if isinstance(e, Ite):
-        return Ite(replace(e.cond, old, new), replace(e.a, old, new), replace(e.b, old, new), e.ctype)
-    if isinstance(e, Cmp):
-        return Cmp(e.op, replace(e.a, old, new), replace(e.b, old, new))
-    if isinstance(e, (And, Or)):
-        return type(e)(tuple(replace(x, old, new) for x in e.parts))
-    if isinstance(e, Not):
-        return Not(replace(e.p, old, new))
-    raise TypeError(f"not an expression: {e!r}")
+    if not isinstance(e, (Expr, Pred)):
+        raise TypeError(f"not an expression: {e!r}")
+    kids = children(e)
+    return rebuild(e, tuple(replace(k, old, new) for k in kids)) if kids else e
 
 
 def int_nodes(e: Expr | Pred) -> list[Expr]:
