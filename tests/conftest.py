@@ -59,10 +59,15 @@ def gpu_present() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    # The slow tests (compilers, the host suite's chunks: up to 4 minutes each) first, in their own order: pytest-xdist
-    # hands items out in this order, so the longest ones start while short ones remain to fill the other cores,
-    # instead of one core running the last long chunk alone at the end.
-    items.sort(key=lambda item: "slow" not in item.keywords)
+    # The slow tests (compilers, the host suite's chunks, the proof sweeps) first, the longest first: those that
+    # say their minutes (`@pytest.mark.slow(minutes=15)`) by them, the others in their own order. pytest-xdist hands
+    # items out in this order, so the longest ones start while short ones remain to fill the other cores, instead of
+    # one core running the last long test alone at the end.
+    def minutes(item) -> float:
+        marker = item.get_closest_marker("slow")
+        return marker.kwargs.get("minutes", 0) if marker is not None else 0
+
+    items.sort(key=lambda item: ("slow" not in item.keywords, -minutes(item)))
     if gpu_present():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L); run on the device machine")

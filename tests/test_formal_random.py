@@ -22,7 +22,7 @@ SHARES = dict(small_m_share=0.3, dynamic_share=0.05, row_blocks_share=0.05, a_ve
               multicast_share=0.05, dot_share=0.04, fp8_share=0.1, fp8_views_share=0.05, wq_share=0.1)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=15)
 @needs_coq
 def test_every_kernel_of_200_random_specs_proves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

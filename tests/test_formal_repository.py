@@ -18,7 +18,7 @@ GPU_SPECS = sorted(p for p in (ROOT / "specs").rglob("*.yaml") if HOST not in p.
 HOST_SPECS = sorted(HOST.glob("*.yaml"))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=15)
 @needs_coq
 def test_every_kernel_of_every_repository_spec_proves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

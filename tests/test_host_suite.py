@@ -60,13 +60,13 @@ def _gen_build_verify(specs: list[Path], out: Path) -> None:
     assert verify.returncode == 0
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=3)
 @pytest.mark.parametrize("chunk", range(SPEC_CHUNKS))
 def test_specs_verify_on_the_host(chunk, tmp_path):
     _gen_build_verify(HOST_CHUNKS[chunk], tmp_path / "gen")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=3)
 @pytest.mark.parametrize("chunk", range(RANDOM_CHUNKS))
 def test_random_specs_verify_on_the_host(chunk, tmp_path):
     specs = random_specs(RANDOM_COUNT, RANDOM_SEED, dynamic_share=0.2, small_m_share=0.2)[chunk::RANDOM_CHUNKS]
