@@ -4,9 +4,9 @@ Each obligation is one lemma over Z: `forall vars, hypotheses -> goal`, the bloc
 sizes symbolic, the plan's sizes concrete. A conditional (`Ite`) splits the lemma into its cases, since lia takes no
 `if`. Every lemma is proved by one tactic: floor division and remainder become their defining equations
 (`Z.div_mod_to_equations`), then linear integer arithmetic (`lia`), or nonlinear (`nia`) where a run-time size
-multiplies a variable. A division by a run-time value of a dividend that holds it (a block index over a batch of
-run-time tiles), where the value takes a few values over the run-time sizes' range, is split into those cases
-first, each with a constant divisor. coqc stops at
+multiplies a variable. A run-time divisor that takes one value over the run-time sizes' range is rewritten to it,
+and one that divides a dividend holding it (a block index over a batch of run-time tiles), where it takes a few
+values, is split into those cases first, each with a constant divisor. coqc stops at
 the first lemma it cannot prove; its line names it."""
 
 from __future__ import annotations
@@ -119,10 +119,14 @@ def lemmas(obligations: list[Obligation]) -> list[Lemma]:
                 out.append(_lemma(ob, i, name, names, cond, body, ob.ranges))
                 continue
             # One lemma a value of the run-time size: together they cover its range.
-            rest = tuple(r for r in ob.ranges if r is not size)
             lo, hi = int(evaluate(size.lo, {})), int(evaluate(size.hi, {}))
             for v in range(lo, hi):
                 value = {size.var.name: Const(v, None, size.var.ctype)}
+                # The other ranges' bounds at the value too (a block's tiles over the rows): constant where
+                # they held only the size, so that the bound search and the divisor split see constants.
+                rest = tuple(Range(r.var, _fold(substitute(r.lo, value)),
+                                   None if r.hi is None else _fold(substitute(r.hi, value)), r.size)
+                             for r in ob.ranges if r is not size)
                 out.append(_lemma(ob, i, f"{name}_{size.var.name}{v}", [n for n in names if n != size.var.name],
                                   _fold(substitute(cond, value)), _fold(substitute(body, value)), rest))
     return out
@@ -149,7 +153,12 @@ def _size_to_split(p: Pred, ranges: tuple[Range, ...]) -> Range | None:
              and 1 < int(evaluate(r.hi, {})) - int(evaluate(r.lo, {})) <= MAX_SIZE_CASES}
     if not sizes:
         return None
-    divisor = _divisor_values(p, ranges)
+    # The divisors _proof splits into their values, one after another: a constant in each case.
+    split_divisors = []
+    case = p
+    while (divisor := _divisor_values(case, ranges)) is not None:
+        split_divisors.append(divisor[0])
+        case = replace(case, divisor[0], Const(divisor[1][0]))
     _, body = p.parts
     for x in walk(body.parts[1]):
         if isinstance(x, (Div, Mod)) and not constant(x.b):
@@ -158,8 +167,8 @@ def _size_to_split(p: Pred, ranges: tuple[Range, ...]) -> Range | None:
             nonlinear = [x.a, x.b]
         else:
             continue
-        if divisor is not None:  # split into its values by _proof: a constant in each case
-            nonlinear = [replace(e, divisor[0], Const(1)) for e in nonlinear]
+        for d in split_divisors:
+            nonlinear = [replace(e, d, Const(1)) for e in nonlinear]
         hit = sorted(set().union(*(free_vars(e) for e in nonlinear)) & set(sizes))
         if hit:
             return sizes[hit[0]]
@@ -217,19 +226,23 @@ def _proof(p, ranges: tuple[Range, ...], indent: str, closer: str = "dg.", depth
 
 
 def _divisor_values(p, ranges: tuple[Range, ...]) -> tuple[Expr, list[int]] | None:
-    """A run-time divisor of `p` that divides a dividend holding it (a block index formed as batch x tiles + tile:
-    its quotient is nonlinear for lia, and nia does not find it), whose variables are run-time sizes with constant
-    ranges, and the values it takes over them, where they are at most MAX_DIVISOR_CASES; None where no divisor is
-    such. Other run-time divisors keep the bounds `_divisions` states, which cost one proof, not one a value."""
+    """A run-time divisor of `p` whose variables are run-time sizes with constant ranges, and the values it takes
+    over them, where it takes one value (a tile count that the bucket's rows fix), or at most MAX_DIVISOR_CASES and it
+    divides a dividend holding it (a block index formed as batch x tiles + tile: its quotient is nonlinear for lia,
+    and nia does not find it); None where no divisor is such. Other run-time divisors keep the bounds `_divisions`
+    states, which cost one proof, not one a value."""
     bounded = {r.var.name: r for r in ranges if constant(r.lo) and r.hi is not None and constant(r.hi)}
     for d in sorted(divisions(p), key=_height):
-        if not free_vars(d.b) or not free_vars(d.b) <= set(bounded) or not any(x == d.b for x in walk(d.a)):
+        if not free_vars(d.b) or not free_vars(d.b) <= set(bounded):
             continue
         points = enumerate_points(tuple(bounded[v] for v in sorted(free_vars(d.b))))
         if points is None:
             continue
         values = sorted({int(x) for x in np.atleast_1d(evaluate(d.b, points))})
-        if 0 < len(values) <= MAX_DIVISOR_CASES and 0 not in values:
+        if 0 in values or not values:
+            continue
+        # One value (a tile count that the bucket's rows fix): always the constant it is, whatever the dividend.
+        if len(values) == 1 or (len(values) <= MAX_DIVISOR_CASES and any(x == d.b for x in walk(d.a))):
             return d.b, values
     return None
 
