@@ -156,7 +156,7 @@ def _size_to_split(p: Pred, ranges: tuple[Range, ...]) -> Range | None:
     # The divisors _proof splits into their values, one after another: a constant in each case.
     split_divisors = []
     case = p
-    while (divisor := _divisor_values(case, ranges)) is not None:
+    while (divisor := _divisor_values(case, ranges)) is not None and divisor[0] not in split_divisors:
         split_divisors.append(divisor[0])
         case = replace(case, divisor[0], Const(divisor[1][0]))
     _, body = p.parts
