@@ -140,8 +140,10 @@ def build_host(directory: Path, cxx: HostCompiler, force: bool = False) -> Build
     plan = read_plan(directory)
     name = plan.name
     flags = list(plan.cxx_flags)
-    commands = host_commands(name, flags, cxx, find_ar(), precompiled_header(system_headers(directory, name), flags,
-                                                                             cxx))
+    ar = find_ar()
+    # The stamp is keyed by the commands without the precompiled headers, which leave the object code as it is: a
+    # folder built either way is cached, and a cached one does not look for the image.
+    commands = host_commands(name, flags, cxx, ar)
     out = build_dir_for(directory, HOST_ARCH)
     products = [Path("build") / HOST_ARCH / f for f in (f"{name}.o", f"lib{name}.a", f"lib{name}.so")]
     outputs = [directory / p for p in products[1:]]
@@ -157,7 +159,8 @@ def build_host(directory: Path, cxx: HostCompiler, force: bool = False) -> Build
                                outputs=outputs, cached=True)
     stamp.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    for cmd in commands:
+    pch = precompiled_header(system_headers(directory, name), flags, cxx)
+    for cmd in commands if pch is None else host_commands(name, flags, cxx, ar, pch):
         run = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
                              check=False)
         if run.returncode != 0:

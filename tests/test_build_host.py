@@ -11,6 +11,7 @@ import pytest
 
 from dgemm_cli import build_host
 from dgemm_cli.arch import get_arch
+from dgemm_cli.build import read_plan
 from dgemm_cli.build_host import HostCompiler, find_cxx, precompiled_header, system_headers
 from dgemm_cli.build_host import build_host as build_folder
 from dgemm_cli.pipeline import generate
@@ -65,10 +66,13 @@ def test_the_precompiled_header_leaves_the_object_code_as_it_is(tmp_path, monkey
     gch = list((tmp_path / "pch").glob("*/dg_host_std.hpp.gch"))
     assert len(gch) == 1
     # g++ -H marks a precompiled header it used with "!": the compile took it, not the headers' text.
-    used = subprocess.run([str(cxx.path), "-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-include",
-                           str(gch[0].with_suffix("")), "-H", "-fsyntax-only", f"{name}.cpp"], cwd=folder,
+    used = subprocess.run([str(cxx.path), *read_plan(folder).cxx_flags, "-include", str(gch[0].with_suffix("")), "-H",
+                           "-fsyntax-only", f"{name}.cpp"], cwd=folder,
                           capture_output=True, text=True, check=True)
     assert used.stderr.startswith(f"! {gch[0]}"), used.stderr[:400]
     assert disassembly() == without
     again = build_folder(folder, cxx, force=True)  # the second build reuses the image
     assert again.ok and list((tmp_path / "pch").glob("*/dg_host_std.hpp.gch")) == gch
+    # The image leaves the object code as it is, so the stamp is the same either way: an unforced build is cached.
+    monkeypatch.setenv(build_host.PCH_ENV, "off")
+    assert build_folder(folder, cxx).cached
