@@ -357,6 +357,35 @@ def test_an_e4m3_spec_is_refused_with_an_error_report(tmp_path):
     assert parsed("verify", report).error
 
 
+# A broadcast A: its rows all read one row (stride 0 over m), so one address is read by every m.
+BROADCAST_A = {"name": "broadcast_a", "dtype": "f32", "contraction": "mk,kn->mn", "sizes": {"m": 4, "k": 6, "n": 5},
+               "operands": {"A": {"strides": [0, 1]}, "B": {"strides": [5, 1]}, "C": {"strides": [5, 1]}}}
+# A reduced over a letter B lacks (summed on A's side alone), with a batch letter.
+REDUCED_A = {"name": "reduced_a", "dtype": "bf16", "contraction": "bmkr,bkn->bmn",
+             "sizes": {"b": 2, "m": 3, "k": 4, "r": 2, "n": 3},
+             "operands": {"A": {"strides": [30, 8, 2, 1], "offset": 3}, "B": {"strides": [12, 3, 1]},
+                          "C": {"strides": [9, 3, 1]}}}
+SCALAR_A = {"name": "scalar_a", "dtype": "f16", "contraction": ",w->w", "sizes": {"w": 5},
+            "operands": {"A": {"strides": []}, "B": {"strides": [1]}, "C": {"strides": [1]}}}
+
+
+@pytest.mark.parametrize("spec_dict", [CONV_BF16_GELU, DENSE_F32, BROADCAST_A, REDUCED_A, SCALAR_A],
+                         ids=lambda d: d["name"])
+def test_the_outputs_a_nan_in_a_reaches_are_where_the_contraction_makes_nan(spec_dict):
+    """The NaN case's reference marks the outputs whose terms read the poisoned element of A (reached_by); the
+    float64 contraction of A holding that NaN puts NaN exactly there, at every address of A's view."""
+    spec = parse_spec(spec_dict, "<test>")
+    sizes = spec.sizes
+    bits = {x: hh.random_bits(np.random.default_rng(3), hh.span_at(spec.operand(x), sizes), spec.operand(x).dtype)
+            for x in "AB"}
+    view = hh.view_of(np.arange(bits["A"].size), spec.A, hh.subscripts(spec)[0], sizes)
+    for address in np.unique(view):
+        a = bits["A"].copy()
+        a[address] = hh.POISON_BITS[spec.A.dtype]
+        product, _ = hh.contraction_f64(spec, a, bits["B"], sizes)
+        assert np.array_equal(np.isnan(product), hh.reached_by(spec, sizes, int(address))), address
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 def test_the_reference_of_a_scalar_input_broadcasts_it(dtype):
     """A 0-d operand (a scalar times a vector: `,w->w`) stays 0-d through its float64 image."""
