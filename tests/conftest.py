@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,14 +61,19 @@ def gpu_present() -> bool:
 
 def pytest_collection_modifyitems(config, items):
     # The slow tests (compilers, the host suite's chunks, the proof sweeps) first, the longest first: those that
-    # say their minutes (`@pytest.mark.slow(minutes=15)`) by them, the others in their own order. pytest-xdist hands
-    # items out in this order, so the longest ones start while short ones remain to fill the other cores, instead of
-    # one core running the last long test alone at the end.
+    # say their minutes (`@pytest.mark.slow(minutes=N)`) by them, the others in their own order. Under pytest-xdist
+    # (`--dist worksteal`, pyproject's addopts) each of W workers starts with one contiguous W-th of the items, and
+    # an idle worker takes the later half of a busy one's queue: the items are dealt round the workers (item i to
+    # the (i mod W)-th part), so that each part starts with its share of the longest ones and no worker holds them
+    # all while the others run out of work.
     def minutes(item) -> float:
         marker = item.get_closest_marker("slow")
         return marker.kwargs.get("minutes", 0) if marker is not None else 0
 
     items.sort(key=lambda item: ("slow" not in item.keywords, -minutes(item)))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        items[:] = [item for part in range(workers) for item in items[part::workers]]
     if gpu_present():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L); run on the device machine")
