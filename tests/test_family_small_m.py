@@ -415,7 +415,7 @@ def test_wide_decode_specs_load_plan_and_reach_tcgemv(tmp_path):
     assert reached >= {"8 tokens", "16 tokens", "whole segments True", "whole segments False", "run-time M"}, reached
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=2)
 @pytest.mark.parametrize("family", ["splitk", "gemv"])
 def test_random_decode_kernels_compile_without_spills(family, tmp_path):
     import random

@@ -267,7 +267,7 @@ def test_run_time_tokens_are_a_kernel_argument():
     assert "const index_t M = T::rows_at_run_time ? m : T::M;" in _device("kernel")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=2)
 def test_tcgemv_kernels_compile_without_spills(tmp_path):
     from dgemm_cli.build import build
     from dgemm_cli.pipeline import generate
