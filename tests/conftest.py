@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,22 @@ def assert_grouped_kernels_compile(specs, family: str, tmp_path) -> None:
         assert report.ok, report.error
         assert report.kernels and not any(k.spills or k.stack_bytes for k in report.kernels), report.kernels
         assert any("finish" in k.kernel for k in report.kernels)
+
+
+_HARNESS_CACHE_MADE: list[str] = []
+
+
+def pytest_configure(config):
+    # One shared harness object folder for the whole run (every worker inherits it from the controller): the
+    # builds of every test share each arch's dg_harness object, and none reads or fills the user's cache.
+    if "DEEPGEMM_HARNESS_CACHE" not in os.environ:
+        os.environ["DEEPGEMM_HARNESS_CACHE"] = tempfile.mkdtemp(prefix="deepgemm-test-harness-")
+        _HARNESS_CACHE_MADE.append(os.environ["DEEPGEMM_HARNESS_CACHE"])
+
+
+def pytest_unconfigure(config):
+    for folder in _HARNESS_CACHE_MADE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def gpu_present() -> bool:

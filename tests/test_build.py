@@ -593,14 +593,15 @@ def test_lib_only_build_serves_lib_only_requests_not_full_ones(generated, fake_c
     assert not build(generated, "sm_90a", FAKE_NVCC).cached  # the library-only build's stamp holds no harness
 
 
-def test_harness_object_is_compiled_once_for_the_folders_beside(tmp_path, fake_compile):
+def test_harness_object_is_compiled_once_for_every_folder(tmp_path, fake_compile, monkeypatch):
+    monkeypatch.setenv("DEEPGEMM_HARNESS_CACHE", str(tmp_path / "harness-cache"))
     folders = [generate(load_spec(next(p for p in SPECS if p.stem == stem)), get_arch("sm_90a"), tmp_path).directory
                for stem in ("odd_tails", "decode_qk")]
     for folder in folders:
         assert build(folder, "sm_90a", FAKE_NVCC).ok
     shared = [c for c in fake_compile.calls if "dg_harness.cu" in c]
     assert len(shared) == 1  # the second folder links the first one's object
-    (obj,) = (tmp_path / ".deepgemm-cache").glob("harness-*/dg_harness.o")
+    (obj,) = (tmp_path / "harness-cache").glob("harness-*/dg_harness.o")
     for folder in folders:
         name = folder.name
         compile_harness = next(c for c in fake_compile.calls if f"{name}_harness.cu" in c)
@@ -610,6 +611,32 @@ def test_harness_object_is_compiled_once_for_the_folders_beside(tmp_path, fake_c
     obj.unlink()
     assert not build(folders[0], "sm_90a", FAKE_NVCC).cached  # the stamp vouches for the shared object too
 
+
+
+def test_harness_objects_live_in_the_user_cache_unless_told_or_unwritable(tmp_path, monkeypatch):
+    """$DEEPGEMM_HARNESS_CACHE, else the user cache dir (every build on the machine shares the object), else, where
+    that folder cannot be made, beside the generated folders."""
+    folder = tmp_path / "out" / "k"
+    monkeypatch.delenv("DEEPGEMM_HARNESS_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build_module.harness_cache(folder) == tmp_path / "xdg" / "deepgemm" / "harness"
+    monkeypatch.setenv("DEEPGEMM_HARNESS_CACHE", str(tmp_path / "told"))
+    assert build_module.harness_cache(folder) == tmp_path / "told" and (tmp_path / "told").is_dir()
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("DEEPGEMM_HARNESS_CACHE", str(tmp_path / "file" / "below"))  # a file is in the way
+    assert build_module.harness_cache(folder) == tmp_path / "out" / ".deepgemm-cache"
+
+
+def test_a_shared_harness_compiles_into_a_partial_object_of_its_own(generated, fake_compile, tmp_path, monkeypatch):
+    """Builds in other processes may make the same object at once: each compiles to a partial file named by its
+    process and thread, renamed to the object once whole."""
+    monkeypatch.setenv("DEEPGEMM_HARNESS_CACHE", str(tmp_path / "harness-cache"))
+    assert build(generated, "sm_90a", FAKE_NVCC).ok
+    (shared,) = [c for c in fake_compile.calls if "dg_harness.cu" in c]
+    partial = shared[shared.index("-o") + 1]
+    assert partial.startswith("dg_harness.o.partial.") and str(os.getpid()) in partial
+    (folder,) = (tmp_path / "harness-cache").glob("harness-*")
+    assert sorted(p.name for p in folder.iterdir()) == ["dg_harness.cu", "dg_harness.cuh", "dg_harness.o"]
 
 def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     plan_json = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])

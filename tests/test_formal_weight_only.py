@@ -358,7 +358,8 @@ def test_coq_proves_the_small_models(name, tmp_path):
 
 
 @needs_coq
-@pytest.mark.slow(minutes=2)  # past the 10 s budget on 2 cores: tc_dg (two strips a warp, one clamped) 60 s, tc_dg_tails 15 s
+# past the 10 s budget on 2 cores: tc_dg (two strips a warp, one clamped) 60 s, tc_dg_tails 15 s
+@pytest.mark.slow(minutes=2)
 @pytest.mark.parametrize("name", ["tc_dg", "tc_dg_tails"])
 def test_coq_proves_the_slow_dg_models(name, tmp_path):
     for views, _, model in _models(name):
