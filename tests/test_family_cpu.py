@@ -191,3 +191,27 @@ def test_the_plan_states_the_micro_tile_the_header_asserts():
     for isa, (mr, nr) in MICRO_TILES.items():
         assert f"static_assert(dg::cpu::kMR == {mr} && dg::cpu::kNR == {nr}, \"the plan's {isa} micro-tile" in cpp
         assert f"{isa}: {mr} x {nr}" in cpp
+
+
+def _paths_traits(spec) -> tuple[int, int]:
+    cpp = next(text for name, text in _files(spec).items() if name.endswith(".cpp"))
+    found = re.search(r"kSmallRows = 0x([0-9a-f]+), kBlocked = (\d)", cpp)
+    assert found, cpp
+    return int(found.group(1), 16), int(found.group(2))
+
+
+def test_the_traits_instantiate_the_paths_the_engine_takes_at_the_specs_rows():
+    """kSmallRows (bit m - 1: the small-M path at m rows) and kBlocked (bit 0 A B, bit 1 C^T = B^T A^T): what the
+    engine chooses at every row extent the spec allows, and the blocked path as A B where it chooses none."""
+    row = {"A": {"layout": "row"}, "B": {"layout": "row"}, "C": {"layout": "row"}}
+    assert _paths_traits(_gemm()) == (0, 1)  # 64 rows: blocked
+    ccol = {**row, "C": {"layout": "col"}}
+    assert _paths_traits(_gemm(operands=ccol)) == (0, 2)  # C contiguous along m: transposed
+    decode = dict(dtype="f16", arch="cpu", operands=row)
+    assert _paths_traits(_spec(gemm={"m": 3, "n": 64, "k": 40}, **decode)) == (0b100, 1)  # small-M alone
+    assert _paths_traits(_spec(gemm={"m": {"min": 2, "max": 9}, "n": 64, "k": 40}, **decode)) == (0b1110, 1)
+    gather = {**row, "B": {"strides": [3 * 64, 3]}}  # B steps by 3 along n and 192 along k: never small-M
+    assert _paths_traits(_spec(gemm={"m": 3, "n": 64, "k": 40}, dtype="f32", arch="cpu", operands=gather)) == (0, 1)
+    # rows 1..9 of a column-major C: A B at one row, transposed from two on
+    assert _paths_traits(_spec(gemm={"m": {"min": 1, "max": 9}, "n": 64, "k": 40}, dtype="f32", arch="cpu",
+                               operands={**gather, "C": {"strides": [1, 9]}})) == (0, 3)

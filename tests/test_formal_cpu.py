@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from dgemm_cli.arch import CPU
 from dgemm_cli.cli import main
+from dgemm_cli.families.cpu import SMALL_M, engine_paths, rows_ranges
 from dgemm_cli.families.cpu import index as cpu_index
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
@@ -74,7 +75,7 @@ def _model(name: str, label: str):
 
 
 def test_the_cases_take_the_paths_they_name():
-    paths = {name: cpu_index.engine_paths(_plans(name)[0][1]) for name in CASES}
+    paths = {name: engine_paths(_plans(name)[0][1]) for name in CASES}
     assert paths["dense"].blocked == ((False, 9, 9),) and paths["dense"].small is None
     assert paths["ccol"].blocked == ((True, 10, 10),)
     assert paths["dyn_batch"].small == "n" and paths["dyn_batch"].small_rows == (1, 4)
@@ -156,7 +157,7 @@ def _blocks(views, paths, m: int):
     """The blocks (b, i0, rows, j0, cols) the engine hands finish_block at row extent m, in the untransposed names:
     the blocked path's tiles for each micro-tile and a few NC blocks, or small-M's column shares for teams of 1..3."""
     n = views.n
-    if paths.small and m <= cpu_index.SMALL_M:
+    if paths.small and m <= SMALL_M:
         for team in (1, 2, 3):
             share = _ceil(_ceil(n, team), cpu_index.UNIT) * cpu_index.UNIT
             for tid in range(team):
@@ -190,11 +191,11 @@ def test_the_engines_dispatch_stores_each_output_once_and_loads_inside_views(nam
     inside its view. The packing reads and small-M's reads lie inside their views too."""
     found = _models(name)
     views = found[0][0]
-    paths = cpu_index.engine_paths(views)
+    paths = engine_paths(views)
     finish = next(m for _, _, m in found if "finish_block" in m.kernel)
     first = cpu_index.lead_slot(views)
     out = views.spec.output.name
-    rt = cpu_index.rows_ranges(views)
+    rt = rows_ranges(views)
     extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]
     for m in extents:
         rows_of = None if rt is None else m // rt[2]
@@ -352,7 +353,7 @@ def test_header_holds_the_models_lines():
     assert f"constexpr int64_t kRun = {cpu_index.K_RUN};" in text
     assert f"constexpr int64_t chunk = {cpu_index.CHUNK};" in text
     assert f"constexpr int64_t unit = {cpu_index.UNIT};" in text
-    assert f"constexpr int64_t kSmallM = {cpu_index.SMALL_M};" in text
+    assert f"constexpr int64_t kSmallM = {SMALL_M};" in text
     for mr, nr in MICRO_TILES.values():
         assert re.search(rf"constexpr int kMR = {mr};.*\n(.*\n)?constexpr int kNR = {nr};", text), (mr, nr)
 

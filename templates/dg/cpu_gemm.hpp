@@ -739,7 +739,9 @@ void blocked_gemm(const Args& args, const Shape& shape, const Tables& p, int thr
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The entry point.
+// The entry point. Traits: A_t and B_t (float, f16, bf16); kShape; kOutSlots and kLeadSlot; kKC, kMC, kNC (0: from
+// the host's caches); kSmallRows (bit m - 1: the small-M path is instantiated for m rows) and kBlocked (bit 0: the
+// blocked path as A B, bit 1: as C^T = B^T A^T); finish_run.
 
 template <class Traits>
 void gemm(const Args& args) {
@@ -758,28 +760,48 @@ void gemm(const Args& args) {
     return;
   }
 
-  if (p.m <= kSmallM && (is_contiguous(p.n_at[kB], p.n) || is_contiguous(p.k_at[kB], p.k))) {
-    switch (p.m) {
-      case 1: small_m_gemm<1, Traits>(args, shape, p, threads); return;
-      case 2: small_m_gemm<2, Traits>(args, shape, p, threads); return;
-      case 3: small_m_gemm<3, Traits>(args, shape, p, threads); return;
-      default: small_m_gemm<4, Traits>(args, shape, p, threads); return;
+  // Only the paths the traits name are instantiated (Traits::kSmallRows, Traits::kBlocked: those the plan finds at
+  // the rows the spec allows); a choice outside them takes the blocked path, correct for any problem.
+  static_assert((Traits::kSmallRows & ~((1u << kSmallM) - 1)) == 0, "kSmallRows' bits are row counts 1..kSmallM");
+  static_assert(Traits::kBlocked >= 1 && Traits::kBlocked <= 3, "kBlocked names A B, C^T = B^T A^T, or both");
+  if constexpr (Traits::kSmallRows != 0) {
+    if (p.m <= kSmallM && (is_contiguous(p.n_at[kB], p.n) || is_contiguous(p.k_at[kB], p.k))) {
+      switch (p.m) {
+        case 1:
+          if constexpr ((Traits::kSmallRows & 1u) != 0) return small_m_gemm<1, Traits>(args, shape, p, threads);
+          break;
+        case 2:
+          if constexpr ((Traits::kSmallRows & 2u) != 0) return small_m_gemm<2, Traits>(args, shape, p, threads);
+          break;
+        case 3:
+          if constexpr ((Traits::kSmallRows & 4u) != 0) return small_m_gemm<3, Traits>(args, shape, p, threads);
+          break;
+        default:
+          if constexpr ((Traits::kSmallRows & 8u) != 0) return small_m_gemm<4, Traits>(args, shape, p, threads);
+          break;
+      }
     }
   }
 
   // An output that steps by one element along m and not along n (NCHW-like) is computed as C^T = B^T A^T, so that
   // a micro-tile's rows are runs of consecutive outputs.
-  constexpr int first = first_out_slot<Traits>();
-  const bool m_unit = p.m >= 2 && p.m_at[first][1] == p.m_at[first][0] + 1;
-  const bool n_unit = p.n >= 2 && p.n_at[first][1] == p.n_at[first][0] + 1;
   using A_t = typename Traits::A_t;
   using B_t = typename Traits::B_t;
   const A_t* a = static_cast<const A_t*>(args.ptr[kA]) + shape.offset[kA];
   const B_t* b = static_cast<const B_t*>(args.ptr[kB]) + shape.offset[kB];
-  if (m_unit && !n_unit)
-    blocked_gemm<Traits>(args, shape, transposed(p), threads, b, a);
-  else
+  if constexpr (Traits::kBlocked == 1u) {
     blocked_gemm<Traits>(args, shape, p, threads, a, b);
+  } else if constexpr (Traits::kBlocked == 2u) {
+    blocked_gemm<Traits>(args, shape, transposed(p), threads, b, a);
+  } else {
+    constexpr int first = first_out_slot<Traits>();
+    const bool m_unit = p.m >= 2 && p.m_at[first][1] == p.m_at[first][0] + 1;
+    const bool n_unit = p.n >= 2 && p.n_at[first][1] == p.n_at[first][0] + 1;
+    if (m_unit && !n_unit)
+      blocked_gemm<Traits>(args, shape, transposed(p), threads, b, a);
+    else
+      blocked_gemm<Traits>(args, shape, p, threads, a, b);
+  }
 }
 
 }  // namespace dg::cpu

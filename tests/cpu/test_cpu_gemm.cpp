@@ -281,6 +281,7 @@ struct TestTraits {
       E == kAccumulateC ? (1u << kC) : (1u << kC) | (1u << kD) | (1u << kBias);
   static constexpr int kLeadSlot = E == kAccumulateC ? kC : kD;  // the written slot
   static constexpr int kKC = KC, kMC = MC, kNC = NC;
+  static constexpr unsigned kSmallRows = 0xf, kBlocked = 3;  // every path: the shape is set at run time
   static inline int* visits = nullptr;  // per element of the written slot
   // The outputs of a run (or one output), stored with store_run (`stream` as the engine decides it).
   static inline void finish_run(const Args& a, const float* sums, int64_t count, const int64_t* start, bool stream) {

@@ -137,6 +137,49 @@ def steps_one(views: ProblemViews, operand: str, role: str) -> bool:
     return inner is not None and inner.stride(operand) == 1
 
 
+def rows_ranges(views: ProblemViews) -> tuple[int, int, int] | None:
+    """(lo, hi, unit) of the run-time letter: m_extent = m x unit for m in lo..hi; None where the rows are fixed."""
+    rt = views.spec.run_time_letter
+    if rt is None or rt[1] == rt[2]:
+        return None
+    _, lo, hi = rt
+    return lo, hi, views.m // hi
+
+
+@dataclass(frozen=True)
+class Paths:
+    """What the engine takes over the rows' extents: `small` the small-M path's B direction ("n": rows streamed, "k":
+    dot products) over the extents `small_extents`; `blocked` (transposed, lo, hi) for each orientation of the blocked
+    path. The traits say which the engine instantiates (render.py), the formal model proves each (index.py)."""
+
+    small: str | None
+    small_extents: tuple[int, ...]
+    blocked: tuple[tuple[bool, int, int], ...]
+
+    @property
+    def small_rows(self) -> tuple[int, int] | None:
+        return (min(self.small_extents), max(self.small_extents)) if self.small_extents else None
+
+
+def engine_paths(views: ProblemViews) -> Paths:
+    """The engine's choice at each row extent m it can be called with (dg::cpu::gemm): small-M where m <= kSmallM and
+    B's n or k scatter vector is contiguous, else the blocked path, transposed where m >= 2 and the lead slot (the
+    output) steps by one along m (m_at[first][1] == m_at[first][0] + 1) and not along n."""
+    rt = rows_ranges(views)
+    extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]
+    small = next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None)  # the plan's b_streams
+    lead = views.spec.output.name  # the traits' kLeadSlot
+    n_unit = views.n >= 2 and steps_one(views, lead, "n")
+    m_step_one = steps_one(views, lead, "m")
+    small_m = tuple(m for m in extents if small and m <= SMALL_M)
+    blocked: dict[bool, list[int]] = {}
+    for m in extents:
+        if not (small and m <= SMALL_M):
+            blocked.setdefault(m >= 2 and m_step_one and not n_unit, []).append(m)
+    return Paths(small if small_m else None, small_m,
+                 tuple((t, min(ms), max(ms)) for t, ms in sorted(blocked.items())))
+
+
 def build_cpu_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g = ConstraintGraph()
     g.node("kc", KC, "k of a packed block of A and B (0: the engine's, from the host's L1 at run time)")

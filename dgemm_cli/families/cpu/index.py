@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgemm_cli.families.cpu import SMALL_M, CpuPlan, scatter_steps_by_one, steps_one
+from dgemm_cli.families.cpu import CpuPlan, engine_paths, rows_ranges
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.expr import INDEX, INT, TRUE, Cmp, Const, Expr, Ite, Let, Min, Not, Or, Pred, Var, all_of
 from dgemm_cli.formal.expr import const as _c
@@ -141,15 +141,6 @@ class RowsRange:
         return "" if not self.param else f", m {self.lo}..{self.hi}"
 
 
-def rows_ranges(views: ProblemViews) -> tuple[int, int, int] | None:
-    """(lo, hi, unit) of the run-time letter: m_extent = m x unit for m in lo..hi; None where the rows are fixed."""
-    rt = views.spec.run_time_letter
-    if rt is None or rt[1] == rt[2]:
-        return None
-    _, lo, hi = rt
-    return lo, hi, views.m // hi
-
-
 def _rows(views: ProblemViews, extents: tuple[int, int] | None = None) -> RowsRange:
     """The rows over the extents lo..hi (every extent the spec allows where not given)."""
     rt = rows_ranges(views)
@@ -180,35 +171,6 @@ def _segs_inner_first(views: ProblemViews, operand: str, role: str) -> tuple[tup
     """The role's (size, stride in `operand`) segments, innermost first, as the engine's Role holds them (stride 0
     where the operand lacks the role or is broadcast over it)."""
     return tuple((s.size, dict(s.strides).get(operand, 0)) for s in reversed(views.roles[role].segments))
-
-
-@dataclass(frozen=True)
-class Paths:
-    """What the engine takes over the rows' extents: `small` the small-M path's B direction ("n": rows streamed, "k":
-    dot products) over `small_rows`; `blocked` (transposed, lo, hi) for each orientation of the blocked path."""
-
-    small: str | None
-    small_rows: tuple[int, int] | None
-    blocked: tuple[tuple[bool, int, int], ...]
-
-
-def engine_paths(views: ProblemViews) -> Paths:
-    """The engine's choice at each row extent m it can be called with (dg::cpu::gemm): small-M where m <= kSmallM and
-    B's n or k scatter vector is contiguous, else the blocked path, transposed where m >= 2 and the lead slot (the
-    output) steps by one along m (m_at[first][1] == m_at[first][0] + 1) and not along n."""
-    rt = rows_ranges(views)
-    extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]
-    small = next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None)  # the plan's b_streams
-    lead = lead_slot(views)
-    n_unit = views.n >= 2 and steps_one(views, lead, "n")
-    m_step_one = steps_one(views, lead, "m")
-    small_m = [m for m in extents if small and m <= SMALL_M]
-    blocked: dict[bool, list[int]] = {}
-    for m in extents:
-        if not (small and m <= SMALL_M):
-            blocked.setdefault(m >= 2 and m_step_one and not n_unit, []).append(m)
-    return Paths(small if small_m else None, (min(small_m), max(small_m)) if small_m else None,
-                 tuple((t, min(ms), max(ms)) for t, ms in sorted(blocked.items())))
 
 
 # ---- addresses
