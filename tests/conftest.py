@@ -56,6 +56,11 @@ _HARNESS_CACHE_MADE: list[str] = []
 
 
 def pytest_configure(config):
+    # The host harness's subprocesses run beside the other workers' tests: numpy's BLAS on one thread (OpenBLAS's
+    # idle threads spin about 0.1 s after each call, taking a core from the other workers' tests) and the kernels'
+    # OpenMP threads waiting passively at barriers (their team still has every core, so the threaded paths run).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     # One shared harness object folder for the whole run (every worker inherits it from the controller): the
     # builds of every test share each arch's dg_harness object, and none reads or fills the user's cache.
     if "DEEPGEMM_HARNESS_CACHE" not in os.environ:

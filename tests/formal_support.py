@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,18 @@ from dgemm_cli.spec import load_spec
 needs_coq = pytest.mark.skipif(find_coqc() is None, reason="coqc not installed (apt-get install coq)")
 
 
+def sweep_jobs() -> int:
+    """coqc processes a sweep runs at once: this machine's cores shared among pytest-xdist's workers, so that the
+    two sweeps (started together, one a worker) run one coqc a core instead of two, each then half as fast."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def prove_every_kernel(paths: list[Path], *arch: str) -> list[dict]:
-    """`deepgemm verify --formal --jobs 2 --json` of `paths` as a user runs it: every kernel proved, every spec
-    reported; the report's rows."""
-    r = CliRunner().invoke(main, ["verify", "--formal", *map(str, paths), *arch, "--jobs", "2", "--json"])
+    """`deepgemm verify --formal --jobs N --json` of `paths` as a user runs it (N: sweep_jobs()): every kernel
+    proved, every spec reported; the report's rows."""
+    jobs = str(sweep_jobs())
+    r = CliRunner().invoke(main, ["verify", "--formal", *map(str, paths), *arch, "--jobs", jobs, "--json"])
     rows = json.loads(r.stdout)
     unproved = [(x["kernel"], x["status"], x["failed"], x["reason"]) for x in rows if x["status"] != PROVED]
     assert r.exit_code == 0 and not unproved, unproved or r.output[-2000:]
