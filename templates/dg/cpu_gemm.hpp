@@ -760,8 +760,10 @@ void gemm(const Args& args) {
     return;
   }
 
-  // Only the paths the traits name are instantiated (Traits::kSmallRows, Traits::kBlocked: those the plan finds at
-  // the rows the spec allows); a choice outside them takes the blocked path, correct for any problem.
+  // Only the paths the traits name are instantiated (Traits::kSmallRows, Traits::kBlocked: those the plan finds the
+  // checks below take at the rows the spec allows). A row count outside kSmallRows takes the blocked path, and
+  // where kBlocked names one orientation the blocked path runs in it without the check: either orientation computes
+  // every output; the check only picks the one whose micro-tile rows are runs of outputs.
   static_assert((Traits::kSmallRows & ~((1u << kSmallM) - 1)) == 0, "kSmallRows' bits are row counts 1..kSmallM");
   static_assert(Traits::kBlocked >= 1 && Traits::kBlocked <= 3, "kBlocked names A B, C^T = B^T A^T, or both");
   if constexpr (Traits::kSmallRows != 0) {
