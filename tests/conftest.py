@@ -52,6 +52,13 @@ def assert_grouped_kernels_compile(specs, family: str, tmp_path) -> None:
         assert any("finish" in k.kernel for k in report.kernels)
 
 
+def pytest_addoption(parser, pluginmanager):
+    # pyproject's addopts pass `--dist worksteal` for pytest-xdist; without the plugin (not installed, or
+    # `-p no:xdist`) the option is accepted and means nothing, so that plain `pytest` runs.
+    if not pluginmanager.has_plugin("xdist"):
+        parser.addoption("--dist", default="no", help="pytest-xdist's distribution mode (pytest-xdist is absent)")
+
+
 _HARNESS_CACHE_MADE: list[str] = []
 
 
