@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import filelock
-import platformdirs
 
 import dgemm_cli
 from deepgemm import stages
 from deepgemm.kernel import Kernel, load_library
 from dgemm_cli.arch import get_arch
-from dgemm_cli.build import NVCC_ENV_FLAGS
+from dgemm_cli.build import NVCC_ENV_FLAGS, user_cache
 from dgemm_cli.build_host import HOST_ARCH, HostCompiler, find_cxx
 from dgemm_cli.errors import CacheError
 from dgemm_cli.render import NVCC_FLAGS, template_dir
@@ -59,7 +58,7 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get(CACHE_ENV):
         return Path(env[CACHE_ENV]).expanduser()
-    return Path(platformdirs.user_cache_dir("deepgemm", appauthor=False)) / "kernels"
+    return user_cache("kernels")
 
 
 # ------------------------------------------------------------------------------------------- the key's sources

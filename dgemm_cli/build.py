@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -228,11 +229,16 @@ def shared_harness(directory: Path, source: bytes | None, flags: list[str], arch
     return SharedHarness(harness_cache(directory) / f"harness-{digest[:16]}", source, cmd)
 
 
+def user_cache(part: str) -> Path:
+    """<user cache dir>/deepgemm/<part> (platformdirs: ~/.cache/deepgemm/<part> on Linux)."""
+    return Path(platformdirs.user_cache_dir("deepgemm", appauthor=False)) / part
+
+
 def harness_cache(directory: Path) -> Path:
     """Where the shared harness objects live: $DEEPGEMM_HARNESS_CACHE, else <user cache dir>/deepgemm/harness (every
     build on this machine shares them), else, where that folder cannot be made, beside the generated folders."""
     value = os.environ.get(HARNESS_CACHE_ENV)
-    root = Path(value) if value else Path(platformdirs.user_cache_dir("deepgemm", appauthor=False)) / "harness"
+    root = Path(value) if value else user_cache("harness")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -253,27 +259,19 @@ def ensure_shared_harness(shared: SharedHarness, nvcc: Nvcc) -> subprocess.Compl
         if shared.object.is_file():
             return None
         shared.folder.mkdir(parents=True, exist_ok=True)
-        # Other processes may build the same object at the same time: each writes the sources whole (a reader sees
-        # the old file or the new one, both the same bytes) and compiles into a partial object of its own name.
-        _write_whole(shared.folder / HARNESS_SOURCE, shared.source)
-        _write_whole(shared.folder / "dg_harness.cu", f'#include "{HARNESS_SOURCE}"\n'.encode())
-        own = f"{SharedHarness.OBJECT_PARTIAL}.{os.getpid()}.{threading.get_ident()}"
-        run = _run([own if x == SharedHarness.OBJECT_PARTIAL else x for x in shared.compile], shared.folder, nvcc)
-        partial = shared.folder / own
-        if run.returncode == 0 and partial.is_file():
-            partial.replace(shared.object)
-        else:
-            partial.unlink(missing_ok=True)
+        # Other processes may build the same object at the same time: each compiles in a private folder inside
+        # this one and renames what it made into place (the same bytes whoever writes them).
+        with tempfile.TemporaryDirectory(dir=shared.folder) as tmp:
+            private = Path(tmp)
+            (private / HARNESS_SOURCE).write_bytes(shared.source)
+            (private / "dg_harness.cu").write_text(f'#include "{HARNESS_SOURCE}"\n')
+            run = _run(shared.compile, private, nvcc)
+            partial = private / SharedHarness.OBJECT_PARTIAL
+            if run.returncode == 0 and partial.is_file():
+                for source in (HARNESS_SOURCE, "dg_harness.cu"):
+                    (private / source).replace(shared.folder / source)
+                partial.replace(shared.object)
         return run
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    """`path` holds `data`, replaced in one rename where it held anything else."""
-    if path.is_file() and path.read_bytes() == data:
-        return
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
-    temporary.write_bytes(data)
-    temporary.replace(path)
 
 
 def kernel_namespaces(plan: PlanRecord) -> dict[str, int]:

@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from dgemm_cli.build import (
     COMPILE_TIMEOUT_S,
     STAMP,
@@ -33,6 +31,7 @@ from dgemm_cli.build import (
     find_ar,
     product_fingerprints,
     read_plan,
+    user_cache,
 )
 from dgemm_cli.errors import BuildError, NotBuiltError
 
@@ -75,7 +74,7 @@ def pch_root() -> Path | None:
     value = os.environ.get(PCH_ENV)
     if value == "off":
         return None
-    return Path(value) if value else Path(platformdirs.user_cache_dir("deepgemm", appauthor=False)) / "host-pch"
+    return Path(value) if value else user_cache("host-pch")
 
 
 def system_headers(directory: Path, name: str) -> list[str]:

@@ -630,15 +630,19 @@ def test_harness_objects_live_in_the_user_cache_unless_told_or_unwritable(tmp_pa
 
 
 def test_a_shared_harness_compiles_into_a_partial_object_of_its_own(generated, fake_compile, tmp_path, monkeypatch):
-    """Builds in other processes may make the same object at once: each compiles to a partial file named by its
-    process and thread, renamed to the object once whole."""
+    """Builds in other processes may make the same object at once: each compiles in a private folder inside the
+    shared one and renames the object (and its sources) into place once whole."""
     monkeypatch.setenv("DEEPGEMM_HARNESS_CACHE", str(tmp_path / "harness-cache"))
+    folders = []
+    monkeypatch.setattr(build_module, "_run",
+                        lambda cmd, cwd, nvcc: folders.append(cwd) or fake_compile(cmd, cwd, nvcc))
     assert build(generated, "sm_90a", FAKE_NVCC).ok
     (shared,) = [c for c in fake_compile.calls if "dg_harness.cu" in c]
-    partial = shared[shared.index("-o") + 1]
-    assert partial.startswith("dg_harness.o.partial.") and str(os.getpid()) in partial
     (folder,) = (tmp_path / "harness-cache").glob("harness-*")
+    private = folders[fake_compile.calls.index(shared)]
+    assert private.parent == folder and not private.exists()  # its own folder inside, gone after
     assert sorted(p.name for p in folder.iterdir()) == ["dg_harness.cu", "dg_harness.cuh", "dg_harness.o"]
+
 
 def test_dynamic_shared_memory_comes_from_the_plan(tmp_path):
     plan_json = json.loads(_sources(_tiny("t", "sm_90a"), "sm_90a")["plan.json"])

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from dgemm_cli.arch import CPU
 from dgemm_cli.cli import main
-from dgemm_cli.families.cpu import SMALL_M, engine_paths, rows_ranges
+from dgemm_cli.families.cpu import SMALL_M, engine_paths, lead_slot, rows_ranges
 from dgemm_cli.families.cpu import index as cpu_index
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.formal.check import PROVED, kernel_plans, prove_model, references
@@ -193,7 +193,7 @@ def test_the_engines_dispatch_stores_each_output_once_and_loads_inside_views(nam
     views = found[0][0]
     paths = engine_paths(views)
     finish = next(m for _, _, m in found if "finish_block" in m.kernel)
-    first = cpu_index.lead_slot(views)
+    first = lead_slot(views)
     out = views.spec.output.name
     rt = rows_ranges(views)
     extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]

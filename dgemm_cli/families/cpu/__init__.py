@@ -53,6 +53,11 @@ class CpuPlan:
     packing: dict[str, str]  # A, B -> how packing reads the view (contiguous runs or a gather)
     b_streams: str | None  # the direction B is contiguous along (n or k) for the unpacked small-M path, or None
     transposed: bool  # the output is contiguous along m, not n: the engine runs C^T = B^T A^T
+    # The paths the engine takes at the rows the spec allows (engine_paths), the only ones its traits instantiate:
+    # bit m - 1 of small_rows for m rows on the small-M path; bit 0 of blocked the blocked path as A B, bit 1 as
+    # C^T = B^T A^T (A B where it takes none: the fallback).
+    small_rows: int
+    blocked: int
     segments: dict[str, int]  # role -> (size, stride) segments of the role
     decisions: tuple[Decision, ...]
     feasible: int
@@ -137,6 +142,11 @@ def steps_one(views: ProblemViews, operand: str, role: str) -> bool:
     return inner is not None and inner.stride(operand) == 1
 
 
+def lead_slot(views: ProblemViews) -> str:
+    """The traits' kLeadSlot: the output, whose layout orders finish_block's walk and the transposition."""
+    return views.spec.output.name
+
+
 def rows_ranges(views: ProblemViews) -> tuple[int, int, int] | None:
     """(lo, hi, unit) of the run-time letter: m_extent = m x unit for m in lo..hi; None where the rows are fixed."""
     rt = views.spec.run_time_letter
@@ -168,7 +178,7 @@ def engine_paths(views: ProblemViews) -> Paths:
     rt = rows_ranges(views)
     extents = [views.m] if rt is None else [r * rt[2] for r in range(rt[0], rt[1] + 1)]
     small = next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None)  # the plan's b_streams
-    lead = views.spec.output.name  # the traits' kLeadSlot
+    lead = lead_slot(views)
     n_unit = views.n >= 2 and steps_one(views, lead, "n")
     m_step_one = steps_one(views, lead, "m")
     small_m = tuple(m for m in extents if small and m <= SMALL_M)
@@ -206,11 +216,14 @@ def build_cpu_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
 def _cpu_plan(views: ProblemViews, a: Assignment, decisions: tuple[Decision, ...], feasible: int,
               cost_us: float) -> CpuPlan:
     out = views.spec.output.name
+    paths = engine_paths(views)
     return CpuPlan(kc=a["kc"], mc=a["mc"], nc=a["nc"],
                    packing={"A": _packing(views, "A"), "B": _packing(views, "B")},
                    b_streams=next((r for r in ("n", "k") if scatter_steps_by_one(views, "B", r)), None),
                    transposed=views.operands[out].unit_role == "m" and steps_one(views, out, "m")
                    and not steps_one(views, out, "n"),
+                   small_rows=sum(1 << (m - 1) for m in paths.small_extents),
+                   blocked=sum(2 if transposed else 1 for transposed, _, _ in paths.blocked) or 1,
                    segments={r: len(views.roles[r].segments) for r in ROLES},
                    decisions=decisions, feasible=feasible, cost_us=cost_us, assignment=dict(a))
 

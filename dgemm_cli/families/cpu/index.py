@@ -162,11 +162,6 @@ def out_slots(views: ProblemViews) -> tuple[str, ...]:
     return (*out, *(op.name for op in spec.extra_operands if op.name != "D"))
 
 
-def lead_slot(views: ProblemViews) -> str:
-    """The traits' kLeadSlot: the output, whose layout orders finish_block's walk and the transposition."""
-    return views.spec.output.name
-
-
 def _segs_inner_first(views: ProblemViews, operand: str, role: str) -> tuple[tuple[int, int], ...]:
     """The role's (size, stride in `operand`) segments, innermost first, as the engine's Role holds them (stride 0
     where the operand lacks the role or is broadcast over it)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jinja2
 
 from dgemm_cli.constraints import decision_lines
-from dgemm_cli.families.cpu import SMALL_M, CpuPlan, engine_paths
+from dgemm_cli.families.cpu import SMALL_M, CpuPlan
 from dgemm_cli.families.cpu.cost import MICRO_TILES
 from dgemm_cli.renderers import Body, float_literal
 from dgemm_cli.renderers.host import SLOTS
@@ -34,19 +34,8 @@ def _role(views: ProblemViews, role: str) -> str:
     return f"{{{len(segs)}, {{{', '.join(inits)}}}}}"
 
 
-def reachable_paths(views: ProblemViews) -> tuple[int, int]:
-    """The traits' (kSmallRows, kBlocked): bit m - 1 of kSmallRows for each row count m the small-M path takes, bit 0
-    of kBlocked for the blocked path as A B, bit 1 as C^T = B^T A^T, over every row extent the spec allows
-    (engine_paths). The engine instantiates those alone; one blocked orientation always, its fallback."""
-    paths = engine_paths(views)
-    small = sum(1 << (m - 1) for m in paths.small_extents)
-    blocked = sum(2 if transposed else 1 for transposed, _, _ in paths.blocked)
-    return small, blocked or 1
-
-
 def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
     out = spec.output
-    small_rows, blocked = reachable_paths(views)
     steps = []
     for st in spec.epilogue:
         steps.append({"kind": st.kind, "desc": st.describe(), "activation": st.activation,
@@ -66,7 +55,7 @@ def context(spec: Spec, views: ProblemViews, plan: CpuPlan, base: dict) -> dict:
         "out_slots": [SLOT_ENUM[x] for x in finish_slots if x is not None],
         "kc": plan.kc, "mc": plan.mc, "nc": plan.nc, "steps": steps,
         "micro_tiles": MICRO_TILES, "isa_conditions": ISA_CONDITIONS, "small_m": SMALL_M,
-        "small_rows": small_rows, "blocked": blocked,
+        "small_rows": plan.small_rows, "blocked": plan.blocked,
     }
 
 
