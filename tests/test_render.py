@@ -231,14 +231,16 @@ def test_a_split_hopper_kernel_launches_clusters_and_sums_the_partial_tiles_in_r
     assert '#include "dg/hopper_split.cuh"' in cu and "dg/hopper_persistent.cuh" not in files
     header = files["dg/hopper_split.cuh"]
     assert "#include <cooperative_groups.h>" in header
-    kernel = _function(header, "split_kernel(")
+    kernel = _function(header, "void split_body(")  # the kernel but for its consumers' slice: split_kernel's lambda
+    wrapper = _function(header, "split_kernel(")
     # PDL: the kernel waits for its predecessor once its barriers are set up, before any memory access (no
     # prefetch: measured slower in the K-split kernel); the launch allows it.
     head = _before_wait(kernel)
     assert kernel.count("wait_for_predecessor();") == 1 and "prefetch" not in head.replace("prefetch_tensormap", "")
     assert head.rindex("__syncthreads();") > head.index("mbar_init") and "issue_stage" not in head
     assert "for (int kt = kt0; kt < kt_end; ++kt)" in kernel  # the producer: this block's K slice
-    assert "stage, phase, kt0, kt_end, wg, lane);" in kernel  # the consumers: the same slice (mma_tile)
+    assert "slice(acc, full, empty, stages_a, stages_b, stage, phase, tile, kt0, kt_end, wg, warp, lane);" in kernel
+    assert "stage, phase, kt0, kt_end, wg, lane);" in wrapper  # the consumers: the same slice (mma_tile)
     assert "kt > kt0 || kk > 0" in _function(files["dg/hopper_common.cuh"], "void mma_tile(")
     assert "for (int t = blockIdx.x; t < TILES" not in kernel  # one tile a cluster: the stages park its partial
     assert kernel.count("cluster.sync();") == 4  # twice in the producer warpgroup, twice in the consumers
@@ -463,8 +465,10 @@ def test_run_time_rows_cut_a_s_box_when_the_map_is_encoded():
     assert "dims[d] = Op::DIMS[d].size != 0 ? Op::DIMS[d].size : m_inner;" in encode
     assert "box[d] = Op::DIMS[d].box != 0 ? Op::DIMS[d].box : cuuint32_t(a_box_rows<T>(int(m_inner)));" in encode
     assert "return m_inner < T::BM ? (m_inner + 7) / 8 * 8 : T::BM;" in _function(common, "constexpr int a_box_rows(")
-    # Each stage expects the bytes of the box the map was encoded with, not STAGE_TX_BYTES.
-    kernel = _function(files[f"dg/hopper_{variant}.cuh"], f"{variant}_kernel(")
+    # Each stage expects the bytes of the box the map was encoded with, not STAGE_TX_BYTES (the split kernel's body
+    # is split_body, which the hopper and fp8_hopper split kernels share).
+    body = "void split_body(" if variant == "split" else f"{variant}_kernel("
+    kernel = _function(files[f"dg/hopper_{variant}.cuh"], body)
     assert re.search(r"const unsigned tx_bytes = T::rows_at_run_time && T::A_ROWS_FOLLOW_M\s+"
                      r"\? unsigned\(a_box_rows<T>\(M_INNER\) \* T::BK \* int\(sizeof\(typename T::A_t\)\) \+\s+"
                      r"Cfg::B_STAGE_BYTES\)", kernel)
@@ -529,8 +533,8 @@ def test_two_consumer_warpgroups_meet_before_the_partial_tile_goes_over_the_stag
         assert "return dg::hopper::launch_split<Traits>(" in traits
         # The barrier (the two warpgroups') is the one CONSUMERS > 1 compiles in: after each warpgroup's last wgmma
         # is done (mma_tile ends with wgmma_wait<0>), before the first write of the partial tile.
-        kernel = _function(files["dg/hopper_split.cuh"], "split_kernel(")
-        assert kernel.index("mma_tile<T>(") < kernel.index(barrier) < kernel.index("partial[")
+        kernel = _function(files["dg/hopper_split.cuh"], "void split_body(")
+        assert kernel.index("slice(acc,") < kernel.index(barrier) < kernel.index("partial[")
         mma = _function(files["dg/hopper_common.cuh"], "void mma_tile(")
         assert mma.rindex("wgmma_wait<0>();") > mma.rindex("wgmma_commit();")
 

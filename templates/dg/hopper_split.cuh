@@ -11,11 +11,14 @@
 namespace dg {
 namespace hopper {
 
-template <class T>
-__global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
-    split_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
-                 typename T::C_param* __restrict__ C, const int m_inner_arg, const typename T::Epilogue ep,
-                 float alpha, float beta) {
+// The K-split kernel's body, the consumers' main loop aside: `slice(acc, full, empty, stages_a, stages_b, stage,
+// phase, tile, kt0, kt_end, wg, warp, lane)` sums k-iterations [kt0, kt_end) of `tile` into acc (f32, the m64nN
+// fragment layout), consuming the stages from (stage, phase) on. The hopper family's kernel (split_kernel below) and
+// fp8_hopper's (dg/fp8_hopper.cuh) differ only there.
+template <class T, class Slice>
+__device__ __forceinline__ void split_body(const CUtensorMap& tmap_a, const CUtensorMap& tmap_b,
+                                           typename T::C_param* __restrict__ C, const int m_inner_arg,
+                                           const typename T::Epilogue& ep, float alpha, float beta, Slice slice) {
   using Cfg = Config<T>;
   static_assert(T::SPLITS > 1 && T::A_PARTS == 1, "a K split over a cluster, without A multicast");
   constexpr int SPLITS = T::SPLITS, VEC = T::C_VEC, RED_PITCH = T::RED_PITCH;
@@ -76,11 +79,10 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     const int wg = warpgroup - 1, tid = threadIdx.x % 128, lane = tid % 32, warp = tid / 32;
     float* const partial = reinterpret_cast<float*>(smem);  // the parked partial tile, over the stages
     float acc[Cfg::MI][Cfg::NACC];
-    float acc_odd[Cfg::ODD_MI][Cfg::NACC];
     int stage = 0;
     uint32_t phase = 0;
     {  // the cluster's one tile
-      mma_tile<T>(acc, acc_odd, full, empty, stages_a, stages_b, stage, phase, kt0, kt_end, wg, lane);
+      slice(acc, full, empty, stages_a, stages_b, stage, phase, tile, kt0, kt_end, wg, warp, lane);
 
       // The partial tile goes over the stages: wait until every consumer warpgroup's last wgmma has read them.
       if constexpr (T::CONSUMERS > 1) asm volatile("bar.sync 1, %0;\n" ::"n"(T::CONSUMERS * 128) : "memory");
@@ -159,6 +161,21 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
     }
     cluster.sync();  // no block leaves while another still reads its shared memory
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
+    split_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
+                 typename T::C_param* __restrict__ C, const int m_inner_arg, const typename T::Epilogue ep,
+                 float alpha, float beta) {
+  using Cfg = Config<T>;
+  split_body<T>(tmap_a, tmap_b, C, m_inner_arg, ep, alpha, beta,
+                [](float (&acc)[Cfg::MI][Cfg::NACC], uint64_t* full, uint64_t* empty, uint32_t stages_a,
+                   uint32_t stages_b, int& stage, uint32_t& phase, const TileOf<T>&, int kt0, int kt_end, int wg, int,
+                   int lane) {
+                  float acc_odd[Cfg::ODD_MI][Cfg::NACC];
+                  mma_tile<T>(acc, acc_odd, full, empty, stages_a, stages_b, stage, phase, kt0, kt_end, wg, lane);
+                });
 }
 
 // One cluster of SPLITS blocks a tile, as a dependent launch.

@@ -10,8 +10,10 @@ k-iteration (128 k) on the tensor core into accumulators of its own, then adds t
 CUDA cores, times that k-iteration's scales (scales.py). Two accumulator sets a consumer: the register budget is the
 tiling graph's "promotion registers" constraint.
 
-The planning is the hopper family's (graph, cost, tensor maps, store phase) with the variants this kernel has: no K
-split, no A multicast, one tiled segment a role. The store phase vectorizes only as far as the spec promises: an FP8
+The planning is the hopper family's (graph, cost, tensor maps, store phase) with the variants this kernel has: the
+persistent grid, or the K split over a cluster where the tiles leave SMs idle (decode shapes: each block promotes a
+slice of the k-iterations, and the cluster sums the partial tiles as the hopper family's split kernel does), no A
+multicast, one tiled segment a role. The store phase vectorizes only as far as the spec promises: an FP8
 kernel has no fallback for a misaligned pointer (the cta family runs no e4m3), so the plan needs no run-time check.
 """
 
@@ -61,6 +63,10 @@ PROMOTION_HIDDEN = 0.75
 # bytes of stores, 28 of loads) on [4096, 7168] x [7168, 4096]; 128 x 128 ones with B's column scales (260 held)
 # spill 2 KB a thread. 30 registers of overhead keep the first two and refuse the third.
 ACC_SETS = 3
+# Blocks of a cluster sharing one tile (the split kernel): up to 4, since an FP8 decode shape (64 rows, N = 2112: 33
+# tiles 64 wide) leaves three quarters of the SMs idle without one. The hopper graph's one-wave and shared-memory
+# rules bound them as they bound the 16-bit kernel's.
+K_SPLITS = (1, 2, 4)
 SCALE_SETS = 2
 PROMOTION_OVERHEAD_REGS = 30
 
@@ -134,12 +140,12 @@ def gates(views: ProblemViews, arch: Arch) -> list[tuple[str, str]]:
 
 def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     """The hopper family's graph with this kernel's variants and its second accumulator set."""
-    g = build_tiling_graph(views, arch)
+    g = build_tiling_graph(views, arch, K_SPLITS)
     loads = {s.operand: s for s in (scale_load(views, sc) for sc in views.spec.scales)}
-    g.constrain("FP8 kernel", "instruction", ["k_splits", "a_multicast", "acc_chains"],
-                lambda a: "the FP8 kernel is the persistent one (no K split, no A multicast, one accumulator chain)"
-                if (a["k_splits"], a["a_multicast"], a["acc_chains"]) != (1, 1, 1) else None,
-                "dg/fp8_hopper.cuh has the persistent kernel only")
+    g.constrain("FP8 kernel", "instruction", ["a_multicast", "acc_chains"],
+                lambda a: "the FP8 kernels have no A multicast and one tensor-core chain a set"
+                if (a["a_multicast"], a["acc_chains"]) != (1, 1) else None,
+                "dg/fp8_hopper.cuh has the persistent kernel and the K split, neither with A multicast")
 
     def promotion_regs(a: Assignment) -> str | None:
         wg_m = a["block_m"] // a["consumers"]
@@ -209,11 +215,13 @@ def _cost(views: ProblemViews, arch: Arch):
     clk = arch.clock_ghz * 1e3
 
     def cost(a: Assignment) -> float:
-        groups, tiles_m, tiles_n, _ = grid(a["block_m"], a["block_n"], 1)
-        tiles_per_sm = math.ceil(groups * tiles_m * tiles_n / arch.sms)
+        splits = a["k_splits"]
+        groups, tiles_m, tiles_n, _ = grid(a["block_m"], a["block_n"], splits)
+        # A K split makes `splits` blocks a tile, each promoting its slice of the k-iterations.
+        blocks_per_sm = math.ceil(groups * tiles_m * tiles_n * splits / arch.sms)
         per_k = PROMOTION_WAIT_CLK + a["block_m"] // a["consumers"] // 64 * a["block_n"] // 2
         exposed = per_k * (1 - PROMOTION_HIDDEN if a["consumers"] == 2 else 1)
-        return base(a) + tiles_per_sm * k_iters_all * exposed / clk
+        return base(a) + blocks_per_sm * math.ceil(k_iters_all / splits) * exposed / clk
     return cost
 
 

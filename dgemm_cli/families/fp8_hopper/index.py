@@ -1,5 +1,5 @@
-"""The `fp8_hopper` family's index maps as data (pure): dg/fp8_hopper.cuh's persistent kernel, for one plan, as a
-`formal.model.KernelModel`.
+"""The `fp8_hopper` family's index maps as data (pure): dg/fp8_hopper.cuh's persistent or K-split kernel, for one
+plan, as a `formal.model.KernelModel`.
 
 The kernel is the hopper family's persistent kernel (dg/hopper_common.cuh's tile_at, issue_stage through the same
 tensor maps, and store_tile) with e4m3 wgmma: its loads, grid, tile map and store phases are the hopper model's
@@ -156,10 +156,11 @@ def scale_loads(views: ProblemViews, plan: Fp8HopperPlan, rows: Rows) -> tuple[t
 
 
 def models(views: ProblemViews, plan: Fp8HopperPlan, name: str) -> list[KernelModel]:
-    """The persistent kernel of dg/fp8_hopper.cuh: the hopper model of its loads, grid and store phases, with the
-    scales."""
-    assert plan.k_splits == 1 and plan.a_multicast == 1 and not plan.tile_loops and not plan.k_loops, \
-        "dg/fp8_hopper.cuh is the persistent kernel over one tiled segment a role"
+    """The persistent or K-split kernel of dg/fp8_hopper.cuh: the hopper model of its loads, grid and store phases
+    (the split's grid, slices and reduce are dg/hopper_split.cuh's body, which the FP8 kernel runs), with the
+    scales. The scale loads are stated over every tile and every k-iteration, which covers a split block's slice."""
+    assert plan.a_multicast == 1 and not plan.tile_loops and not plan.k_loops, \
+        "dg/fp8_hopper.cuh's kernels walk one tiled segment a role, without A multicast"
     out = []
     for rows in rows_of(views, plan):
         base = model(views, plan, name, rows)
@@ -169,7 +170,7 @@ def models(views: ProblemViews, plan: Fp8HopperPlan, name: str) -> list[KernelMo
         out.append(dataclasses.replace(base, kernel=f"{name} [fp8_hopper {base.kernel[len(prefix):]}",
                                        family="fp8_hopper", reach={**base.reach, **reach},
                                        accesses=(*base.accesses, *accesses), facts=(*base.facts, *facts),
-                                       trusted=TRUSTED))
+                                       trusted=TRUSTED + (TRUSTED_SPLIT if plan.k_splits > 1 else ())))
     return out
 
 
@@ -184,3 +185,6 @@ TRUSTED = ("the PTX semantics of cp.async.bulk.tensor (a box element inside ever
            "f32",
            "the launcher's grid: min(tiles, resident blocks) (every grid size is proved)",
            "nvcc and ptxas")
+TRUSTED_SPLIT = ("the K split's cluster: the parked partial tiles' round trip through distributed shared memory, the "
+                 "cluster barriers, and each rank promoting its slice of the k-iterations as the persistent kernel "
+                 "promotes a tile's",)

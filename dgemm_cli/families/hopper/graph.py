@@ -98,7 +98,8 @@ def consumer_regs(consumers: int, ctas_per_sm: int) -> int:
     return min(240, (pool - 128 * PRODUCER_REGS) // (128 * consumers) // 8 * 8)
 
 
-def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
+def build_tiling_graph(views: ProblemViews, arch: Arch, k_splits: tuple[int, ...] = K_SPLITS) -> ConstraintGraph:
+    """The hopper kernels' tiling graph; `k_splits` the K splits a family's kernels offer (fp8_hopper's differ)."""
     elem = views.operands["A"].elem_bytes
     c_unit = c_vector(views)[0]
     packed = packed_store(views)
@@ -111,7 +112,7 @@ def build_tiling_graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
     g.node("consumers", (1, 2), "consumer warpgroups (each owns block_m / consumers rows)")
     g.node("ctas_per_sm", (1, 2), "resident blocks an SM (2: one block's epilogue overlaps the other's math)")
     g.node("stages", STAGES, "TMA pipeline depth (shared-memory stages)")
-    g.node("k_splits", K_SPLITS, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
+    g.node("k_splits", k_splits, "blocks of a cluster sharing one tile, each streaming a slice of K", default=1)
     g.node("a_multicast", A_MULTICAST, "blocks of a cluster along n sharing A's box, each loading a part of its rows "
            "into every block (TMA multicast)", default=1)
     g.node("acc_chains", ACC_CHAINS, "accumulator sets the k16 steps alternate between (2: consecutive wgmmas do not "
