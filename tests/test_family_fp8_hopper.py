@@ -204,3 +204,33 @@ def test_every_fp8_random_draw_plans_fp8_hopper_over_every_scaling_mode():
         assert plan.k_iters == -(-data["gemm"]["k"] // 128)
     assert modes == {name for name, _, _ in SCALE_MODES}
     assert tails > 50 and padded > 10 and {"row", "col"} <= layouts
+
+
+def test_a_decode_shape_splits_k_over_a_cluster_and_a_large_one_does_not():
+    """DeepGEMM's 64 x 2112 x 7168 row leaves most SMs idle on one block a tile: the K split's clusters share each
+    tile's 56 k-iterations (every block a slice, one wave); 4096 rows fill the SMs with tiles and stay persistent."""
+    decode = _plan(_spec(m=64, n=2112, k=7168))
+    assert decode.k_splits > 1 and decode.tiles * decode.k_splits <= H200.sms
+    assert decode.kt_per_split * (decode.k_splits - 1) < decode.k_iters <= decode.kt_per_split * decode.k_splits
+    assert "k-iterations each, summed through DSMEM" in decode.summary
+    assert _plan(_spec(m=4096, n=2112, k=7168)).k_splits == 1
+    views = _views(_spec(m=64, n=2112, k=7168))
+    assert make_plan(views, H200, disabled=("ksplit",)).primary.k_splits == 1
+
+
+def test_a_split_plan_renders_the_cluster_kernel_around_the_promoted_slice():
+    spec = parse_spec(_spec(m=64, n=2112, k=7168), "f8.yaml")
+    views = analyse(spec)
+    plan = make_plan(views, H200)
+    files = render_sources(spec, views, plan, plan_baseline(views), H200)
+    cu, header = files["f8.cu"], files["dg/fp8_hopper.cuh"]
+    assert f"static constexpr int SPLITS = {plan.primary.k_splits}," in cu
+    assert "return dg::fp8_hopper::launch_split<Traits>(" in cu and "dg/hopper_split.cuh" in files
+    assert f"Thread-block clusters of {plan.primary.k_splits} blocks" in files["README.md"]  # what it asks of the GPU
+    split = header[header.index("split_kernel(const"):]
+    assert "hopper::split_body<T>(" in split and "stage, phase, tile, kt0, kt_end, wg," in split
+    persistent = header[header.index("persistent_kernel("):header.index("split_kernel(const")]
+    assert "promoted_slice<T>(acc, full, empty, stages_a, stages_b, stage, phase, tile, 0, T::K_ITERS" in persistent
+    # The promotion loop counts from the slice's first k-iteration, sets alternating from it.
+    body = header[header.index("void promoted_slice("):header.index("persistent_kernel(")]
+    assert "} else if (issue(kt0, Zero{}), kt_end - kt0 > 1) {" in body and "kt + 1 < kt_end" in body

@@ -45,7 +45,8 @@ def _spec(name: str, **doc) -> dict:
 # and tails in every role; an NCHW convolution (m over three letters) with scales constant along k. fp8_hopper: 1 x 128
 # rows (a scale a row) and 128 x 128 blocks (one a tile) with tails; per-channel scales (constant along k, one a row
 # and a column); per-tensor scales with beta; 128 x 128 blocks of A (one a tile) and a scale a column of B and 128 k,
-# with the packed store.
+# with the packed store; the K split over a cluster of 2 (3 k-iterations: slices of 2 and 1) with 1 x 128 and
+# 128 x 128 blocks and tails.
 SMALL = {
     "cta_batched_mn": _spec("cta_batched_mn", contraction="bkm,bkn->bmn", sizes={"b": 2, "m": 20, "n": 24, "k": 136},
                             operands={"A": {}, "B": {}, "C": {"dtype": "f16"}}, beta=0.5,
@@ -77,6 +78,10 @@ SMALL = {
                                             "C": {"layout": "row", "dtype": "bf16", "align": 16}},
                                   scales={"A": {"block": {"m": 128, "k": 128}}, "B": {"block": {"k": 128}}},
                                   plan={"family": "fp8_hopper"}),
+    "hopper_split": _spec("hopper_split", gemm={"m": 72, "n": 48, "k": 272},
+                          operands={"A": _ROW16, "B": _COL16, "C": {"layout": "row", "dtype": "bf16", "align": 16}},
+                          scales={"A": {"block": {"k": 128}, "layout": "col"}, "B": {"block": {"n": 128, "k": 128}}},
+                          plan={"family": "fp8_hopper", "k_splits": 2}),
 }
 FAMILY = {name: doc["plan"]["family"] for name, doc in SMALL.items()}
 
@@ -109,6 +114,8 @@ def test_the_small_specs_take_the_variants_they_name():
     columns = plans["hopper_column_scales"][0]
     assert columns.packed_store and columns.scales[0].uniform(columns.block_m)
     assert not columns.scales[1].uniform(columns.block_n)
+    split = plans["hopper_split"][0]
+    assert (split.k_splits, split.kt_per_split, split.k_iters) == (2, 2, 3)
 
 
 # ---- the models, by exhaustive enumeration at small sizes
@@ -169,7 +176,7 @@ def test_scale_loads_enumerated_lie_inside_the_scale_views_and_reach_each_scale(
 
 @needs_coq
 @pytest.mark.parametrize("name", ["cta_batched_mn", "cta_blocks_checked", "hopper_blocks_tails",
-                                  "hopper_column_scales"])
+                                  "hopper_column_scales", "hopper_split"])
 def test_coq_proves_the_small_models(name, tmp_path):
     for views, _, model in _models(name):
         r = prove_model(views, model, tmp_path)
