@@ -33,11 +33,13 @@ from dgemm_cli.formal.check import (
 from dgemm_cli.formal.coq import find_coqc
 from dgemm_cli.formal.expr import (
     INDEX,
+    Add,
     Cmp,
     Const,
     Ite,
     Let,
     Min,
+    Mul,
     Var,
     all_of,
     coq,
@@ -303,6 +305,47 @@ def test_folding_the_divisions_constants_decide_keeps_every_value(x, a, b, one):
     if a <= b:  # as Coq reads them (a constant expression printed folded)
         assert coq(coq_script._fold((v % Const(a)) // Const(b))) == "0"
         assert coq(coq_script._fold((v % Const(a)) % Const(b))) == coq(coq_script._fold(v % Const(a)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 3), st.sampled_from([2, 4, 8, 16, 64]), st.integers(0, 30))
+def test_a_stated_quotient_is_the_division_wherever_its_rest_stays_below_the_divisor(k, inner_k, c, c0):
+    """coq._quotient splits an affine dividend (multiples of c, through names, casts and nested remainders it has
+    stated) into q and r: where it answers, e = q c + r and 0 <= r < c at every point of the ranges, so q = e / c,
+    the statement Coq then checks; where r can leave [0, c) it declines."""
+    t, j = Var("t"), Var("j")
+    ranges = (Range(t, Const(0), Const(40)), Range(j, Const(0), Const(4)))
+    inner = Const(inner_k) * (t % Const(c)) + j + Const(c0)
+    e = Let("e", Mul(Add(t, Const(k)), Const(c)) + inner)
+    known: dict = {}
+    got = coq_script._quotient(e, c, ranges, known)
+    points = enumerate_points(ranges)
+    values, rest_ok = evaluate(e, points), None
+    if got is not None:
+        q, r = got
+        assert np.array_equal(evaluate(q, points) * c + evaluate(r, points), values)
+        rest_ok = np.all((0 <= evaluate(r, points)) & (evaluate(r, points) < c))
+        assert rest_ok and np.array_equal(evaluate(q, points), values // c)
+    else:  # declined: its rest leaves [0, c) somewhere
+        r = evaluate(inner, points)
+        assert not np.all((0 <= r) & (r < c))
+
+
+def test_quotients_are_stated_only_in_equations_over_many_divisions():
+    """The dg layout's word-index lemma (an equation over 13 constant divisions of affine sums) states each quotient
+    and remainder; a bound over a few divisions states none (there they cost lia more than they save)."""
+    data = {"name": "w4", "arch": "sm_90a", "dtype": "f16", "gemm": {"m": 16, "n": 4096, "k": 4096},
+            "operands": {"A": {"layout": "row", "align": 16}, "B": {"dtype": "int4", "packing": "dg", "align": 16},
+                         "C": {"layout": "row"}},
+            "scales": {"B": {"block": {"k": 128}, "layout": "row"}}}
+    spec = parse_spec(data, "w4.yaml")
+    planned = plan_spec(spec, ARCHES["sm_90a"])
+    [(_, views, fp)] = [x for x in kernel_plans(planned.plan, planned.views) if x[2].family == "wqtc"]
+    [model] = models_of(views, fp, "")
+    lemmas = coq_script.lemmas(obligations(model, references(views), places(views)))
+    stated = {lm.name for lm in lemmas if "Z.div_unique with (r := ((((" in lm.text}
+    assert stated and all(name.startswith("b_chunk_element") for name in stated), sorted(stated)
+    assert not any("div_unique" in lm.text for lm in lemmas if lm.name.startswith("b_chunk_in_bounds"))
 
 
 # ---- mutations: each must be rejected, with a readable obligation and the values that break it
