@@ -63,10 +63,20 @@ PROMOTION_HIDDEN = 0.75
 # bytes of stores, 28 of loads) on [4096, 7168] x [7168, 4096]; 128 x 128 ones with B's column scales (260 held)
 # spill 2 KB a thread. 30 registers of overhead keep the first two and refuse the third.
 ACC_SETS = 3
-# Blocks of a cluster sharing one tile (the split kernel): up to 4, since an FP8 decode shape (64 rows, N = 2112: 33
-# tiles 64 wide) leaves three quarters of the SMs idle without one. The hopper graph's one-wave and shared-memory
-# rules bound them as they bound the 16-bit kernel's.
+# Blocks of a cluster sharing one tile (the split kernel): up to 4, under the hopper graph's one-wave and
+# shared-memory rules, and clusters of 4 in at most FOUR_BLOCK_CLUSTERS_MAX_BLOCKS blocks: on the H100 (one block an
+# SM) 120 blocks of them ran in one wave (16 random FP8 problems of 1..30 tiles split 4 ways ran 1.44x faster than
+# unsplit, docs/RESULTS.md) and 128 or 132 did not (1.3-1.8x slower than clusters of 2: the GPCs do not hold 32 of
+# them at once).
 K_SPLITS = (1, 2, 4)
+FOUR_BLOCK_CLUSTERS_MAX_BLOCKS = 120
+# A split only where even 64 x 64 tiles would fill at most a quarter of the SMs (33 on 132). On the H100 the split
+# ran faster wherever that held (fp8_64x2112x7168: 33 such tiles, 13.4 -> 10.0 us split 2 ways; 16 random problems
+# of up to 30 tiles split 4 ways, 1.44x) and slower where an unsplit tiling already had as many blocks
+# (fp8_128x7168x16384, fp8_64x7168x16384: 128 x 128 tiles split 2 ways, 112 blocks, 5% and 11% slower than
+# 128 x 64 tiles unsplit); between (fp8_128x4096x7168: 128 64 x 64 tiles, 18.3 -> 15.7 us split 2 ways over 128 x 64
+# tiles) the cost model does not yet tell the two apart, and the unsplit kernel stays.
+SPLIT_MAX_SMALL_TILES_PER_SM = 0.25
 SCALE_SETS = 2
 PROMOTION_OVERHEAD_REGS = 30
 
@@ -164,6 +174,29 @@ def _graph(views: ProblemViews, arch: Arch) -> ConstraintGraph:
                                           f"core's two sets) + {scales} scales x {SCALE_SETS}"
                                           + (f" + {products} factors" if products else "")
                                           + f" = {need} registers a consumer thread, {room} free")
+    grid = tile_grid(views)
+
+    groups, tiles_m, tiles_n, _ = grid(64, 64, 1)
+    small_tiles = groups * tiles_m * tiles_n  # the most tiles any unsplit tiling has
+
+    def fp8_split(a: Assignment) -> str | None:
+        splits = a["k_splits"]
+        if splits == 1:
+            return None
+        if small_tiles > SPLIT_MAX_SMALL_TILES_PER_SM * arch.sms:
+            return (f"{small_tiles} tiles of 64 x 64: an FP8 split only where they would fill at most "
+                    f"{SPLIT_MAX_SMALL_TILES_PER_SM:.0%} of the SMs (measured no faster where unsplit tiles fill "
+                    "them)")
+        groups, tiles_m, tiles_n, _ = grid(a["block_m"], a["block_n"], splits)
+        tiles = groups * tiles_m * tiles_n
+        if splits == 4 and tiles * 4 > FOUR_BLOCK_CLUSTERS_MAX_BLOCKS:
+            return (f"{tiles * 4} blocks in clusters of 4: more than {FOUR_BLOCK_CLUSTERS_MAX_BLOCKS} do not all fit "
+                    "at once (measured a second wave)")
+        return None
+    g.constrain("FP8 k split", "arch", ["block_m", "block_n", "k_splits"], fp8_split,
+                f"a K split only over few tiles (64 x 64 ones filling at most {SPLIT_MAX_SMALL_TILES_PER_SM:.0%} of "
+                f"the SMs), 4 ways only where its clusters fit at once (at most {FOUR_BLOCK_CLUSTERS_MAX_BLOCKS} "
+                "blocks)")
     g.constrain("promotion registers", "arch", ["block_m", "block_n", "consumers", "ctas_per_sm"], promotion_regs,
                 "a consumer holds the promoted f32 accumulators, the tensor core's two sets, two sets of its scales "
                 "and the promotion's factors in registers")
