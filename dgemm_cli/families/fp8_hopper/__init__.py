@@ -66,7 +66,7 @@ ACC_SETS = 3
 # Blocks of a cluster sharing one tile (the split kernel): up to 4, under the hopper graph's one-wave and
 # shared-memory rules, and clusters of 4 in at most FOUR_BLOCK_CLUSTERS_MAX_BLOCKS blocks: on the H100 (one block an
 # SM) 120 blocks of them ran in one wave (16 random FP8 problems of 1..30 tiles split 4 ways ran 1.44x faster than
-# unsplit, docs/RESULTS.md) and 128 or 132 did not (1.3-1.8x slower than clusters of 2: the GPCs do not hold 32 of
+# unsplit, docs/RESULTS.md) and 128 or 132 did not (1.4-1.8x slower than clusters of 2: the GPCs do not hold 32 of
 # them at once).
 K_SPLITS = (1, 2, 4)
 FOUR_BLOCK_CLUSTERS_MAX_BLOCKS = 120
