@@ -96,6 +96,19 @@ __device__ __forceinline__ float factor(const float* fa, const float* fb, int mi
   return f;
 }
 
+// What both kernels require of the traits (each instantiates it).
+template <class T>
+struct TraitsChecked {
+  static_assert(T::A_PARTS == 1 && T::ACC_CHAINS == 1 && T::TILE_LOOPS == 0 && T::K_LOOPS == 0 && !T::FLAT_ROWS,
+                "the FP8 kernels walk one tiled segment a role, without A multicast");
+  static_assert(T::BK == 128 && sizeof(typename T::A_t) == 1 && sizeof(typename T::B_t) == 1,
+                "a k-iteration is one 128-byte swizzle row of e4m3");
+  static_assert(T::A_map::K_MAJOR && T::B_map::K_MAJOR, "8-bit wgmma reads both operands K-major");
+  static_assert(!T::rows_at_run_time, "the FP8 kernels have fixed rows");
+  static_assert(PROMOTE || (!ScaleOf<T, true>::ALONG_K && !ScaleOf<T, false>::ALONG_K),
+                "without promotion the scales of a k-iteration have nowhere to go: only scales constant along k");
+};
+
 // One consumer warpgroup's sum of k-iterations [kt0, kt_end) of `tile` into the f32 accumulators acc, consuming the
 // stages from (stage, phase) on: each k-iteration on the tensor core, promoted with its scales; the scales constant
 // along k multiply acc once at the end (a K split's partial sums are then already scaled, and sum to the tile's).
@@ -210,16 +223,7 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
                       typename T::C_param* __restrict__ C, const typename T::Epilogue ep, const Scales scales,
                       float alpha, float beta) {
   using Cfg = Config<T>;
-  using SA = ScaleOf<T, true>;
-  using SB = ScaleOf<T, false>;
-  static_assert(T::SPLITS == 1 && T::A_PARTS == 1 && T::ACC_CHAINS == 1 && T::TILE_LOOPS == 0 && T::K_LOOPS == 0 && !T::FLAT_ROWS,
-                "the FP8 kernel walks one tiled segment a role");
-  static_assert(T::BK == 128 && sizeof(typename T::A_t) == 1 && sizeof(typename T::B_t) == 1,
-                "a k-iteration is one 128-byte swizzle row of e4m3");
-  static_assert(T::A_map::K_MAJOR && T::B_map::K_MAJOR, "8-bit wgmma reads both operands K-major");
-  static_assert(!T::rows_at_run_time, "the FP8 kernel has fixed rows");
-  static_assert(PROMOTE || (!SA::ALONG_K && !SB::ALONG_K),
-                "without promotion the scales of a k-iteration have nowhere to go: only scales constant along k");
+  static_assert(sizeof(TraitsChecked<T>) > 0 && T::SPLITS == 1, "the persistent kernel: one block a tile");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* const smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
   uint64_t* const full = reinterpret_cast<uint64_t*>(smem + Cfg::BAR_OFFSET);
@@ -311,14 +315,7 @@ __global__ void __launch_bounds__(Config<T>::THREADS, T::CTAS_PER_SM)
                  typename T::C_param* __restrict__ C, const typename T::Epilogue ep, const Scales scales,
                  float alpha, float beta) {
   using Cfg = Config<T>;
-  static_assert(T::ACC_CHAINS == 1 && T::TILE_LOOPS == 0 && T::K_LOOPS == 0 && !T::FLAT_ROWS,
-                "the FP8 kernel walks one tiled segment a role");
-  static_assert(T::BK == 128 && sizeof(typename T::A_t) == 1 && sizeof(typename T::B_t) == 1,
-                "a k-iteration is one 128-byte swizzle row of e4m3");
-  static_assert(T::A_map::K_MAJOR && T::B_map::K_MAJOR, "8-bit wgmma reads both operands K-major");
-  static_assert(!T::rows_at_run_time, "the FP8 kernel has fixed rows");
-  static_assert(PROMOTE || (!ScaleOf<T, true>::ALONG_K && !ScaleOf<T, false>::ALONG_K),
-                "without promotion the scales of a k-iteration have nowhere to go: only scales constant along k");
+  static_assert(sizeof(TraitsChecked<T>) > 0 && T::SPLITS > 1, "the K split: a cluster of SPLITS blocks a tile");
   hopper::split_body<T>(tmap_a, tmap_b, C, T::M_INNER, ep, alpha, beta,
                         [&scales](float (&acc)[Cfg::MI][Cfg::NACC], uint64_t* full, uint64_t* empty,
                                   uint32_t stages_a, uint32_t stages_b, int& stage, uint32_t& phase,
